@@ -1,0 +1,70 @@
+"""The judge's structured diagnosis (paper B.2, F.2): three layers, severity by list membership.
+
+The judge gives evidence; programs decide numbers (gates, rewards, spans, token weights).
+Validation context ``{"valid_ids": set[str]}`` makes an unknown rubric id a validation error, so
+the LLM layer's single corrective retry covers it (paper B.4).
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+
+Severity = Literal["critical", "major", "minor"]
+LayerName = Literal["static_check", "code_simulation", "rubric_alignment"]
+SEVERITIES: tuple[Severity, ...] = ("critical", "major", "minor")
+LAYERS: tuple[LayerName, ...] = ("static_check", "code_simulation", "rubric_alignment")
+SEVERITY_RANK = {"critical": 3, "major": 2, "minor": 1}
+
+
+class Finding(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    item_id: str | None = Field(default=None, description="Rubric layer: exactly one reference item id.")
+    scope: Literal["initial_state", "dynamic"] | None = None
+    description: str
+    code_quotes: list[str] = Field(default_factory=list, description="Exact quotations; empty for missing features.")
+    related_symbols: list[str] = Field(default_factory=list)
+    state_variables: list[str] = Field(default_factory=list)
+    context_hints: list[str] = Field(default_factory=list)
+    explanation: str = ""
+
+
+class Layer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: LayerName
+    critical: list[Finding] = Field(default_factory=list)
+    major: list[Finding] = Field(default_factory=list)
+    minor: list[Finding] = Field(default_factory=list)
+
+    def findings(self) -> list[tuple[Severity, Finding]]:
+        return [(s, f) for s in SEVERITIES for f in getattr(self, s)]
+
+    @property
+    def gate_passed(self) -> bool:
+        """Critical or major fails the layer's gate; minor alone does not (paper B.2)."""
+        return not self.critical and not self.major
+
+
+class Diagnosis(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    static_check: Layer
+    code_simulation: Layer
+    rubric_alignment: Layer
+
+    @model_validator(mode="after")
+    def _check(self, info: ValidationInfo) -> "Diagnosis":
+        for name in LAYERS:
+            if getattr(self, name).name != name:
+                raise ValueError(f"layer {name!r} carries name {getattr(self, name).name!r}; set name to {name!r}")
+        valid = (info.context or {}).get("valid_ids") if info is not None else None
+        for sev, f in self.rubric_alignment.findings():
+            if not f.item_id:
+                raise ValueError(f"rubric_alignment.{sev} finding has no item_id; each rubric finding names exactly one reference item")
+            if valid is not None and f.item_id not in valid:
+                raise ValueError(
+                    f"rubric_alignment.{sev} names unknown rubric id {f.item_id!r}; use one of {sorted(valid)}"
+                )
+        return self
+
+    def layers(self) -> list[Layer]:
+        return [self.static_check, self.code_simulation, self.rubric_alignment]
