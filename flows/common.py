@@ -1,0 +1,61 @@
+"""What every flow shares: resolved config, store, provider, and the stage summary artifact."""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from prefect import get_run_logger
+from prefect.artifacts import create_markdown_artifact
+
+from schemas.config import Config, load_config
+from tasks.llm import Provider, get_provider
+from tasks.stage import StageOutcome
+from tasks.store import StageStore
+
+
+@dataclass
+class FlowContext:
+    cfg: Config
+    store: StageStore
+    provider: Provider
+
+
+def flow_context(profile: str | None, sets: list[str] | None) -> FlowContext:
+    cfg = load_config(profile, sets=sets)
+    store = StageStore(cfg.data_dir)
+    provider = get_provider(cfg.llm.provider, model=cfg.llm.model, base_url=cfg.llm.base_url)
+    logger = get_run_logger()
+    logger.info("resolved configuration (profile %s): %s", cfg.profile, cfg.model_dump_json())
+    logger.info("provider: %s (%s); data dir: %s", provider.name, provider.model, store.root)
+    if provider.name == "offline":
+        logger.warning("running OFFLINE: no ANTHROPIC_API_KEY, every row is produced by deterministic rules "
+                       "and marked provider=offline")
+    return FlowContext(cfg, store, provider)
+
+
+def forward_library_logs() -> None:
+    """Let the plain ``logging`` of tasks/ reach the Prefect run logs."""
+    os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "rubricrl")
+    logging.getLogger("rubricrl").setLevel(logging.INFO)
+
+
+def stage_summary(outcome: StageOutcome, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    m = outcome.manifest
+    return {"stage": m.stage, "rows": m.row_count, "version": m.version, "skipped": outcome.skipped,
+            "resumed_parts": outcome.resumed_parts, "made_parts": outcome.made_parts, "provider": m.provider,
+            "validation": m.validation.get("summary", ""), **(extra or {})}
+
+
+def publish_artifact(flow_name: str, summaries: list[dict[str, Any]], notes: str = "") -> None:
+    """One markdown artifact per flow run: row counts, validation, provider, cost per stage."""
+    keys = sorted({k for s in summaries for k in s})
+    order = ["stage", "rows", "validation", "provider", "cost_usd", "skipped", "resumed_parts", "made_parts", "version"]
+    cols = [k for k in order if k in keys] + [k for k in keys if k not in order]
+    lines = [f"# {flow_name}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(s.get(c, "")) for c in cols) + " |" for s in summaries]
+    if notes:
+        lines += ["", notes]
+    create_markdown_artifact(markdown="\n".join(lines), key=f"{flow_name}-summary",
+                             description=f"{flow_name}: stages published in this run")

@@ -1,0 +1,142 @@
+"""``rubricrl``: run the pipeline, query stages, serve deployments, score responses.
+
+    rubricrl run [--profile demo|full] [--set synth.n_queries=500] [--only FLOW]
+    rubricrl sql "SELECT count(*) FROM queries"
+    rubricrl stages | catalog | config
+    rubricrl ingest FILE.jsonl
+    rubricrl serve            # local Prefect server + process worker + every deployment
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+PIPELINE = ["synthesize-queries"]
+
+
+def _store(args: argparse.Namespace):
+    from schemas.config import load_config
+    from tasks.store import StageStore
+
+    return StageStore(load_config(args.profile, sets=args.set).data_dir)
+
+
+def _flow(name: str):
+    if name == "synthesize-queries":
+        from flows.synthesize_queries import synthesize_queries
+
+        return synthesize_queries
+    raise ValueError(f"unknown flow {name!r}; choose from {', '.join(PIPELINE)}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from schemas.config import load_config
+
+    cfg = load_config(args.profile, sets=args.set)  # fail fast on a bad setting, before Prefect starts
+    names = args.only or PIPELINE
+    for name in names:
+        print(f"== {name} (profile {cfg.profile})", flush=True)
+        _flow(name)(profile=cfg.profile, sets=args.set, force=args.force)
+    _print_where(args)
+    return 0
+
+
+def _print_where(args: argparse.Namespace) -> None:
+    store = _store(args)
+    print("\nPublished stages:")
+    for m in store.published():
+        print(f"  {m.stage:<20} {m.row_count:>8} rows  provider={m.provider:<9} {store.stage_dir(m.stage) / m.version}")
+    cat = store.root / "catalog.duckdb"
+    print(f"\nOpen them in DuckDB:  duckdb {cat} -c \"select count(*) from queries\"")
+    print(f"                 or:  rubricrl sql \"select domain, count(*) from queries group by 1\"")
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    from tasks.catalog import format_table, query
+
+    cols, rows = query(_store(args), args.query)
+    print(format_table(cols, rows))
+    return 0
+
+
+def cmd_stages(args: argparse.Namespace) -> int:
+    for m in _store(args).published():
+        print(json.dumps({"stage": m.stage, "rows": m.row_count, "version": m.version, "provider": m.provider,
+                          "created_at": m.created_at, "validation": m.validation.get("summary")}))
+    return 0
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    from tasks.catalog import refresh_catalog
+
+    print(refresh_catalog(_store(args)))
+    return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from schemas.config import load_config
+
+    print(load_config(args.profile, sets=args.set).model_dump_json(indent=2))
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    path = Path(args.file).resolve()
+    result = _flow("synthesize-queries")(profile=args.profile, sets=[*(args.set or []), f"synth.ingest_path={path}"],
+                                         force=True)
+    errors = result.get("ingest_errors", [])
+    for e in errors:
+        print(f"{path}: {e} (skipped; good lines kept)", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from rubricrl.serve import serve
+
+    return serve(port=args.port, pool=args.pool, once=args.no_wait)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rubricrl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        sp.add_argument("--profile", choices=["demo", "full"], default=None, help="config profile (default demo)")
+        sp.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE", help="override a setting")
+        return sp
+
+    r = common(sub.add_parser("run", help="run the pipeline (or --only some flows)"))
+    r.add_argument("--only", action="append", choices=PIPELINE)
+    r.add_argument("--force", action="store_true", help="rebuild stages even if current")
+    r.set_defaults(fn=cmd_run)
+    s = common(sub.add_parser("sql", help="run a SQL query over the stage catalog"))
+    s.add_argument("query")
+    s.set_defaults(fn=cmd_sql)
+    common(sub.add_parser("stages", help="list published stages")).set_defaults(fn=cmd_stages)
+    common(sub.add_parser("catalog", help="refresh data/catalog.duckdb views")).set_defaults(fn=cmd_catalog)
+    common(sub.add_parser("config", help="print the resolved configuration")).set_defaults(fn=cmd_config)
+    i = common(sub.add_parser("ingest", help="ingest an external JSONL query file as the queries stage"))
+    i.add_argument("file")
+    i.set_defaults(fn=cmd_ingest)
+    sv = sub.add_parser("serve", help="start a local Prefect server and worker, deploy every flow")
+    sv.add_argument("--port", type=int, default=int(os.environ.get("RUBRICRL_PREFECT_PORT", "4200")))
+    sv.add_argument("--pool", default="rubricrl-process")
+    sv.add_argument("--no-wait", action="store_true", help="deploy and return, leaving server and worker running")
+    sv.set_defaults(fn=cmd_serve)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.fn(args) or 0)
+    except (ValueError, FileNotFoundError, LookupError, RuntimeError) as e:
+        print(f"rubricrl {args.command}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""One typed configuration for every stage, with profiles and environment overrides.
+
+Profiles: ``demo`` (small, fast; the default) and ``full`` (the paper's scale: 55,000 queries).
+Overrides: ``RUBRICRL_PROFILE``, ``RUBRICRL_DATA_DIR`` and ``RUBRICRL_<SECTION>__<FIELD>``
+(e.g. ``RUBRICRL_SYNTH__N_QUERIES=1000``), or ``--set synth.n_queries=1000`` on the CLI.
+A bad value raises ``ValueError`` naming the field and its allowed values.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+PROFILES = ("demo", "full")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class LLMSettings(_Section):
+    provider: Literal["auto", "offline", "anthropic", "openai"] = Field(
+        "auto", description="auto = anthropic when ANTHROPIC_API_KEY is set, else offline")
+    model: str | None = Field(None, description="Model name; None = the provider's default")
+    base_url: str | None = Field(None, description="API base URL (a local fake, or an OpenAI-compatible server)")
+    concurrency: int = Field(16, ge=1, le=1024, description="Parallel requests for interactive calls")
+
+
+class SynthConfig(_Section):
+    """synthesize-queries (paper D.1)."""
+
+    n_queries: int = Field(55_000, ge=1, description="Queries published after deduplication")
+    n_personas: int = Field(2_000, ge=1, description="Personas sampled from the persona attributes")
+    oversample: float = Field(0.08, ge=0.0, le=2.0, description="Extra candidates generated to absorb duplicates")
+    min_capabilities: int = Field(2, ge=1, description="Capabilities per query, at least")
+    max_capabilities: int = Field(4, ge=1, description="Capabilities per query, at most")
+    dedup_threshold: float = Field(0.8, gt=0.0, le=1.0, description="MinHash-LSH Jaccard threshold for near-duplicates")
+    num_perm: int = Field(64, ge=16, le=512, description="MinHash permutations")
+    chunk_size: int = Field(2_000, ge=1, description="Candidates per resumable part")
+    seed: int = 17
+    ingest_path: str | None = Field(None, description="Optional external JSONL of queries to ingest instead")
+
+
+class Config(_Section):
+    profile: Literal["demo", "full"] = "demo"
+    data_dir: Path = Field(Path("data"), description="Stage outputs and catalog.duckdb")
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    synth: SynthConfig = Field(default_factory=SynthConfig)
+
+    def section_hash(self, *names: str) -> str:
+        """Hash of the named sections: a stage's fingerprint covers only what it depends on."""
+        data = {n: self.model_dump(mode="json")[n] for n in names}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
+    "demo": {"synth": {"n_queries": 200, "n_personas": 60, "chunk_size": 50}},
+    "full": {},
+}
+
+
+def _deep_update(base: dict[str, Any], upd: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in upd.items():
+        out[k] = _deep_update(out.get(k, {}), v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    cur = data
+    for p in parts[:-1]:
+        cur = cur.setdefault(p, {})
+    cur[parts[-1]] = value
+
+
+def _parse_scalar(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def env_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    environ = dict(os.environ if environ is None else environ)
+    out: dict[str, Any] = {}
+    for key, raw in environ.items():
+        if not key.startswith("RUBRICRL_") or key in ("RUBRICRL_PROFILE",):
+            continue
+        rest = key[len("RUBRICRL_"):].lower()
+        if rest == "data_dir":
+            out["data_dir"] = raw
+        elif "__" in rest:
+            _set_path(out, rest.replace("__", "."), _parse_scalar(raw))
+    return out
+
+
+def _explain(e: ValidationError) -> str:
+    lines = []
+    for err in e.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        allowed = ""
+        ctx = err.get("ctx") or {}
+        if "expected" in ctx:
+            allowed = f"; allowed values: {ctx['expected']}"
+        if err["type"] == "extra_forbidden":
+            allowed = "; no such setting (check the spelling against schemas/config.py)"
+        lines.append(f"config field '{loc}' = {err.get('input')!r}: {err['msg']}{allowed}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def load_config(profile: str | None = None, overrides: dict[str, Any] | None = None,
+                sets: list[str] | None = None, environ: dict[str, str] | None = None) -> Config:
+    """Resolve profile -> environment -> explicit overrides -> ``--set a.b=v`` items, in that order."""
+    env = dict(os.environ if environ is None else environ)
+    profile = profile or env.get("RUBRICRL_PROFILE") or "demo"
+    if profile not in PROFILES:
+        raise ValueError(f"config field 'profile' = {profile!r}: unknown profile; allowed values: {', '.join(PROFILES)}")
+    data: dict[str, Any] = {"profile": profile}
+    data = _deep_update(data, PROFILE_OVERRIDES[profile])
+    data = _deep_update(data, env_overrides(env))
+    data = _deep_update(data, overrides or {})
+    for item in sets or []:
+        if "=" not in item:
+            raise ValueError(f"--set {item!r}: write it as section.field=value, e.g. synth.n_queries=500")
+        k, v = item.split("=", 1)
+        _set_path(data, k.strip(), _parse_scalar(v.strip()))
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as e:
+        raise ValueError(_explain(e)) from None
+    if cfg.synth.min_capabilities > cfg.synth.max_capabilities:
+        raise ValueError("config field 'synth.min_capabilities' exceeds 'synth.max_capabilities'; make min <= max")
+    return cfg

@@ -1,0 +1,37 @@
+"""How a stage's great-expectations suite is described: one or more frames derived from the stage
+table (list columns are exploded into their own frame), each with a suite built in code."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import great_expectations as gx
+import pandas as pd
+import pyarrow as pa
+
+
+@dataclass
+class FrameSuite:
+    frame: str
+    build: Callable[[pa.Table], pd.DataFrame]
+    suite: gx.ExpectationSuite
+    id_columns: list[str]
+
+
+def rows(table: pa.Table) -> pd.DataFrame:
+    return table.to_pandas()
+
+
+def exploded(id_column: str, list_column: str, as_name: str) -> Callable[[pa.Table], pd.DataFrame]:
+    """One row per list element, keeping the row id so failures name their rows."""
+
+    def build(table: pa.Table) -> pd.DataFrame:
+        df = table.select([id_column, list_column]).to_pandas().explode(list_column)
+        return df.rename(columns={list_column: as_name}).reset_index(drop=True)
+
+    return build
+
+
+def suite(name: str, *expectations: gx.expectations.Expectation) -> gx.ExpectationSuite:
+    # Built without a data context (passing expectations to the constructor needs none).
+    return gx.ExpectationSuite(name=name, expectations=list(expectations))
