@@ -1,0 +1,192 @@
+"""Diagnostic attribution: judge findings -> direct / context code spans -> per-token GRPO weights.
+
+One entry point, ``attribute(response, html_offset, diagnosis)``: the application source is
+``response[html_offset:]`` (h, paper G.3); each finding's quotes are located (``locate``), expanded
+through source relations (``expand``), and returned as an ``AttributionTrace`` whose spans are in
+SOURCE coordinates ``[a, b)`` with ``h`` kept beside them; ``FindingTrace.direct_spans_response()``
+and ``context_spans_response()`` give RESPONSE offsets ``[h + a, h + b)``.
+
+``token_weights(trace, offsets, advantage)`` turns a trace into per-token weights by the rule in
+``tasks.attribution.tokens``; ``score_additions(...)`` is what ``rubricrl score`` adds to its output.
+
+Run: ``python -c "from tasks.attribution.api import attribute; ..."``; tests in tests/test_attr_*.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from schemas.config_attribution import AttributionConfig
+from schemas.judge import Diagnosis
+from tasks.attribution.analyzer import SourceModel, analyze
+from tasks.attribution.expand import ContextSpan, Relation, expand
+from tasks.attribution.locate import AnchorResult, Scorer, locate
+from tasks.attribution.normalize import NormalizedFinding, normalize
+from tasks.attribution.tokens import (
+    CONTEXT, DIRECT, Status, load_tokenizer, token_membership, token_offsets, weights_from_membership,
+)
+
+
+@dataclass
+class FindingTrace:
+    """One finding's attribution, source coordinates (add ``h`` for the response)."""
+
+    key: str  # layer.severity.index, as findings are keyed in score output
+    layer: str
+    severity: str
+    item_id: str | None
+    anchors: list[AnchorResult]
+    direct_spans: list[tuple[int, int]]
+    context_spans: list[ContextSpan]
+    relations: list[Relation]
+    h: int = 0
+
+    def direct_spans_response(self) -> list[list[int]]:
+        return [[self.h + a, self.h + b] for a, b in self.direct_spans]
+
+    def context_spans_response(self) -> list[list[Any]]:
+        return [[self.h + c.start, self.h + c.end, c.reason] for c in self.context_spans]
+
+
+@dataclass
+class AttributionTrace:
+    """The whole response's attribution; stored per response in the ``attributions`` stage."""
+
+    h: int
+    source_len: int
+    findings: list[FindingTrace] = field(default_factory=list)
+
+    @property
+    def status(self) -> Status:
+        if not self.findings:
+            return "no_findings"
+        return "localised" if any(f.direct_spans for f in self.findings) else "unlocalised"
+
+    def direct_response(self) -> list[tuple[int, int]]:
+        """All findings' direct spans, response offsets (the set behind T_dir)."""
+        return [(self.h + a, self.h + b) for f in self.findings for a, b in f.direct_spans]
+
+    def context_response(self) -> list[tuple[int, int]]:
+        return [(self.h + c.start, self.h + c.end) for f in self.findings for c in f.context_spans]
+
+
+def _scorer(model: SourceModel, finding: NormalizedFinding, neighbours: list[tuple[int, int]], window: int) -> Scorer:
+    """Evidence for one match among several: enclosing function named in the finding, implicated
+    state used there, and other anchors of the same finding nearby (paper B.4)."""
+    wanted = set(finding.state_variables)
+
+    def score(s: int, e: int) -> float:
+        value = 0.0
+        fi = model.enclosing(s, e)
+        lo, hi = (model.functions[fi].start, model.functions[fi].end) if fi is not None else (s - window, e + window)
+        if fi is not None and model.functions[fi].name in finding.symbols:
+            value += 2.0
+        elif fi is not None and model.functions[fi].name in finding.hint_words:
+            value += 1.0
+        if wanted:
+            used = {a.var for a in model.accesses if lo <= a.start and a.end <= hi}
+            value += sum(1.0 for w in wanted if any(u == w or u.endswith("." + w) for u in used))
+        value += sum(0.5 for a, b in neighbours if a - window <= s and e <= b + window)
+        return value
+
+    return score
+
+
+def _locate_finding(source: str, model: SourceModel, f: NormalizedFinding, cfg: AttributionConfig) -> list[AnchorResult]:
+    first = [locate(source, q, _scorer(model, f, [], cfg.window_chars), min_chars=cfg.min_fragment_chars,
+                    window=cfg.window_chars) for q in f.quotes]
+    resolved = [s for r in first for s in r.spans]
+    if not resolved:
+        return first
+    # second pass: ambiguous quotes may be settled by the finding's other, resolved anchors nearby
+    out = []
+    for r in first:
+        if r.status == "ambiguous":
+            r = locate(source, r.quote, _scorer(model, f, resolved, cfg.window_chars),
+                       min_chars=cfg.min_fragment_chars, window=cfg.window_chars)
+        out.append(r)
+    return out
+
+
+def attribute(response: str, html_offset: int, diagnosis: Diagnosis | dict, config: AttributionConfig | None = None,
+              *, model: SourceModel | None = None) -> AttributionTrace:
+    """Per-finding direct and context spans for one response (see module docstring)."""
+    cfg = config or AttributionConfig()
+    if not isinstance(response, str):
+        raise TypeError(f"response must be str, got {type(response).__name__}")
+    if not 0 <= html_offset <= len(response):
+        raise ValueError(f"html_offset={html_offset} is outside the response (length {len(response)}); pass the "
+                         "character offset where the HTML starts in the response")
+    if isinstance(diagnosis, dict):
+        diagnosis = Diagnosis.model_validate(diagnosis)
+    source = response[html_offset:]
+    findings = normalize(diagnosis)
+    trace = AttributionTrace(h=html_offset, source_len=len(source))
+    if findings and model is None and any(f.quotes for f in findings):
+        model = analyze(source)
+    for f in findings:
+        anchors = _locate_finding(source, model, f, cfg) if f.quotes else []
+        direct = sorted({s for a in anchors for s in a.spans})
+        context, relations = (expand(model, f, direct, window=cfg.window_chars, call_depth=cfg.call_depth)
+                              if direct else ([], []))
+        trace.findings.append(FindingTrace(f.key, f.layer, f.severity, f.item_id, anchors, direct, context,
+                                           relations, html_offset))
+    return trace
+
+
+def token_weights(trace: AttributionTrace | None, offsets: list[tuple[int, int]], advantage: float,
+                  config: AttributionConfig | None = None) -> np.ndarray | None:
+    """(T,) weights for the response tokens with these character spans; None for a missing diagnosis
+    (no reward: the response is dropped, paper B.4)."""
+    if trace is None:
+        return None
+    membership = token_membership(offsets, trace.direct_response(), trace.context_response())
+    return weights_from_membership(membership, float(advantage), trace.status, config)
+
+
+def membership_counts(trace: AttributionTrace, offsets: list[tuple[int, int]]) -> dict[str, int]:
+    m = token_membership(offsets, trace.direct_response(), trace.context_response())
+    return {"n_tokens": int(len(m)), "n_direct_tokens": int((m == DIRECT).sum()),
+            "n_context_tokens": int((m == CONTEXT).sum())}
+
+
+def score_additions(response: str, html_offset: int, diagnosis: Diagnosis | dict, advantage: float | None = None,
+                    tokenizer_dir: str | Path | None = None, config: AttributionConfig | None = None) -> dict:
+    """The keys ``rubricrl score`` adds: per-finding spans, and token weights given both options.
+
+    Returns ``{"findings": {key: {"direct_spans": [[s, e], ...], "context_spans": [[s, e, reason], ...]}},
+    "attribution_status": ...}`` plus ``"token_weights"`` and ``"token_offsets"`` when ``advantage`` and
+    ``tokenizer_dir`` are both given. Offsets are response characters. Here the response is only text,
+    so its ids come from encoding it once; in training the generated ids are used instead
+    (``tasks.attribution.tokens.token_offsets``), never a re-tokenisation.
+    """
+    if (advantage is None) != (tokenizer_dir is None):
+        raise ValueError("token weights need both --advantage A and --tokenizer DIR; pass both or neither")
+    trace = attribute(response, html_offset, diagnosis, config)
+    out: dict[str, Any] = {
+        "attribution_status": trace.status,
+        "findings": {f.key: {"direct_spans": f.direct_spans_response(), "context_spans": f.context_spans_response()}
+                     for f in trace.findings},
+    }
+    if advantage is not None and tokenizer_dir is not None:
+        tok = load_tokenizer(tokenizer_dir)
+        ids = tok.encode(response, add_special_tokens=False).ids
+        offsets = token_offsets(ids, tok, expected_text=None)
+        weights = token_weights(trace, offsets, float(advantage), config)
+        out["token_weights"] = [round(float(w), 6) for w in weights]
+        out["token_offsets"] = [[int(s), int(e)] for s, e in offsets]
+    return out
+
+
+def annotate_findings(diagnosis: dict, additions: dict) -> dict:
+    """Copy of a diagnosis dict whose findings carry their ``direct_spans`` / ``context_spans``."""
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in diagnosis.items()}
+    for key, spans in additions.get("findings", {}).items():
+        layer, severity, index = key.rsplit(".", 2)
+        items = [dict(x) for x in out[layer][severity]]
+        items[int(index)].update(spans)
+        out[layer] = {**out[layer], severity: items}
+    return out

@@ -1,0 +1,247 @@
+"""Token alignment and the sign-dependent diagnostic weights (paper 3.5, B.4, G.3).
+
+Alignment. Per-token character spans come from the GENERATED token ids by incremental decoding,
+never from re-tokenising the text, so the weights line up with exactly the tokens in the loss.
+``token_offsets`` decodes a short sliding window of ids and takes what each new id adds. An id that
+ends inside a multi-byte character (the decode ends in U+FFFD) is given that character as well, and
+the id that completes it starts at that character: both tokens overlap the split character, so a
+span containing it reaches both. Ids that decode to nothing (skipped special tokens) get an empty
+span ``(p, p)`` and overlap nothing. For byte-level BPE tokenizers a fast path reads each id's bytes
+directly and gives identical spans (checked against the full decode; otherwise the window path runs).
+
+Weights (response tokens; ``m`` = membership: direct if the token overlaps a direct span, else
+contextual if it overlaps a context span, else other; direct wins where they overlap):
+
+====================  ==========  ===========  =======
+case                  direct      contextual   other
+====================  ==========  ===========  =======
+A < 0                 3.0         1.5          1.0
+A > 0                 1.0         1.0          1.2
+A = 0                 1.0         1.0          1.0
+findings, none
+localised (any A)     1.0         1.0          1.0
+====================  ==========  ===========  =======
+
+A valid diagnosis with no findings has empty sets, so the ordinary sign rule gives 1.0 (A<0) or 1.2
+(A>0) everywhere. A missing diagnosis means no reward: the response is dropped before weighting.
+
+``unconditional`` (the paper's 4.4 ablation, "unconditional error penalization"): diagnosed regions
+get NEGATIVE updates whatever the sign of A. The trainer multiplies each token's term by ``A * w``;
+this mode therefore returns, for A > 0, ``w = -3.0`` on direct tokens and ``-1.5`` on contextual
+tokens (so ``A * w < 0``: their likelihood is pushed down) and ``1.0`` elsewhere (the plain baseline,
+not the 1.2 of the sign rule, since this variant does not re-emphasise unaffected regions). For A < 0
+it equals the sign rule (3.0 / 1.5 / 1.0); for A = 0, and when findings exist but none is localised,
+every weight is 1.0 as in the sign rule.
+
+Prompt positions get the baseline and are excluded from the loss; weights are shifted with the
+targets: position t of the packed sequence weights the prediction of token t+1.
+
+Run: ``python -c "from tasks.attribution.tokens import token_offsets, load_tokenizer; ..."``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Protocol, Sequence
+
+import numpy as np
+
+from schemas.config_attribution import AttributionConfig
+
+Status = Literal["localised", "unlocalised", "no_findings"]
+OTHER, CONTEXT, DIRECT = 0, 1, 2
+_FFFD = "\ufffd"
+
+
+class Decoder(Protocol):
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str: ...
+
+
+def load_tokenizer(path: str | Path):  # -> tokenizers.Tokenizer
+    """A Hugging Face tokenizer directory (with ``tokenizer.json``) or the ``tokenizer.json`` file."""
+    from tokenizers import Tokenizer
+
+    p = Path(path)
+    file = p / "tokenizer.json" if p.is_dir() else p
+    if not file.is_file():
+        raise ValueError(f"no tokenizer.json at {p}; pass a Hugging Face tokenizer directory (save_pretrained output)")
+    return Tokenizer.from_file(str(file))
+
+
+def _window_offsets(ids: Sequence[int], dec: Decoder, skip: bool, context: int = 4,
+                    block: int = 32) -> list[tuple[int, int]]:
+    """Incremental decoding over a sliding window of ids; see the module docstring for the rules."""
+    n, out, pos = len(ids), [], 0
+    ws, prev_stable = 0, 0  # window start; stable length of decode(ids[ws:i])
+    for i in range(n):
+        text = dec.decode(list(ids[ws:i + 1]), skip_special_tokens=skip)
+        partial = text.endswith(_FFFD) and i < n - 1
+        stable = len(text.rstrip(_FFFD)) if partial else len(text)
+        grow = max(stable - prev_stable, 0)
+        out.append((pos, pos + grow + (1 if partial else 0)))
+        pos, prev_stable = pos + grow, stable
+        if not partial and i + 1 - ws >= block:  # slide: keep a few ids of left context
+            ws = i + 1 - context
+            prev_stable = len(dec.decode(list(ids[ws:i + 1]), skip_special_tokens=skip))
+    return out
+
+
+def _byte_level_table() -> dict[str, int]:
+    """GPT-2's byte <-> printable-character table used by ByteLevel pre-tokenizers and decoders."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    extra = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(bs, cs)}
+
+
+class _ByteVocab:
+    """Bytes of every id of a ByteLevel tokenizer, built once per tokenizer object."""
+
+    _cache: dict[int, tuple[object, "_ByteVocab"]] = {}
+
+    def __init__(self, tok) -> None:
+        table = _byte_level_table()
+        self.pieces: dict[int, bytes] = {}
+        self.special: set[int] = set()
+        self.ok = True
+        for piece, i in tok.get_vocab(with_added_tokens=False).items():
+            if any(ch not in table for ch in piece):
+                self.ok = False
+                return
+            self.pieces[i] = bytes(table[ch] for ch in piece)
+        for i, added in tok.get_added_tokens_decoder().items():
+            self.pieces[i] = added.content.encode("utf-8")
+            if added.special:
+                self.special.add(i)
+
+    @classmethod
+    def of(cls, tok) -> "_ByteVocab":
+        hit = cls._cache.get(id(tok))
+        if hit is None or hit[0] is not tok:  # id() reuse after garbage collection
+            hit = (tok, cls(tok))
+            cls._cache[id(tok)] = hit
+        return hit[1]  # type: ignore[return-value]
+
+
+def _byte_offsets(ids: Sequence[int], tok, skip: bool) -> tuple[list[tuple[int, int]], str] | None:
+    """Fast exact path for ByteLevel decoders: each id's bytes, char index by counting lead bytes."""
+    vocab = _ByteVocab.of(tok)
+    if not vocab.ok or any(i not in vocab.pieces for i in ids):
+        return None
+    chunks = [b"" if (skip and i in vocab.special) else vocab.pieces[i] for i in ids]
+    data = b"".join(chunks)
+    lead = (np.frombuffer(data, dtype=np.uint8) & 0xC0) != 0x80
+    # chars_before[b] = number of characters that start before byte b, (B+1,)
+    chars_before = np.concatenate([[0], np.cumsum(lead)])
+    bounds = np.concatenate([[0], np.cumsum([len(c) for c in chunks])]).astype(np.int64)  # (T+1,)
+    b0, b1 = bounds[:-1], bounds[1:]
+    # a token starting on a continuation byte starts at the character that byte belongs to
+    starts_mid = np.zeros(len(chunks), dtype=bool)
+    nonempty = b1 > b0
+    starts_mid[nonempty] = ~lead[b0[nonempty]]
+    start = chars_before[b0] - starts_mid
+    end = np.where(nonempty, chars_before[b1], start)
+    return list(zip(start.tolist(), end.tolist())), data.decode("utf-8", errors="replace")
+
+
+def token_offsets(ids: Sequence[int], tokenizer, *, skip_special_tokens: bool = True,
+                  expected_text: str | None = None) -> list[tuple[int, int]]:
+    """Character span of every generated id in the decoded response.
+
+    ``expected_text`` (the response string the spans index) is checked against the full decode;
+    a mismatch is an error, since weights would then land on the wrong tokens.
+    """
+    ids = [int(i) for i in ids]
+    full = tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+    if expected_text is not None and full != expected_text:
+        raise ValueError(
+            "the response text is not the decode of these token ids; pass the text decoded from the generated ids "
+            f"with skip_special_tokens={skip_special_tokens} (first difference at char "
+            f"{next((k for k, (a, b) in enumerate(zip(full, expected_text)) if a != b), min(len(full), len(expected_text)))})"
+        )
+    fast = None
+    from tokenizers import decoders
+
+    if isinstance(getattr(tokenizer, "decoder", None), decoders.ByteLevel):
+        fast = _byte_offsets(ids, tokenizer, skip_special_tokens)
+    if fast is not None and fast[1] == full:
+        return fast[0]
+    return _window_offsets(ids, tokenizer, skip_special_tokens)
+
+
+def token_membership(offsets: Sequence[tuple[int, int]], direct: Sequence[tuple[int, int]],
+                     context: Sequence[tuple[int, int]]) -> np.ndarray:
+    """(T,) int8: DIRECT if a token overlaps a direct span, else CONTEXT if it overlaps a context span."""
+    if not len(offsets):
+        return np.zeros(0, dtype=np.int8)
+    off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    s, e = off[:, 0], off[:, 1]
+    out = np.zeros(len(off), dtype=np.int8)
+    for value, spans in ((CONTEXT, context), (DIRECT, direct)):
+        merged = _merge(spans)
+        if not merged:
+            continue
+        a = np.asarray([m[0] for m in merged])
+        b = np.asarray([m[1] for m in merged])
+        j = np.searchsorted(b, s, side="right")  # first span ending after the token starts
+        jc = np.minimum(j, len(b) - 1)
+        hit = (j < len(b)) & (a[jc] < e) & (e > s)
+        out[hit] = value  # DIRECT is written last: it wins
+    return out
+
+
+def _merge(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for s, e in sorted((int(s), int(e)) for s, e in spans):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def weights_from_membership(membership: np.ndarray, advantage: float, status: Status,
+                            config: AttributionConfig | None = None) -> np.ndarray:
+    """(T,) float32 weights by the table in the module docstring (``config.mode`` picks the rule)."""
+    cfg = config or AttributionConfig()
+    if advantage != advantage:
+        raise ValueError("advantage is NaN; a response without a reward has no advantage: drop it before weighting")
+    m = np.asarray(membership, dtype=np.int8)
+    base = np.full(m.shape, cfg.baseline_weight, dtype=np.float32)
+    if status == "unlocalised" or advantage == 0:
+        return base
+    if advantage < 0:
+        table = np.array([cfg.baseline_weight, cfg.context_weight, cfg.direct_weight], dtype=np.float32)
+    elif cfg.mode == "unconditional":
+        table = np.array([cfg.baseline_weight, -cfg.context_weight, -cfg.direct_weight], dtype=np.float32)
+    else:
+        table = np.array([cfg.positive_other_weight, cfg.baseline_weight, cfg.baseline_weight], dtype=np.float32)
+    return table[m]
+
+
+def align_with_targets(prompt_len: int, response_weights: Sequence[float], *, baseline: float = 1.0,
+                       total_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Pack prompt + response weights and shift them with the targets.
+
+    The packed sequence has ``prompt_len + R`` tokens (padded with the baseline to ``total_len``).
+    Returns ``(weights, loss_mask)``, both ``(L-1,)``: entry t belongs to the prediction of token t+1;
+    the mask is True only where token t+1 is a response token (prompt and padding are excluded).
+    """
+    r = np.asarray(response_weights, dtype=np.float32)
+    length = prompt_len + len(r)
+    if prompt_len < 1:
+        raise ValueError(f"prompt_len={prompt_len}; a packed sequence needs at least one prompt token to predict from")
+    if total_len is not None and total_len < length:
+        raise ValueError(f"total_len={total_len} < prompt_len + response tokens = {length}; raise total_len")
+    full_len = total_len or length
+    per_token = np.full(full_len, baseline, dtype=np.float32)  # (L,) baseline on prompt and padding
+    per_token[prompt_len:length] = r
+    target = np.arange(1, full_len)  # (L-1,) index of the token each position predicts
+    mask = (target >= prompt_len) & (target < length)
+    return per_token[1:], mask
