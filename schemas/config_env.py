@@ -1,0 +1,111 @@
+"""Configuration of the evaluation environment (issue 8): reward numbers, gates, browser, judge.
+
+Every number the environment uses to turn evidence into a reward lives here with its default
+documented, so a reward can be reproduced from the config hash stored with each rewards row.
+The paper (section 3.3) gives the tier order but no numbers; the defaults below are ours.
+
+Wire-in: the lead adds ``env: EnvConfig`` to ``schemas.config.Config``; overrides then follow the
+usual ``RUBRICRL_ENV__RUNTIME__ENABLED=false`` / ``--set env.runtime.enabled=false`` rules.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+RewardKind = Literal["hierarchical", "binary"]
+REWARD_KINDS: tuple[str, ...] = ("hierarchical", "binary")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class RewardConfig(_Section):
+    """Hierarchical reward tiers (paper 3.3): no HTML < source-invalid < runtime-invalid < valid.
+
+    Within the valid tier the reward is ``rubric_floor + (rubric_max - rubric_floor) * rubric_score``,
+    so the worst valid app still outranks every runtime-invalid one and a clean app gets ``rubric_max``.
+    """
+
+    format_invalid: float = Field(0.0, description="No complete HTML application in the response")
+    source_invalid: float = Field(0.1, description="HTML found, but a script/stylesheet does not parse or static_check fails")
+    runtime_invalid: float = Field(0.2, description="Source valid, but the app throws/hangs/is blank or code_simulation fails")
+    rubric_floor: float = Field(0.3, description="Valid app whose every rubric item is unmet")
+    rubric_max: float = Field(1.0, description="Valid app with no rubric findings")
+    level_weights: dict[str, float] = Field(
+        default_factory=lambda: {"core_module": 3.0, "correct_rule": 2.0, "rendering_effect": 1.0},
+        description="Weight of an item by its rubric_level in the continuous rubric score",
+    )
+    minor_penalty: float = Field(0.2, ge=0.0, lt=1.0,
+                                 description="A minor item counts as met, less this fraction of its weight")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "RewardConfig":
+        tiers = [self.format_invalid, self.source_invalid, self.runtime_invalid, self.rubric_floor, self.rubric_max]
+        if any(b <= a for a, b in zip(tiers, tiers[1:])):
+            raise ValueError(
+                "env.reward tiers must be strictly increasing: format_invalid < source_invalid < runtime_invalid "
+                f"< rubric_floor < rubric_max (got {tiers}); fix the numbers so the hierarchy holds")
+        need = {"core_module", "correct_rule", "rendering_effect"}
+        if set(self.level_weights) != need or any(w <= 0 for w in self.level_weights.values()):
+            raise ValueError(f"env.reward.level_weights needs exactly {sorted(need)} with positive weights; "
+                             f"got {self.level_weights}")
+        return self
+
+
+class StaticConfig(_Section):
+    """Source validity from tree-sitter parses (HTML, CSS, every inline script)."""
+
+    html_errors_fail: bool = Field(False, description="HTML parse errors fail the source gate (browsers recover "
+                                                       "from most, so by default they are recorded only)")
+    max_errors: int = Field(50, ge=1, description="Syntax errors recorded per response, at most")
+
+
+class RuntimeConfig(_Section):
+    """Runtime validity from loading the page in headless Chromium (Playwright)."""
+
+    enabled: bool = Field(True, description="False (or --no-browser) skips the browser on machines without one")
+    executable_path: str = Field("/usr/bin/chromium", description="Debian's chromium; never `playwright install`")
+    load_timeout_s: float = Field(5.0, gt=0, description="Time for the load event; past it the app is runtime-invalid")
+    settle_s: float = Field(0.5, ge=0, description="Time after load during which page errors still count")
+    hard_limit_s: float = Field(10.0, gt=0, description="Wall limit for one app, whatever it does")
+    concurrency: int = Field(4, ge=1, le=64, description="Apps loaded at once in one browser (one context each)")
+    swiftshader: bool = Field(True, description="Software WebGL (SwiftShader) so canvas/three.js apps run")
+    console_errors_fail: bool = Field(False, description="console.error during load fails the gate (apps often log "
+                                                         "handled errors, so by default they are recorded only)")
+    blank_body_fails: bool = Field(True, description="A page that renders nothing visible is runtime-invalid")
+    cdn_dir: Path = Field(Path("vendor/cdn/node_modules"), description="Pinned local copies of CDN libraries")
+    max_restarts: int = Field(5, ge=0, description="Browser restarts per batch before the rest is marked missing")
+
+    @model_validator(mode="after")
+    def _limits(self) -> "RuntimeConfig":
+        if self.hard_limit_s < self.load_timeout_s + self.settle_s:
+            raise ValueError(f"env.runtime.hard_limit_s ({self.hard_limit_s}) must be at least load_timeout_s + "
+                             f"settle_s ({self.load_timeout_s + self.settle_s}); raise it")
+        return self
+
+
+class JudgeConfig(_Section):
+    """The three-layer LLM judge (paper B.2, F.2)."""
+
+    prompt: str = Field("judge", description="Prompt template name under tasks/prompts/")
+    max_tokens: int = Field(8192, ge=256, description="Judge output budget")
+    temperature: float = Field(0.0, ge=0.0, le=1.0)
+    concurrency: int = Field(64, ge=1, le=1024, description="Judge calls in flight")
+    judge_invalid_apps: bool = Field(True, description="Judge apps our own evidence already failed (their findings "
+                                                       "still feed attribution); False saves calls")
+
+
+class EnvConfig(_Section):
+    """The evaluation environment: ``rubricrl score`` and the score-rollouts flow."""
+
+    reward_kind: RewardKind = Field("hierarchical", description="hierarchical (paper) or binary (ablation)")
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    static: StaticConfig = Field(default_factory=StaticConfig)
+    runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    task_runner: Literal["threads", "ray"] = Field("threads", description="Prefect task runner of score-rollouts")
+    ray_address: str | None = Field(None, description="Ray cluster address; None starts a local Ray instance")
+    workers: int = Field(2, ge=1, le=512, description="Parallel score workers (threads, or Ray tasks)")
