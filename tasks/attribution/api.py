@@ -23,7 +23,7 @@ from schemas.config_attribution import AttributionConfig
 from schemas.judge import Diagnosis
 from tasks.attribution.analyzer import SourceModel, analyze
 from tasks.attribution.expand import ContextSpan, Relation, expand
-from tasks.attribution.locate import AnchorResult, Scorer, locate
+from tasks.attribution.locate import AnchorResult, Scorer, locate, proximity
 from tasks.attribution.normalize import NormalizedFinding, normalize
 from tasks.attribution.tokens import (
     CONTEXT, DIRECT, Status, load_tokenizer, token_membership, token_offsets, weights_from_membership,
@@ -89,7 +89,7 @@ def _scorer(model: SourceModel, finding: NormalizedFinding, neighbours: list[tup
         if wanted:
             used = {a.var for a in model.accesses if lo <= a.start and a.end <= hi}
             value += sum(1.0 for w in wanted if any(u == w or u.endswith("." + w) for u in used))
-        value += sum(0.5 for a, b in neighbours if a - window <= s and e <= b + window)
+        value += 0.5 * proximity(s, e, neighbours, window)
         return value
 
     return score
@@ -190,3 +190,39 @@ def annotate_findings(diagnosis: dict, additions: dict) -> dict:
         items[int(index)].update(spans)
         out[layer] = {**out[layer], severity: items}
     return out
+
+
+def trace_row(trace: AttributionTrace, response_id: str, query_id: str | None = None, *,
+              advantage: float | None = None, offsets: list[tuple[int, int]] | None = None,
+              config: AttributionConfig | None = None) -> dict:
+    """One row of the ``attributions`` stage (``schemas.attribution.ATTRIBUTIONS_SCHEMA``), source coordinates."""
+    cfg = config or AttributionConfig()
+    span = lambda s, e: {"start": s, "end": e}  # noqa: E731
+    row: dict[str, Any] = {
+        "response_id": response_id, "query_id": query_id, "html_offset": trace.h, "source_len": trace.source_len,
+        "status": trace.status, "n_findings": len(trace.findings),
+        "n_localised": sum(1 for f in trace.findings if f.direct_spans),
+        "findings": [{
+            "key": f.key, "layer": f.layer, "severity": f.severity, "item_id": f.item_id,
+            "anchors": [{"quote": a.quote, "status": a.status, "method": a.method, "candidates": a.candidates,
+                         "spans": [span(s, e) for s, e in a.spans]} for a in f.anchors],
+            "direct_spans": [span(s, e) for s, e in f.direct_spans],
+            "context_spans": [{"start": c.start, "end": c.end, "reasons": list(c.reasons)} for c in f.context_spans],
+            "relations": [{"kind": r.kind, "detail": r.detail, "anchor_start": r.anchor_start,
+                           "anchor_end": r.anchor_end, "start": r.start, "end": r.end} for r in f.relations],
+        } for f in trace.findings],
+        "advantage": advantage, "weight_mode": cfg.mode,
+        "n_tokens": None, "n_direct_tokens": None, "n_context_tokens": None,
+    }
+    if offsets is not None:
+        row.update(membership_counts(trace, offsets))
+    return row
+
+
+def traces_table(rows: list[dict]):  # -> pa.Table
+    """The ``attributions`` stage table from ``trace_row`` dicts."""
+    import pyarrow as pa
+
+    from schemas.attribution import ATTRIBUTIONS_SCHEMA
+
+    return pa.Table.from_pylist(rows, schema=ATTRIBUTIONS_SCHEMA)

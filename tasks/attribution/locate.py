@@ -90,6 +90,16 @@ def split_fragments(quote: str, min_chars: int) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(keep)), drop
 
 
+def proximity(s: int, e: int, others: list[tuple[int, int]], window: int) -> float:
+    """Nearby evidence in [0, 1]: 1 next to another resolved anchor, falling to 0 at ``window`` away."""
+    best = 0.0
+    for a, b in others:
+        gap = max(a - e, s - b, 0)
+        if gap <= window:
+            best = max(best, 1.0 - gap / (window + 1))
+    return best
+
+
 def pick(cands: list[tuple[int, int]], score: Scorer | None) -> tuple[int, int] | None:
     """The unique candidate, or the unique best-scoring one; None when still ambiguous."""
     if len(cands) == 1:
@@ -132,7 +142,7 @@ def _locate_fragments(source: str, quote: str, score: Scorer | None, min_chars: 
 
     def near(s: int, e: int) -> float:
         base = score(s, e) if score is not None else 0.0
-        return base + sum(1.0 for a, b in chosen if a - window <= s and e <= b + window)
+        return base + proximity(s, e, chosen, window)
 
     for _, cands in found:
         if len(cands) > 1 and (best := pick(cands, near)) is not None:

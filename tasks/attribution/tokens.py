@@ -208,20 +208,20 @@ def _merge(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def weights_from_membership(membership: np.ndarray, advantage: float, status: Status,
                             config: AttributionConfig | None = None) -> np.ndarray:
-    """(T,) float32 weights by the table in the module docstring (``config.mode`` picks the rule)."""
+    """(T,) float64 weights by the table in the module docstring (``config.mode`` picks the rule)."""
     cfg = config or AttributionConfig()
     if advantage != advantage:
         raise ValueError("advantage is NaN; a response without a reward has no advantage: drop it before weighting")
     m = np.asarray(membership, dtype=np.int8)
-    base = np.full(m.shape, cfg.baseline_weight, dtype=np.float32)
+    base = np.full(m.shape, cfg.baseline_weight, dtype=np.float64)
     if status == "unlocalised" or advantage == 0:
         return base
     if advantage < 0:
-        table = np.array([cfg.baseline_weight, cfg.context_weight, cfg.direct_weight], dtype=np.float32)
+        table = np.array([cfg.baseline_weight, cfg.context_weight, cfg.direct_weight], dtype=np.float64)
     elif cfg.mode == "unconditional":
-        table = np.array([cfg.baseline_weight, -cfg.context_weight, -cfg.direct_weight], dtype=np.float32)
+        table = np.array([cfg.baseline_weight, -cfg.context_weight, -cfg.direct_weight], dtype=np.float64)
     else:
-        table = np.array([cfg.positive_other_weight, cfg.baseline_weight, cfg.baseline_weight], dtype=np.float32)
+        table = np.array([cfg.positive_other_weight, cfg.baseline_weight, cfg.baseline_weight], dtype=np.float64)
     return table[m]
 
 
@@ -233,14 +233,14 @@ def align_with_targets(prompt_len: int, response_weights: Sequence[float], *, ba
     Returns ``(weights, loss_mask)``, both ``(L-1,)``: entry t belongs to the prediction of token t+1;
     the mask is True only where token t+1 is a response token (prompt and padding are excluded).
     """
-    r = np.asarray(response_weights, dtype=np.float32)
+    r = np.asarray(response_weights, dtype=np.float64)
     length = prompt_len + len(r)
     if prompt_len < 1:
         raise ValueError(f"prompt_len={prompt_len}; a packed sequence needs at least one prompt token to predict from")
     if total_len is not None and total_len < length:
         raise ValueError(f"total_len={total_len} < prompt_len + response tokens = {length}; raise total_len")
     full_len = total_len or length
-    per_token = np.full(full_len, baseline, dtype=np.float32)  # (L,) baseline on prompt and padding
+    per_token = np.full(full_len, baseline, dtype=np.float64)  # (L,) baseline on prompt and padding
     per_token[prompt_len:length] = r
     target = np.arange(1, full_len)  # (L-1,) index of the token each position predicts
     mask = (target >= prompt_len) & (target < length)
