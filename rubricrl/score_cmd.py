@@ -1,0 +1,137 @@
+"""``rubricrl score``: score one response against one task and print the JSON contract to stdout.
+
+    rubricrl score --task TASK.json --response RESPONSE.txt [--diagnosis DIAGNOSIS.json]
+                   [--no-browser] [--reward hierarchical|binary] [--provider auto|offline|anthropic]
+
+Output: {"format_valid", "source_valid", "runtime_valid", "reward", "html_offset", "findings",
+"evidence": {"syntax_errors", "page_errors", ...}, ...}; offsets are character offsets into the response.
+Exit 0 on a scored response (a missing reward included: ``reward`` is null), 2 on unreadable inputs
+with a message on stderr naming the file and the problem.
+
+Wire-in (lead): ``score_cmd.add_parser(subparsers)`` in ``rubricrl/cli.py``; dispatch to
+``score_cmd.run(args)``. Standalone: ``python -m rubricrl.score_cmd --task ... --response ...``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+class InputError(Exception):
+    """An unreadable input; the message names the file and the problem."""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("score", help="score one response: gates, judge findings, reward (JSON to stdout)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_arguments(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", required=True, type=Path, help='TASK.json: {"query_id", "query", "rubric": '
+                   '{"initial_state": [{"id","requirement","level"}], "dynamic": [...]}}')
+    p.add_argument("--response", required=True, type=Path, help="RESPONSE.txt: the model's full response text")
+    p.add_argument("--diagnosis", type=Path, default=None, help="DIAGNOSIS.json: a judge output; no LLM is called")
+    p.add_argument("--no-browser", action="store_true", help="skip the headless-browser runtime check")
+    p.add_argument("--reward", choices=("hierarchical", "binary"), default=None,
+                   help="reward kind (default: env.reward_kind, hierarchical)")
+    p.add_argument("--provider", choices=("auto", "offline", "anthropic"), default="auto",
+                   help="judge provider when no --diagnosis (auto: anthropic if ANTHROPIC_API_KEY is set)")
+    p.add_argument("--base-url", default=None, help="API base URL for the judge provider (e.g. a local server)")
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{what} file {path} does not exist; pass an existing path") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{what} file {path} is not UTF-8 text ({e.reason} at byte {e.start}); re-save it as UTF-8") from None
+    except OSError as e:
+        raise InputError(f"{what} file {path} cannot be read ({e.strerror}); check the path and permissions") from None
+
+
+def _read_json(path: Path, what: str) -> Any:
+    text = _read_text(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{what} file {path} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
+                         "fix the JSON") from None
+
+
+def load_task(path: Path) -> Any:
+    from pydantic import ValidationError
+
+    from schemas.rubric import Task
+
+    data = _read_json(path, "task")
+    try:
+        task = Task.model_validate(data)
+    except ValidationError as e:
+        msgs = "; ".join(f"{'.'.join(map(str, err['loc'])) or '<root>'}: {err['msg']}" for err in e.errors()[:5])
+        raise InputError(f"task file {path} does not match the task format ({msgs}); expected "
+                         '{"query_id", "query", "rubric": {"initial_state": [{"id","requirement","level"}], '
+                         '"dynamic": [...]}} with level one of core_module, correct_rule, rendering_effect') from None
+    ids = [i.id for i in [*task.rubric.initial_state, *task.rubric.dynamic]]
+    if len(set(ids)) != len(ids):
+        raise InputError(f"task file {path} repeats rubric ids {sorted({i for i in ids if ids.count(i) > 1})}; "
+                         "give every item a unique id")
+    return task
+
+
+def run(args: argparse.Namespace) -> int:
+    from schemas.config_env import EnvConfig
+    from tasks.env.judge import parse_diagnosis
+    from tasks.env.score import score_response
+
+    try:
+        task = load_task(args.task)
+        response = _read_text(args.response, "response")
+        diagnosis = None
+        if args.diagnosis is not None:
+            try:
+                diagnosis, _ = parse_diagnosis(_read_json(args.diagnosis, "diagnosis"), task.rubric)
+            except ValueError as e:
+                raise InputError(f"diagnosis file {args.diagnosis}: {e}") from None
+    except InputError as e:
+        print(f"rubricrl score: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    cfg = getattr(args, "env_config", None) or EnvConfig()
+    if args.no_browser:
+        cfg = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={"enabled": False})})
+    provider = None
+    if diagnosis is None:
+        from tasks.llm import get_provider
+
+        try:
+            provider = get_provider(args.provider, **({"base_url": args.base_url} if args.base_url else {}))
+        except ValueError as e:
+            print(f"rubricrl score: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    try:
+        result = score_response(task, response, diagnosis=diagnosis, provider=provider, cfg=cfg,
+                                reward_kind=args.reward)
+    except ValueError as e:  # e.g. no browser installed: the message names the fix
+        print(f"rubricrl score: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rubricrl score", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""The three-layer judge (paper B.2, F.2): the request, the offline rule, and post-processing in code.
+
+One judge call sees the expanded query, the compact rubric payload and the application source and
+returns static_check, code_simulation and rubric_alignment layers (``schemas.judge.Diagnosis``).
+The LLM layer validates the reply with ``{"valid_ids": ...}`` so an unknown rubric id gets its one
+corrective retry there; afterwards, code keeps one finding per item id (highest severity wins),
+drops ids still unknown (a hand-written DIAGNOSIS.json), fixes each finding's scope from the
+reference, and decides the gates (critical/major fail a layer, minor does not).
+
+Offline rule (the embedded default, no API key): a deterministic diagnosis built from our own
+tree-sitter and browser evidence plus keyword coverage of each requirement in the source. Every
+description starts with ``[offline]`` and the result row says provider=offline: it is a stand-in so
+the pipeline runs end to end, not a model's judgement.
+
+Run: ``provider.complete(build_judge_request(task, html, key=..., local_evidence=...))``.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from schemas.config_env import JudgeConfig
+from schemas.judge import LAYERS, SEVERITIES, SEVERITY_RANK, Diagnosis, Finding, Layer
+from schemas.rubric import CompactRubric, Task, judge_payload
+from tasks.llm.base import LLMRequest
+
+OFFLINE_TAG = "[offline]"
+_STOP = set("""that this with from have will when then than them they their there these those into onto over
+under after before while where which what about each every other such only also must should would could
+shall user users page shows show display displays displayed using used allow allows include includes
+including within without between based first last next some more most very make makes made like into
+upon your value values current""".split())
+
+
+def judge_variables(task: Task, html: str) -> dict[str, Any]:
+    payload = [i.model_dump() for i in judge_payload(task.rubric)]
+    return {"query": task.query, "rubric": json.dumps(payload, ensure_ascii=False, indent=1), "application": html}
+
+
+def build_judge_request(task: Task, html: str, *, key: str, local_evidence: dict[str, Any] | None = None,
+                        cfg: JudgeConfig | None = None) -> LLMRequest:
+    """The judge LLMRequest. ``local_evidence`` (our static/runtime evidence, HTML offsets) only feeds the
+    offline rule; it is not rendered into the prompt (the paper's judge sees the source only)."""
+    cfg = cfg or JudgeConfig()
+    variables = judge_variables(task, html)
+    variables["local_evidence"] = local_evidence or {}
+    variables["rubric_items"] = [i.model_dump() for i in judge_payload(task.rubric)]
+    return LLMRequest(stage="judgments", key=key, prompt=cfg.prompt, variables=variables, output_model=Diagnosis,
+                      offline_rule=offline_diagnosis, validation_context={"valid_ids": task.rubric.ids()},
+                      max_tokens=cfg.max_tokens, temperature=cfg.temperature)
+
+
+# -- offline rule ---------------------------------------------------------------------------------
+def _line_quote(html: str, offset: int | None) -> list[str]:
+    """The exact source line at an offset, stripped (an exact quotation, as the judge must give)."""
+    if offset is None or not 0 <= offset < len(html):
+        return []
+    a = html.rfind("\n", 0, offset) + 1
+    b = html.find("\n", offset)
+    line = html[a : b if b != -1 else len(html)].strip()
+    return [line[:200]] if line else []
+
+
+def _finding(description: str, quotes: list[str] | None = None, explanation: str = "", **kw: Any) -> dict[str, Any]:
+    return {"item_id": kw.get("item_id"), "scope": kw.get("scope"), "description": f"{OFFLINE_TAG} {description}",
+            "code_quotes": quotes or [], "related_symbols": kw.get("related_symbols", []), "state_variables": [],
+            "context_hints": kw.get("context_hints", []), "explanation": explanation}
+
+
+def _static_layer(html: str, errors: list[dict[str, Any]]) -> dict[str, list]:
+    layer: dict[str, list] = {s: [] for s in SEVERITIES}
+    for e in errors:
+        sev = "critical" if e.get("blocking") else ("minor" if e.get("language") == "html" else "major")
+        quote = html[e["start"] : e["end"]].strip()
+        quotes = [quote[:200]] if quote and quote[:200] in html else _line_quote(html, e["start"])
+        layer[sev].append(_finding(e["message"], quotes, f"tree-sitter {e['language']} parse error at line "
+                                   f"{e['line']}, column {e['column']}"))
+    return layer
+
+
+def _simulation_layer(html: str, rt: dict[str, Any] | None) -> dict[str, list]:
+    layer: dict[str, list] = {s: [] for s in SEVERITIES}
+    if not rt:
+        return layer
+    for pe in rt.get("page_errors", []):
+        layer["critical"].append(_finding(f"uncaught {pe.get('name', 'Error')} during load: {pe.get('message', '')}",
+                                          _line_quote(html, pe.get("offset")), "headless Chromium page error"))
+    status = rt.get("status")
+    if status == "load_timeout":
+        layer["critical"].append(_finding("the page never finished loading (likely an infinite loop at load)", [],
+                                          "headless Chromium load timeout"))
+    elif status in ("unresponsive", "crashed"):
+        layer["critical"].append(_finding(f"the page became {status} after load", [], "headless Chromium"))
+    if rt.get("blank_body"):
+        layer["major"].append(_finding("the page renders nothing visible after load", [], "headless Chromium"))
+    for ce in rt.get("console_errors", [])[:5]:
+        layer["minor"].append(_finding(f"console error during load: {ce.get('text', '')[:200]}",
+                                       _line_quote(html, ce.get("offset")), "headless Chromium console"))
+    for br in rt.get("blocked_requests", [])[:5]:
+        layer["minor"].append(_finding(f"the app requests {br.get('url')} ({br.get('resource_type')}), which the "
+                                       "sandbox blocks", [], "network access is not available to the app"))
+    return layer
+
+
+def keyword_coverage(requirement: str, source: str) -> float:
+    """Share of the requirement's content words that occur in the source (pure, lower-cased)."""
+    words = {w for w in re.findall(r"[a-z][a-z]{3,}", requirement.lower()) if w not in _STOP}
+    if not words:
+        return 1.0
+    low = source.lower()
+    return sum(1 for w in words if w in low or w.rstrip("s") in low) / len(words)
+
+
+def _rubric_layer(html: str, items: list[dict[str, Any]]) -> dict[str, list]:
+    layer: dict[str, list] = {s: [] for s in SEVERITIES}
+    for it in items:
+        cov = keyword_coverage(it["requirement"], html)
+        sev = "critical" if cov < 0.15 else "major" if cov < 0.3 else "minor" if cov < 0.45 else None
+        if sev:
+            layer[sev].append(_finding(
+                f"little sign of: {it['requirement']}", [],
+                f"offline heuristic: {cov:.0%} of the requirement's content words occur in the source; "
+                "not a model's judgement", item_id=it["id"], scope=it["scope"]))
+    return layer
+
+
+def offline_diagnosis(variables: dict[str, Any]) -> dict[str, Any]:
+    """The offline provider's rule: a deterministic Diagnosis from our own evidence (says it is offline)."""
+    html = variables["application"]
+    ev = variables.get("local_evidence") or {}
+    layers = {
+        "static_check": _static_layer(html, ev.get("syntax_errors", [])),
+        "code_simulation": _simulation_layer(html, ev.get("runtime")),
+        "rubric_alignment": _rubric_layer(html, variables.get("rubric_items", [])),
+    }
+    return {name: {"name": name, **layers[name]} for name in LAYERS}
+
+
+# -- post-processing --------------------------------------------------------------------------------
+def normalize_diagnosis(diag: Diagnosis, rubric: CompactRubric) -> tuple[Diagnosis, list[dict[str, Any]]]:
+    """One rubric finding per item id (highest severity wins, first kept on ties), unknown ids dropped,
+    scope taken from the reference. Returns the cleaned diagnosis and what was dropped (for the record)."""
+    scope_of = rubric.scope_of()
+    best: dict[str, tuple[str, Finding]] = {}
+    dropped: list[dict[str, Any]] = []
+    for sev, f in diag.rubric_alignment.findings():  # critical first, so the first kept is the highest
+        if f.item_id not in scope_of:
+            dropped.append({"reason": "unknown rubric id", "severity": sev, "item_id": f.item_id})
+            continue
+        if f.item_id in best:
+            if SEVERITY_RANK[sev] <= SEVERITY_RANK[best[f.item_id][0]]:
+                dropped.append({"reason": "duplicate item id (lower or equal severity)", "severity": sev,
+                                "item_id": f.item_id})
+                continue
+        best[f.item_id] = (sev, f.model_copy(update={"scope": scope_of[f.item_id]}))
+    rubric_layer = Layer(name="rubric_alignment", **{s: [f for (sv, f) in best.values() if sv == s] for s in SEVERITIES})
+    return diag.model_copy(update={"rubric_alignment": rubric_layer}), dropped
+
+
+def parse_diagnosis(data: Any, rubric: CompactRubric) -> tuple[Diagnosis, list[dict[str, Any]]]:
+    """A judge output given by hand (DIAGNOSIS.json): validated, then normalized. Raises ValueError."""
+    from pydantic import ValidationError
+
+    if not isinstance(data, dict):
+        raise ValueError("a diagnosis must be a JSON object with static_check, code_simulation, rubric_alignment")
+    data = {k: ({"name": k, **v} if isinstance(v, dict) and k in LAYERS and "name" not in v else v)
+            for k, v in data.items()}
+    try:
+        diag = Diagnosis.model_validate(data)
+    except ValidationError as e:
+        msgs = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()[:5])
+        raise ValueError(f"not a judge diagnosis ({msgs}); give the three layers, each with critical/major/minor "
+                         "lists of findings") from e
+    return normalize_diagnosis(diag, rubric)
+
+
+def layer_gates(diag: Diagnosis) -> dict[str, bool]:
+    """Critical or major fails a layer's gate; minor alone does not (paper B.2)."""
+    return {layer.name: layer.gate_passed for layer in diag.layers()}
+
+
+def rubric_severities(diag: Diagnosis) -> dict[str, str]:
+    """item id -> severity of its (single) rubric finding."""
+    return {f.item_id: sev for sev, f in diag.rubric_alignment.findings() if f.item_id}
+
+
+def findings_list(diag: Diagnosis | None) -> list[dict[str, Any]]:
+    """Findings as dicts for the score output and the judgments stage (built here only, so attribution
+    can add ``direct_spans``/``context_spans`` to each in one place)."""
+    if diag is None:
+        return []
+    out = []
+    for layer in diag.layers():
+        for sev, f in layer.findings():
+            out.append({"layer": layer.name, "severity": sev, "item_id": f.item_id, "scope": f.scope,
+                        "description": f.description, "code_quotes": list(f.code_quotes),
+                        "related_symbols": list(f.related_symbols), "state_variables": list(f.state_variables),
+                        "context_hints": list(f.context_hints), "explanation": f.explanation})
+    return out

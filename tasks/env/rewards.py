@@ -1,0 +1,74 @@
+"""Hierarchical and binary rewards (paper 3.3 and the 4.3 ablation): pure functions of gates and findings.
+
+Hierarchical: strictly ordered tiers, no HTML < source-invalid < runtime-invalid < valid; within the
+valid tier a continuous rubric score over the items, weighted by rubric_level, where a critical or
+major item counts as unmet (0), a minor item as met less ``minor_penalty``, an item without a finding
+as met (1). A clean app gets ``rubric_max``. Binary: 1 only when every gate passes and no rubric item
+is critical or major, else 0.
+
+A gate that is ``None`` (the judge failed and our own evidence did not decide) gives a missing reward
+(``None``): never a made-up number; the RL job drops that response from its group. A gate our own
+evidence failed decides the tier without the judge (the judge could not raise it).
+
+Numbers come from ``schemas.config_env.RewardConfig``. Run: ``hierarchical_reward(...)``.
+"""
+from __future__ import annotations
+
+from schemas.config_env import RewardConfig
+
+UNMET = ("critical", "major")
+
+
+def rubric_score(levels: dict[str, str], severities: dict[str, str], cfg: RewardConfig) -> float:
+    """Weighted share of met items in [0, 1]. ``levels``: item id -> rubric_level; ``severities``: item id ->
+    severity of its finding (items without a finding are met). No items -> 1.0 (nothing to miss)."""
+    total = sum(cfg.level_weights[lvl] for lvl in levels.values())
+    if total == 0:
+        return 1.0
+    got = 0.0
+    for item, lvl in levels.items():
+        w = cfg.level_weights[lvl]
+        sev = severities.get(item)
+        got += 0.0 if sev in UNMET else w * (1.0 - cfg.minor_penalty) if sev == "minor" else w
+    return got / total
+
+
+def hierarchical_reward(format_valid: bool, source_valid: bool | None, runtime_valid: bool | None,
+                        score: float | None, cfg: RewardConfig) -> float | None:
+    """The tiered reward; ``score`` is ``rubric_score`` (None when the judge gave no rubric layer)."""
+    if not format_valid:
+        return cfg.format_invalid
+    if source_valid is None:
+        return None
+    if not source_valid:
+        return cfg.source_invalid
+    if runtime_valid is None:
+        return None
+    if not runtime_valid:
+        return cfg.runtime_invalid
+    if score is None:
+        return None
+    if not 0.0 <= score <= 1.0:
+        raise ValueError(f"rubric score {score} is outside [0, 1]; compute it with rubric_score()")
+    return cfg.rubric_floor + (cfg.rubric_max - cfg.rubric_floor) * score
+
+
+def binary_reward(format_valid: bool, source_valid: bool | None, runtime_valid: bool | None,
+                  severities: dict[str, str] | None) -> float | None:
+    """1.0 only when all gates pass and no rubric item is critical or major; 0.0 otherwise; None if undecided."""
+    if not format_valid or source_valid is False or runtime_valid is False:
+        return 0.0
+    if source_valid is None or runtime_valid is None or severities is None:
+        return None
+    return 0.0 if any(s in UNMET for s in severities.values()) else 1.0
+
+
+def reward(kind: str, format_valid: bool, source_valid: bool | None, runtime_valid: bool | None,
+           levels: dict[str, str], severities: dict[str, str] | None, cfg: RewardConfig) -> float | None:
+    """Dispatch on ``kind`` (``hierarchical`` | ``binary``)."""
+    if kind == "binary":
+        return binary_reward(format_valid, source_valid, runtime_valid, severities)
+    if kind != "hierarchical":
+        raise ValueError(f"reward kind {kind!r} is not supported; use 'hierarchical' or 'binary'")
+    score = rubric_score(levels, severities, cfg) if severities is not None else None
+    return hierarchical_reward(format_valid, source_valid, runtime_valid, score, cfg)

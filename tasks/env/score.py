@@ -1,0 +1,184 @@
+"""The whole evaluation for responses (paper 3.3): format -> source -> runtime -> rubric, then the reward.
+
+For a batch: extract each application (offset h), parse it with tree-sitter, load all of them in the
+shared headless browser, judge all of them through the provider (bounded concurrency), then combine:
+our own evidence fails a gate whatever the judge says; otherwise the judge's layer gates decide; a
+gate nobody decided (judge failed) leaves the reward missing. The output dict is the
+``rubricrl score`` JSON contract; offsets in it are character offsets into the response.
+
+Run: ``score_response(task, response_text, provider=get_provider("offline"))`` or ``score_batch(...)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.config_env import EnvConfig
+from schemas.judge import Diagnosis
+from schemas.rubric import Task
+from tasks.env.extract import Extraction, extract_html
+from tasks.env.judge import (build_judge_request, findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
+                             rubric_severities)
+from tasks.env.rewards import reward, rubric_score
+from tasks.env.runtime import BrowserRuntime, RuntimeEvidence, shared_runtime
+from tasks.env.static import StaticEvidence, check_source
+from tasks.llm.base import LLMResult, Provider
+
+
+@dataclass
+class ScoreInput:
+    key: str  # the response's stable id (rollout id)
+    task: Task
+    response: str
+    diagnosis: Diagnosis | dict[str, Any] | None = None  # given: no LLM call
+
+
+@dataclass
+class ScoreResult:
+    key: str
+    query_id: str
+    format_valid: bool
+    source_valid: bool | None
+    runtime_valid: bool | None
+    reward: float | None
+    reward_kind: str
+    html_offset: int | None
+    findings: list[dict[str, Any]]
+    evidence: dict[str, Any]
+    judge: dict[str, Any]
+    gates: dict[str, bool | None] = field(default_factory=dict)
+    rubric_score: float | None = None
+    html_length: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``rubricrl score`` contract (its keys first), plus the judge record and the gates."""
+        return {"format_valid": self.format_valid, "source_valid": self.source_valid,
+                "runtime_valid": self.runtime_valid, "reward": self.reward, "html_offset": self.html_offset,
+                "findings": self.findings, "evidence": self.evidence, "reward_kind": self.reward_kind,
+                "rubric_score": self.rubric_score, "gates": self.gates, "judge": self.judge}
+
+
+def _shift(records: list[dict[str, Any]], h: int, keys: tuple[str, ...] = ("offset",)) -> list[dict[str, Any]]:
+    out = []
+    for r in records:
+        r = dict(r)
+        for k in keys:
+            if r.get(k) is not None:
+                r[k] = r[k] + h
+        out.append(r)
+    return out
+
+
+def evidence_dict(ex: Extraction | None, st: StaticEvidence | None, rt: RuntimeEvidence | None,
+                  dropped: list[dict[str, Any]]) -> dict[str, Any]:
+    """Our own evidence with offsets into the response (h added)."""
+    h = ex.offset if ex else 0
+    ev: dict[str, Any] = {"syntax_errors": [e.shifted(h) for e in st.errors] if st else [],
+                          "page_errors": _shift(rt.page_errors, h) if rt else [],
+                          "console_errors": _shift(rt.console_errors, h) if rt else [],
+                          "blocked_requests": list(rt.blocked_requests) if rt else [],
+                          "cdn_served": list(rt.cdn_served) if rt else [],
+                          "runtime_status": rt.status if rt else None,
+                          "blank_body": rt.blank_body if rt else None,
+                          "runtime_error": rt.error if rt else None,
+                          "external_scripts": list(st.external_scripts) if st else [],
+                          "dropped_findings": dropped}
+    return ev
+
+
+def local_evidence(st: StaticEvidence, rt: RuntimeEvidence | None) -> dict[str, Any]:
+    """Evidence with HTML offsets, as the offline judge rule reads it."""
+    return {"syntax_errors": [e.shifted(0) for e in st.errors], "runtime": rt.to_dict() if rt else None}
+
+
+def _runtime_for(cfg: EnvConfig, runtime: BrowserRuntime | None) -> BrowserRuntime | None:
+    if not cfg.runtime.enabled:
+        return None
+    return runtime or shared_runtime(cfg.runtime)
+
+
+def _judge_record(res: LLMResult | None, given: bool) -> dict[str, Any]:
+    if given:
+        return {"provider": "given", "model": None, "attempts": 0, "error": None}
+    if res is None:
+        return {"provider": None, "model": None, "attempts": 0, "error": "not judged (gates failed on our evidence)"}
+    return {"provider": res.provider, "model": res.model, "attempts": res.attempts, "error": res.error,
+            "cached": res.cached, "input_tokens": res.usage.input_tokens, "output_tokens": res.usage.output_tokens}
+
+
+def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, rt: RuntimeEvidence | None,
+            diag: Diagnosis | None, dropped: list[dict[str, Any]], judge: dict[str, Any], cfg: EnvConfig,
+            kind: str) -> ScoreResult:
+    """Gates and reward from our evidence and the (normalized) diagnosis; pure."""
+    levels = inp.task.rubric.level_of()
+    if ex is None or st is None:
+        r = reward(kind, False, None, None, levels, None, cfg.reward)
+        return ScoreResult(inp.key, inp.task.query_id, False, None, None, r, kind, None, [],
+                           evidence_dict(None, None, None, dropped), judge, {}, None, 0)
+    gates: dict[str, bool | None] = dict(layer_gates(diag)) if diag else \
+        {"static_check": None, "code_simulation": None, "rubric_alignment": None}
+    rt_valid = rt.runtime_valid(cfg.runtime) if rt else None
+    gates["tree_sitter"] = st.source_valid
+    gates["browser"] = rt_valid
+    source_valid = False if not st.source_valid else gates["static_check"]
+    runtime_valid = False if rt_valid is False else gates["code_simulation"]
+    severities = rubric_severities(diag) if diag else None
+    score = rubric_score(levels, severities, cfg.reward) if severities is not None else None
+    r = reward(kind, True, source_valid, runtime_valid, levels, severities, cfg.reward)
+    return ScoreResult(inp.key, inp.task.query_id, True, source_valid, runtime_valid, r, kind, ex.offset,
+                       findings_list(diag), evidence_dict(ex, st, rt, dropped), judge, gates, score, len(ex.html))
+
+
+def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, runtime: BrowserRuntime | None = None,
+                cfg: EnvConfig | None = None, reward_kind: str | None = None) -> list[ScoreResult]:
+    """Score many responses: one browser pass and one concurrent judge pass for the whole batch."""
+    cfg = cfg or EnvConfig()
+    kind = reward_kind or cfg.reward_kind
+    exs = [extract_html(i.response) for i in inputs]
+    sts = [check_source(e.html, cfg.static) if e else None for e in exs]
+    rts: list[RuntimeEvidence | None] = [None] * len(inputs)
+    todo = [j for j, e in enumerate(exs) if e is not None]
+    rt_engine = _runtime_for(cfg, runtime) if todo else None
+    if rt_engine is not None:
+        for j, ev in zip(todo, rt_engine.check_many([exs[j].html for j in todo])):  # type: ignore[union-attr]
+            rts[j] = ev
+    elif todo:
+        for j in todo:
+            rts[j] = RuntimeEvidence(status="skipped")
+    diags: list[Diagnosis | None] = [None] * len(inputs)
+    dropped: list[list[dict[str, Any]]] = [[] for _ in inputs]
+    judges: list[dict[str, Any]] = [_judge_record(None, False) for _ in inputs]
+    requests, req_idx = [], []
+    for j in todo:
+        inp, st, rt = inputs[j], sts[j], rts[j]
+        assert st is not None and exs[j] is not None
+        if inp.diagnosis is not None:
+            d = inp.diagnosis
+            diags[j], dropped[j] = (parse_diagnosis(d, inp.task.rubric) if isinstance(d, dict)
+                                    else normalize_diagnosis(d, inp.task.rubric))
+            judges[j] = _judge_record(None, True)
+            continue
+        locally_failed = not st.source_valid or (rt is not None and rt.runtime_valid(cfg.runtime) is False)
+        if locally_failed and not cfg.judge.judge_invalid_apps:
+            continue
+        requests.append(build_judge_request(inp.task, exs[j].html, key=inp.key,  # type: ignore[union-attr]
+                                            local_evidence=local_evidence(st, rt), cfg=cfg.judge))
+        req_idx.append(j)
+    if requests:
+        if provider is None:
+            raise ValueError("no judge provider and no diagnosis given; pass provider=get_provider(...) "
+                             "or a diagnosis")
+        for j, res in zip(req_idx, provider.complete_many(requests, concurrency=cfg.judge.concurrency)):
+            judges[j] = _judge_record(res, False)
+            if res.output is not None:
+                diags[j], dropped[j] = normalize_diagnosis(res.output, inputs[j].task.rubric)  # type: ignore[arg-type]
+    return [combine(inputs[j], exs[j], sts[j], rts[j], diags[j], dropped[j], judges[j], cfg, kind)
+            for j in range(len(inputs))]
+
+
+def score_response(task: Task, response: str, *, diagnosis: Diagnosis | dict[str, Any] | None = None,
+                   provider: Provider | None = None, runtime: BrowserRuntime | None = None,
+                   cfg: EnvConfig | None = None, reward_kind: str | None = None, key: str = "response") -> ScoreResult:
+    """Score one response (``rubricrl score``)."""
+    return score_batch([ScoreInput(key, task, response, diagnosis)], provider=provider, runtime=runtime, cfg=cfg,
+                       reward_kind=reward_kind)[0]
