@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import tree_sitter as ts
 import tree_sitter_html as tsh
 import tree_sitter_javascript as tsj
@@ -113,21 +114,50 @@ class SourceModel:
     accesses: list[StateAccess]
     bindings: list[EventBinding]
     _starts: list[int] = field(default_factory=list, repr=False)
+    _by_name: dict[str, list[int]] = field(default_factory=dict, repr=False)
+    _callees: dict[int, set[str]] = field(default_factory=dict, repr=False)
+    _call_starts: list[int] = field(default_factory=list, repr=False)
+    _parent: list[int | None] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         self._starts = [f.start for f in self.functions]
+        self._by_name = {}
+        for i, f in enumerate(self.functions):
+            if f.name:
+                self._by_name.setdefault(f.name, []).append(i)
+        self._callees = {}
+        # functions nest: the parent of each is the innermost earlier function still open
+        self._parent, stack = [], []
+        for i, f in enumerate(self.functions):
+            while stack and self.functions[stack[-1]].end < f.end:
+                stack.pop()
+            self._parent.append(stack[-1] if stack else None)
+            stack.append(i)
 
     def enclosing(self, start: int, end: int) -> int | None:
         """Index of the innermost function whose range contains [start, end)."""
-        best, best_len = None, None
-        for i in range(bisect.bisect_right(self._starts, start) - 1, -1, -1):
+        i: int | None = bisect.bisect_right(self._starts, start) - 1
+        while i is not None and i >= 0:
             f = self.functions[i]
-            if f.end >= end and (best_len is None or f.end - f.start < best_len):
-                best, best_len = i, f.end - f.start
-        return best
+            if f.start <= start and end <= f.end:
+                return i
+            i = self._parent[i]
+        return None
 
     def named(self, name: str) -> list[int]:
-        return [i for i, f in enumerate(self.functions) if f.name == name]
+        return self._by_name.get(name, [])
+
+    def callees(self, i: int) -> set[str]:
+        """Names called anywhere inside function i (nested callbacks included)."""
+        if i not in self._callees:
+            f = self.functions[i]
+            if len(self._call_starts) != len(self.calls):
+                self._call_starts = [c.start for c in self.calls]  # calls are sorted by start
+            lo = bisect.bisect_left(self._call_starts, f.start)
+            hi = bisect.bisect_left(self._call_starts, f.end)
+            self._callees[i] = {c.callee for c in self.calls[lo:hi] if c.end <= f.end}
+        return self._callees[i]
+
 
     def in_script(self, start: int, end: int) -> bool:
         return any(a <= start and end <= b for a, b in self.script_ranges)
@@ -139,13 +169,10 @@ class _Offsets:
     def __init__(self, text: str, data: bytes) -> None:
         self.ascii = len(text) == len(data)
         if not self.ascii:
-            # byte offset of the start of each character, so a byte offset maps to a char by bisect
-            self.char_bytes = []
-            pos = 0
-            for ch in text:
-                self.char_bytes.append(pos)
-                pos += len(ch.encode("utf-8"))
-            self.char_bytes.append(pos)
+            cp = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+            width = 1 + (cp >= 0x80) + (cp >= 0x800) + (cp >= 0x10000)  # UTF-8 bytes per character
+            # byte offset of the start of each character (and of the end), so bisect maps byte -> char
+            self.char_bytes = np.concatenate([[0], np.cumsum(width)]).tolist()
 
     def __call__(self, byte: int) -> int:
         return byte if self.ascii else bisect.bisect_left(self.char_bytes, byte)
@@ -279,7 +306,7 @@ def _calls(root: ts.Node, data: bytes, off: _Offsets, model: SourceModel) -> lis
         call = m["call"][0]
         s, e = off(call.start_byte), off(call.end_byte)
         out.append(Call(_text(data, m["callee"][0]), s, e, model.enclosing(s, e)))
-    return out
+    return sorted(out, key=lambda c: (c.start, c.end))
 
 
 def _handler(node: ts.Node, data: bytes, off: _Offsets, model: SourceModel) -> tuple[int, int, str | None]:

@@ -100,19 +100,19 @@ def _callees(model: SourceModel, start: int, end: int) -> set[str]:
     return {c.callee for c in model.calls if start <= c.start and c.end <= end}
 
 
-def _reaches(model: SourceModel, names: set[str], target: int, depth: int) -> bool:
-    """Whether calling ``names`` reaches function ``target`` within ``depth`` hops."""
-    seen: set[int] = set()
-    frontier = names
-    for _ in range(depth):
-        idx = {i for n in frontier for i in model.named(n)} - seen
-        if target in idx:
-            return True
-        seen |= idx
-        frontier = set().union(*(_callees(model, model.functions[i].start, model.functions[i].end) for i in idx))
-        if not frontier:
-            return False
-    return False
+def reachers(model: SourceModel, target: int, depth: int) -> set[str]:
+    """Names whose call reaches function ``target`` within ``depth`` hops (its own name included)."""
+    name = model.functions[target].name
+    found = {name} if name else set()
+    frontier = set(found)
+    for _ in range(depth - 1):
+        callers = {model.functions[i].name for i in range(len(model.functions))
+                   if model.functions[i].name and model.callees(i) & frontier} - found
+        if not callers:
+            break
+        found |= callers
+        frontier = callers
+    return found
 
 
 def relations_for_anchor(model: SourceModel, finding: NormalizedFinding, a: int, b: int, *, window: int,
@@ -143,10 +143,11 @@ def relations_for_anchor(model: SourceModel, finding: NormalizedFinding, a: int,
             for j in model.named(callee):
                 if j != fi:
                     add("callee", f"{name} calls {callee}", _region(model, j, 0, 0))
+    reach = reachers(model, fi, call_depth) if fi is not None else set()
     for ev in model.bindings:
         inside = ev.handler_start <= a and b <= ev.handler_end or ev.start <= a and b <= ev.end
         names = set(ev.handler_calls) | ({ev.handler_name} if ev.handler_name else set())
-        if inside or (fi is not None and _reaches(model, names, fi, call_depth)):
+        if inside or names & reach:
             what = f"{ev.event} {'attribute' if ev.kind == 'attribute' else 'listener'}"
             add("event_binding", f"{what} reaches {_fname(model, fi) if fi is not None else 'the anchor'}",
                 (ev.start, ev.end))
