@@ -94,8 +94,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from rubricrl.serve import serve
+    from rubricrl.serve import serve, stop
 
+    if args.stop:
+        return stop()
     return serve(port=args.port, pool=args.pool, once=args.no_wait)
 
 
@@ -125,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=int(os.environ.get("RUBRICRL_PREFECT_PORT", "4200")))
     sv.add_argument("--pool", default="rubricrl-process")
     sv.add_argument("--no-wait", action="store_true", help="deploy and return, leaving server and worker running")
+    sv.add_argument("--stop", action="store_true", help="stop a server and worker started with --no-wait")
     sv.set_defaults(fn=cmd_serve)
     return p
 

@@ -7,6 +7,7 @@ A bad value raises ``ValueError`` naming the field and its allowed values.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -64,9 +65,9 @@ PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
 
 
 def _deep_update(base: dict[str, Any], upd: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
+    out = copy.deepcopy(base)
     for k, v in upd.items():
-        out[k] = _deep_update(out.get(k, {}), v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        out[k] = _deep_update(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
     return out
 
 

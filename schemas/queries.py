@@ -11,7 +11,7 @@ DOMAINS = ("Games", "Science", "Tools", "Humanities", "Visualization", "Lifestyl
 DIFFICULTIES = ("easy", "medium", "hard")
 
 QUERY_FIELDS = [
-    pa.field("query_id", pa.string(), nullable=False),
+    pa.field("query_id", pa.string()),
     pa.field("text", pa.string()),
     pa.field("title", pa.string()),
     pa.field("capability_ids", pa.list_(pa.string())),

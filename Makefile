@@ -1,0 +1,34 @@
+# Two commands for a fresh machine: `make run` (the pipeline on the embedded offline default) and
+# `make test`. Both create .venv and install what is missing.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 90
+export TORCH_EXTENSIONS_DIR ?= $(CURDIR)/.torch_extensions
+
+.PHONY: setup run test bench serve clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: setup
+	$(BIN)/rubricrl run
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+serve: setup
+	$(BIN)/rubricrl serve
+
+clean:
+	rm -rf data/stages data/catalog.duckdb data/validation data/reports

@@ -1,0 +1,32 @@
+"""Shared fixtures. Prefect runs against one temporary test server per session; every test gets its
+own data directory through RUBRICRL_DATA_DIR."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_HOME = tempfile.mkdtemp(prefix="rubricrl-prefect-")
+os.environ.setdefault("PREFECT_HOME", _HOME)
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.pop("ANTHROPIC_API_KEY", None)  # tests never reach the real API
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=90):
+        yield
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch) -> Path:
+    d = tmp_path / "data"
+    monkeypatch.setenv("RUBRICRL_DATA_DIR", str(d))
+    return d

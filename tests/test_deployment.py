@@ -1,0 +1,43 @@
+"""The real chain: Prefect server, `prefect deploy`, process worker, `prefect deployment run`."""
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tasks.store import StageStore
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.timeout(600)
+def test_deployment_runs_through_server_and_worker(tmp_path):
+    port = _free_port()
+    data = tmp_path / "data"
+    env = dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect"), RUBRICRL_DATA_DIR=str(data),
+               PREFECT_API_URL=f"http://127.0.0.1:{port}/api", RUBRICRL_SYNTH__N_QUERIES="60",
+               PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    serve = subprocess.run([str(BIN / "rubricrl"), "serve", "--port", str(port), "--no-wait"], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=300)
+    try:
+        assert serve.returncode == 0, serve.stdout + serve.stderr
+        ls = subprocess.run([str(BIN / "prefect"), "deployment", "ls"], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=60)
+        assert "synthesize-queries/demo" in ls.stdout.replace("│", " ").replace(" ", "") or "demo" in ls.stdout
+        run = subprocess.run([str(BIN / "prefect"), "deployment", "run", "synthesize-queries/demo", "--watch",
+                              "--watch-timeout", "400"], cwd=REPO, env=env, capture_output=True, text=True, timeout=460)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        assert "Completed" in run.stdout + run.stderr
+        man = StageStore(data).manifest("queries")
+        assert man is not None and man.row_count == 60 and man.provider == "offline"
+    finally:
+        subprocess.run([str(BIN / "rubricrl"), "serve", "--stop"], cwd=REPO, env=env, timeout=60)
