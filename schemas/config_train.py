@@ -1,0 +1,110 @@
+"""Configuration of the GRPO job (issue 6; paper 3.5, 4.3, 4.4, D.4): one typed section per concern.
+
+The lead wires :class:`TrainRLConfig` into ``schemas/config.py`` as the ``train_rl`` section. Defaults
+are the paper's where it states them (64 queries x 8 responses per step, BF16 on GPU, untruncated
+sampling: top-k above the vocabulary size, D.4); ``DEMO_OVERRIDES`` is the small CPU profile used by
+``make run`` and the tests. Cross-field checks live in ``training.config.validate_configs`` because
+some need the world size, known only at launch.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Mode = Literal["binary", "hierarchical", "full", "unconditional"]
+MODES: tuple[str, ...] = ("binary", "hierarchical", "full", "unconditional")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelSection(_Section):
+    """The policy to train."""
+
+    path: str | None = Field(None, description="HF directory of the policy (the SFT checkpoint); None = build the "
+                                               "tiny random model under <out_dir>/tiny_model")
+    tiny_vocab_size: int = Field(512, ge=300, description="Tiny model only: BPE vocabulary size")
+    tiny_hidden_size: int = Field(128, ge=16, description="Tiny model only: hidden size")
+    tiny_layers: int = Field(2, ge=1, description="Tiny model only: decoder layers")
+    gradient_checkpointing: bool = Field(False, description="Activation recomputation (paper D.4 uses it at scale)")
+
+
+class RolloutSection(_Section):
+    """Sampling B queries x G responses per step (paper 3.5, D.4)."""
+
+    engine: Literal["transformers", "vllm"] = Field("transformers", description="vllm: colocated in each training "
+                                                                                "process; transformers: generate")
+    queries_per_step: int = Field(64, ge=1, description="B: queries per step across all ranks (paper: 64)")
+    group_size: int = Field(8, ge=2, description="G: responses per query (paper: 8)")
+    max_prompt_tokens: int = Field(4096, ge=8, description="Longer prompts are cut from the left, with a warning count")
+    max_new_tokens: int = Field(16384, ge=1, description="Generation length limit per response")
+    temperature: float = Field(1.0, gt=0.0, description="Sampling temperature; logprobs are of the tempered policy")
+    instruction: str | None = Field(None, description="Generation instruction (paper F.3); None = the default in "
+                                                      "training/generation_instruction.md")
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0, description="vLLM KV-cache share on GPU "
+                                                                               "(colocated with training)")
+    vllm_cpu_kvcache_gb: int = Field(1, ge=1, description="vLLM on CPU: KV cache GiB (VLLM_CPU_KVCACHE_SPACE)")
+
+
+class ObjectiveSection(_Section):
+    """The weighted clipped surrogate (paper 3.5, D.3, G.3)."""
+
+    mode: Mode = Field("full", description="binary | hierarchical | full | unconditional (paper 4.3, 4.4)")
+    eps_low: float = Field(0.2, ge=0.0, lt=1.0, description="Lower clip range: ratio >= 1 - eps_low")
+    eps_high: float = Field(0.28, ge=0.0, description="Upper clip range: ratio <= 1 + eps_high")
+    adv_eps: float = Field(1e-6, gt=0.0, description="eps in A_i = (r_i - mean) / (std + eps)")
+    kl_coef: float = Field(0.0, ge=0.0, description="k3 KL to the initial policy; 0 = off (default), not weighted")
+    weights_input: Literal["markers", "final"] = Field(
+        "markers", description="markers: score_fn returns nominal w-bar (3.0 direct, 1.5 contextual, 1.0 other) and "
+                               "the trainer applies the sign rule; final: score_fn already applied it")
+
+
+class OptimSection(_Section):
+    optimizer: Literal["adamw", "sgd"] = Field("adamw", description="torch optimiser handed to DeepSpeed (nothing "
+                                                                     "compiles); sgd is for exact-gradient tests")
+    lr: float = Field(1e-6, gt=0.0)
+    weight_decay: float = Field(0.0, ge=0.0)
+    betas: tuple[float, float] = (0.9, 0.999)
+    grad_clip: float = Field(1.0, ge=0.0, description="Global norm clip; 0 = off")
+
+
+class DeepSpeedSection(_Section):
+    zero_stage: int = Field(1, ge=0, le=3, description="ZeRO stage (0-3)")
+    precision: Literal["fp32", "bf16", "fp16"] = Field("bf16", description="bf16 on GPU (paper D.4); fp32 on CPU")
+    micro_batch_size: int = Field(4, ge=1, description="Responses per forward/backward on one rank")
+    dist_backend: Literal["auto", "nccl", "gloo"] = Field("auto", description="auto: nccl with CUDA, else gloo")
+
+
+class RunSection(_Section):
+    steps: int = Field(200, ge=1, description="Optimiser steps (one per rollout batch; on-policy)")
+    seed: int = 0
+    out_dir: Path = Field(Path("runs/train-rl"), description="Checkpoints, TensorBoard logs, per-step records")
+    save_every: int = Field(50, ge=1, description="Checkpoint every N steps (and at the end)")
+    keep_checkpoints: int = Field(2, ge=1, description="Newest checkpoints kept on disk")
+    resume: bool = Field(False, description="Continue from the newest checkpoint in out_dir (bit-for-bit on CPU)")
+    queries_path: str | None = Field(None, description="Parquet/JSONL with query_id, query (the rl_queries stage); "
+                                                       "None = built-in toy queries")
+    score_fn: str = Field("training.toy:pattern_reward", description="module:function that scores rollouts")
+
+
+class TrainRLConfig(_Section):
+    """The ``train_rl`` section: everything the GRPO job reads."""
+
+    model: ModelSection = Field(default_factory=ModelSection)
+    rollout: RolloutSection = Field(default_factory=RolloutSection)
+    objective: ObjectiveSection = Field(default_factory=ObjectiveSection)
+    optim: OptimSection = Field(default_factory=OptimSection)
+    deepspeed: DeepSpeedSection = Field(default_factory=DeepSpeedSection)
+    run: RunSection = Field(default_factory=RunSection)
+
+
+# The CPU demo: a few steps of the tiny model in well under a minute.
+DEMO_OVERRIDES: dict[str, Any] = {
+    "rollout": {"queries_per_step": 2, "group_size": 4, "max_new_tokens": 24, "max_prompt_tokens": 768},
+    "optim": {"lr": 3e-3},
+    "deepspeed": {"precision": "fp32", "micro_batch_size": 4, "zero_stage": 1},
+    "run": {"steps": 3, "save_every": 2},
+}

@@ -1,0 +1,102 @@
+"""Model loading and the DeepSpeed engine (ZeRO stage, precision, micro-batch, accumulation from config).
+
+A torch optimiser (AdamW, or SGD for exact-gradient tests) is built here and handed to
+``deepspeed.initialize`` so nothing compiles FusedAdam. On CPU the process group is gloo and the
+accelerator is DeepSpeed's CPU accelerator; ``TORCH_EXTENSIONS_DIR`` defaults to a git-ignored
+``.torch_extensions/`` in the repository so the one C++ op DeepSpeed builds on first use is cached.
+Departure from the paper: it trained with Megatron (D.4); DeepSpeed ZeRO is this project's trainer.
+
+Single process without a launcher works: the rendezvous variables default to a one-rank world.
+"""
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from schemas.config_train import TrainRLConfig
+from training.config import micro_batches_per_rank
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def init_distributed(backend: str = "auto") -> tuple[int, int]:
+    """Join (or create) the process group; returns ``(rank, world_size)``."""
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(REPO_ROOT / ".torch_extensions"))
+    import deepspeed
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        for k, v in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1")):
+            os.environ.setdefault(k, v)
+        os.environ.setdefault("MASTER_PORT", str(_free_port()))
+        if backend == "auto":
+            backend = "nccl" if torch.cuda.is_available() else "gloo"
+        deepspeed.init_distributed(dist_backend=backend, auto_mpi_discovery=False)
+    return dist.get_rank(), dist.get_world_size()
+
+
+def device_for_rank() -> torch.device:
+    if torch.cuda.is_available():
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        return torch.device("cuda", local)
+    return torch.device("cpu")
+
+
+def load_policy(path: str | Path, precision: str, device: torch.device, gradient_checkpointing: bool = False):
+    """The policy and its tokenizer from an HF directory (fp32 master weights; DeepSpeed casts for bf16)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    p = Path(path)
+    if not (p / "config.json").exists():
+        raise ValueError(f"model.path={str(p)!r} is not a Hugging Face model directory (no config.json); point it at "
+                         "the SFT checkpoint, or leave it unset to build the tiny model")
+    tokenizer = AutoTokenizer.from_pretrained(p)
+    model = AutoModelForCausalLM.from_pretrained(p, dtype=torch.float32).to(device)
+    if gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    model.config.use_cache = True
+    return model, tokenizer
+
+
+def deepspeed_config(cfg: TrainRLConfig, world_size: int) -> dict[str, Any]:
+    ds = cfg.deepspeed
+    conf: dict[str, Any] = {
+        "train_micro_batch_size_per_gpu": ds.micro_batch_size,
+        "gradient_accumulation_steps": micro_batches_per_rank(cfg, world_size),
+        "zero_optimization": {"stage": ds.zero_stage},
+        "steps_per_print": 10**9,
+        "wall_clock_breakdown": False,
+    }
+    if cfg.optim.grad_clip > 0:
+        conf["gradient_clipping"] = cfg.optim.grad_clip
+    if ds.precision == "bf16":
+        conf["bf16"] = {"enabled": True}
+    return conf
+
+
+def build_optimizer(cfg: TrainRLConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    o = cfg.optim
+    if o.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=o.lr, weight_decay=o.weight_decay)
+    return torch.optim.AdamW(params, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay, foreach=False)
+
+
+def build_engine(cfg: TrainRLConfig, model: torch.nn.Module, world_size: int):
+    """``deepspeed.initialize`` with the torch optimiser passed in; returns the engine."""
+    import deepspeed
+
+    optimizer = build_optimizer(cfg, model)
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=optimizer, config=deepspeed_config(cfg, world_size))
+    return engine

@@ -1,0 +1,337 @@
+"""The GRPO step loop (paper 3.5, 4.3, 4.4, D.4): sample B x G -> score -> advantages -> weighted update.
+
+Each rank owns ``B / world_size`` whole groups. Per step it samples G responses per query with the
+rollout engine, calls the caller's ``score_fn`` (the train-rl flow supplies the environment's
+hierarchical rewards and the attribution's token markers; tests supply a toy reward), computes
+group-relative advantages, applies the mode's weight rule, and runs one optimiser step. vLLM gets
+the new weights after every step. Checkpoints every ``save_every`` steps; ``resume`` continues
+bit-for-bit on CPU (sampling is seeded by (seed, step, rank), so it does not depend on history).
+
+score_fn contract::
+
+    score_fn(prompts, responses, token_ids, **ctx) -> (rewards, token_weights, info)
+
+prompts: the expanded queries; responses: decoded response texts; token_ids: generated ids (the
+stop token included when produced); ctx: ``query_ids``, ``group_ids``, ``step``, ``rank``,
+``model_path``. rewards[i]: float, or None for a missing reward (the response is dropped).
+token_weights[i]: nominal markers w-bar per token id (3.0 direct, 1.5 contextual, 1.0 other;
+``objective.weights_input='final'`` if the caller already applied the sign rule). info (all optional,
+lists aligned with responses): ``passed`` (all rubric items met; binary mode's reward),
+``tier`` (hierarchy level reached), ``judge_failed``, ``uniform`` (findings present, none
+localised: uniform 1.0), and the floats ``time_score_s`` / ``time_attribute_s``.
+
+Run: see ``training/launch.py``; from Python, ``run_grpo(config, score_fn)``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from schemas.config_train import TrainRLConfig
+from training import checkpoint
+from training.config import validate_configs
+from training.data import QuerySource, load_queries
+from training.engine import build_engine, device_for_rank, init_distributed, load_policy
+from training.metrics import MetricWriter, fraction_by_weight, write_rollout_records, write_step_record
+from training.objective import group_advantages, policy_weights
+from training.rollout import Rollout, TransformersEngine, VLLMEngine, build_prompt, encode_prompts
+from training.update import PackedResponse, make_micro_batches, run_update
+
+log = logging.getLogger("rubricrl.train")
+ScoreFn = Callable[..., tuple[list[float | None], list[list[float]], dict[str, Any]]]
+
+
+@dataclass
+class Scored:
+    rewards: list[float | None]
+    markers: list[list[float]]
+    info: dict[str, Any]
+    time_score_s: float
+    time_attribute_s: float
+
+
+def step_seed(seed: int, step: int, rank: int) -> int:
+    return (seed * 1_000_003 + step * 10_007 + rank * 101) % (2**31 - 1)
+
+
+def score_rollouts(score_fn: ScoreFn, queries: list[dict[str, str]], rollouts: list[Rollout], group_ids: list[int],
+                   tokenizer: Any, ctx: dict[str, Any]) -> Scored:
+    """Call the caller's score function and check what comes back (clear errors, nothing silently fixed)."""
+    responses = [tokenizer.decode(r.response_ids, skip_special_tokens=True) for r in rollouts]
+    token_ids = [list(r.response_ids) for r in rollouts]
+    t0 = time.perf_counter()
+    rewards, markers, info = score_fn([q["query"] for q in queries], responses, token_ids,
+                                      query_ids=[q["query_id"] for q in queries], group_ids=group_ids, **ctx)
+    elapsed = time.perf_counter() - t0
+    n = len(rollouts)
+    if len(rewards) != n or len(markers) != n:
+        raise ValueError(f"score_fn returned {len(rewards)} rewards and {len(markers)} weight arrays for {n} responses; "
+                         "return one of each per response, in order")
+    for i, (m, ids) in enumerate(zip(markers, token_ids)):
+        if len(m) != len(ids):
+            raise ValueError(f"score_fn: response {i} has {len(ids)} token ids but {len(m)} token weights; align the "
+                             "weights with the generated token ids (one per id)")
+    info = dict(info or {})
+    attribute = float(info.pop("time_attribute_s", 0.0))
+    score = float(info.pop("time_score_s", max(elapsed - attribute, 0.0)))
+    return Scored(list(rewards), [list(map(float, m)) for m in markers], info, score, attribute)
+
+
+def effective_rewards(cfg: TrainRLConfig, scored: Scored) -> list[float | None]:
+    """binary mode: 1 when every rubric item is met, else 0 (paper 4.3); other modes: the given reward."""
+    if cfg.objective.mode != "binary":
+        return scored.rewards
+    passed = scored.info.get("passed")
+    if passed is None:
+        raise ValueError("objective.mode='binary' needs info['passed'] (all rubric items met) from score_fn")
+    return [None if r is None else float(bool(p)) for r, p in zip(scored.rewards, passed)]
+
+
+def build_packed(cfg: TrainRLConfig, rollouts: list[Rollout], scored: Scored, rewards: list[float | None],
+                 group_ids: list[int]) -> tuple[list[PackedResponse], Any]:
+    adv = group_advantages(rewards, group_ids, cfg.objective.adv_eps)
+    uniform = scored.info.get("uniform") or [False] * len(rollouts)
+    packed = []
+    for i, r in enumerate(rollouts):
+        markers = torch.tensor(scored.markers[i], dtype=torch.float32)
+        if cfg.objective.weights_input == "final" and cfg.objective.mode in ("full", "unconditional"):
+            weights, sign = markers, torch.ones_like(markers)
+        else:
+            weights, sign = policy_weights(markers, adv.advantages[i], cfg.objective.mode, bool(uniform[i]))
+        packed.append(PackedResponse(r.prompt_ids, r.response_ids, r.logprobs, weights.tolist(),
+                                     (sign * adv.advantages[i]).tolist(), adv.informative[i]))
+    return packed, adv
+
+
+def gather_sums(local: dict[str, float]) -> dict[str, float]:
+    """Sum small metric dicts over ranks (keys may differ between ranks)."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return dict(local)
+    parts: list[dict[str, float]] = [{} for _ in range(dist.get_world_size())]
+    dist.all_gather_object(parts, local)
+    out: dict[str, float] = {}
+    for p in parts:
+        for k, v in p.items():
+            out[k] = out.get(k, 0.0) + v
+    return out
+
+
+def local_sums(rollouts: list[Rollout], scored: Scored, rewards: list[float | None], adv: Any,
+               packed: list[PackedResponse]) -> dict[str, float]:
+    s: dict[str, float] = {"responses": len(rollouts), "groups": adv.n_groups, "degenerate": adv.n_degenerate_groups,
+                           "dropped": adv.n_dropped}
+    got = [r for r in rewards if r is not None]
+    s["reward_sum"], s["reward_sq"], s["rewarded"] = sum(got), sum(r * r for r in got), len(got)
+    s["passed"] = sum(bool(p) for p in scored.info.get("passed") or [])
+    s["judge_failed"] = sum(bool(f) for f in scored.info.get("judge_failed") or [])
+    for tier in scored.info.get("tier") or []:
+        if tier is not None:
+            s[f"tier:{tier}"] = s.get(f"tier:{tier}", 0) + 1
+    s["resp_tokens"] = sum(len(r.response_ids) for r in rollouts)
+    s["finished"] = sum(r.finished for r in rollouts)
+    for p in packed:
+        if p.include:
+            for key, c in fraction_by_weight(p.weights).items():
+                s[key] = s.get(key, 0.0) + c * len(p.weights)
+            s["weight_sum"] = s.get("weight_sum", 0.0) + sum(p.weights)
+    return s
+
+
+def step_metrics(sums: dict[str, float], upd: dict[str, float], times: dict[str, float]) -> dict[str, float]:
+    n, rewarded = max(sums["responses"], 1), max(sums["rewarded"], 1)
+    mean = sums["reward_sum"] / rewarded
+    tokens = max(upd.get("tokens", 0.0), 1.0)
+    m = {
+        "reward/mean": mean,
+        "reward/std": max(sums["reward_sq"] / rewarded - mean * mean, 0.0) ** 0.5,
+        "reward/pass_rate": sums["passed"] / n,
+        "reward/missing_frac": sums["dropped"] / n,
+        "rollout/zero_variance_group_frac": sums["degenerate"] / max(sums["groups"], 1),
+        "rollout/response_tokens_mean": sums["resp_tokens"] / n,
+        "rollout/finished_frac": sums["finished"] / n,
+        "rollout/entropy": upd.get("entropy_sum", 0.0) / tokens,
+        "loss/policy": upd.get("loss_sum", 0.0) / tokens,
+        "loss/clip_frac": upd.get("clipped", 0.0) / tokens,
+        "loss/kl": upd.get("kl_sum", 0.0) / tokens,
+        "loss/tokens": upd.get("tokens", 0.0),
+        "judge/failures": sums["judge_failed"],
+        "judge/failure_rate": sums["judge_failed"] / n,
+        "weights/mean": sums.get("weight_sum", 0.0) / tokens,
+    }
+    if "grad_norm" in upd:
+        m["loss/grad_norm"] = upd["grad_norm"]
+    m.update({f"reward/tier_{k[5:]}": v / n for k, v in sums.items() if k.startswith("tier:")})
+    m.update({k: v / tokens for k, v in sums.items() if k.startswith("weights/frac_")})
+    m.update({f"time/{k}": v for k, v in times.items()})
+    m["time/tokens_per_s"] = sums["resp_tokens"] / max(times.get("step_s", 0.0), 1e-9)
+    return m
+
+
+def prepare_model_dir(cfg: TrainRLConfig, rank: int) -> Path:
+    """The policy directory: ``model.path``, or the tiny random model built once under out_dir (rank 0)."""
+    import torch.distributed as dist
+
+    if cfg.model.path is not None:
+        return Path(cfg.model.path)
+    path = cfg.run.out_dir / "tiny_model"
+    if rank == 0 and not (path / "config.json").exists():
+        from training.tiny import build_tiny_model
+
+        build_tiny_model(path, vocab_size=cfg.model.tiny_vocab_size, hidden_size=cfg.model.tiny_hidden_size,
+                         num_layers=cfg.model.tiny_layers, seed=cfg.run.seed)
+    if dist.is_initialized():
+        dist.barrier()
+    return path
+
+
+def make_rollout_engine(cfg: TrainRLConfig, model: torch.nn.Module, tokenizer: Any, model_dir: Path):
+    ro = cfg.rollout
+    if ro.engine == "vllm":
+        dtype = "bfloat16" if cfg.deepspeed.precision == "bf16" else "float32"
+        return VLLMEngine(model_dir, ro.max_new_tokens, ro.temperature, ro.max_prompt_tokens + ro.max_new_tokens,
+                          dtype=dtype, gpu_memory_utilization=ro.vllm_gpu_memory_utilization,
+                          cpu_kvcache_gb=ro.vllm_cpu_kvcache_gb, seed=cfg.run.seed)
+    return TransformersEngine(model, tokenizer, ro.max_new_tokens, ro.temperature)
+
+
+def named_weights(engine: Any):
+    """The trainer's weights in checkpoint naming, for vLLM's ``reload_weights``."""
+    yield from engine.module.state_dict().items()
+
+
+class Trainer:
+    """Holds the engine, rollout engine and bookkeeping; ``step(s)`` runs one GRPO step."""
+
+    def __init__(self, cfg: TrainRLConfig, score_fn: ScoreFn, queries: list[dict[str, str]] | None = None):
+        self.cfg, self.score_fn = cfg, score_fn
+        self.rank, self.world = init_distributed(cfg.deepspeed.dist_backend)
+        validate_configs(cfg, self.world)
+        torch.manual_seed(cfg.run.seed)
+        self.out = Path(cfg.run.out_dir)
+        self.model_dir = prepare_model_dir(cfg, self.rank)
+        device = device_for_rank()
+        model, self.tokenizer = load_policy(self.model_dir, cfg.deepspeed.precision, device,
+                                            cfg.model.gradient_checkpointing)
+        self.ref_model = None
+        if cfg.objective.kl_coef > 0:
+            import copy
+
+            self.ref_model = copy.deepcopy(model).eval().requires_grad_(False)
+        self.engine = build_engine(cfg, model, self.world)
+        self.rollout = make_rollout_engine(cfg, self.engine.module, self.tokenizer, self.model_dir)
+        self.data = QuerySource(queries if queries is not None else load_queries(cfg.run.queries_path), cfg.run.seed)
+        self.ckpt_dir = self.out / "checkpoints"
+        self.start_step = 0
+        if cfg.run.resume:
+            state = checkpoint.load_latest(self.engine, self.ckpt_dir, self.rank)
+            self.start_step = int(state["step"]) if state else 0
+        if self.rollout.name == "vllm":
+            self.rollout.sync_weights(named_weights(self.engine))
+        self.writer = MetricWriter(self.out / "tensorboard", self.rank == 0, purge_step=self.start_step + 1)
+        if self.rank == 0:
+            self.out.mkdir(parents=True, exist_ok=True)
+            (self.out / "config.json").write_text(cfg.model_dump_json(indent=2))
+            log.info("train-rl config: %s", cfg.model_dump_json())
+
+    def step(self, step: int) -> dict[str, float]:
+        cfg, t0 = self.cfg, time.perf_counter()
+        queries = self.data.batch(step, self.rank, self.world, cfg.rollout.queries_per_step)
+        prompts = [build_prompt(self.tokenizer, q["query"], cfg.rollout.instruction) for q in queries]
+        prompt_ids, n_cut = encode_prompts(self.tokenizer, prompts, cfg.rollout.max_prompt_tokens)
+        groups = self.rollout.generate(prompt_ids, cfg.rollout.group_size, step_seed(cfg.run.seed, step, self.rank))
+        rollouts = [r for g in groups for r in g]
+        group_ids = [(step * cfg.rollout.queries_per_step + self.rank * len(queries) + gi)
+                     for gi, g in enumerate(groups) for _ in g]
+        flat_queries = [q for q, g in zip(queries, groups) for _ in g]
+        t_roll = time.perf_counter()
+        scored = score_rollouts(self.score_fn, flat_queries, rollouts, group_ids, self.tokenizer,
+                                {"step": step + 1, "rank": self.rank, "model_path": str(self.model_dir)})
+        t_score = time.perf_counter()
+        rewards = effective_rewards(cfg, scored)
+        packed, adv = build_packed(cfg, rollouts, scored, rewards, group_ids)
+        sums = local_sums(rollouts, scored, rewards, adv, packed)
+        sums["prompts_cut"] = n_cut
+        sums["step_tokens"] = sum(len(p.response_ids) for p in packed if p.include)
+        sums = gather_sums(sums)
+        upd: dict[str, float] = {}
+        if sums["step_tokens"] > 0:
+            mbs = make_micro_batches(packed, cfg.deepspeed.micro_batch_size, self.tokenizer.pad_token_id)
+            stats = run_update(self.engine, mbs, int(sums["step_tokens"]), self.world,
+                               temperature=cfg.rollout.temperature, eps_low=cfg.objective.eps_low,
+                               eps_high=cfg.objective.eps_high, kl_coef=cfg.objective.kl_coef,
+                               ref_model=self.ref_model, step=step).sums
+            grad_norm = stats.pop("grad_norm", None)
+            upd = gather_sums(stats)
+            if grad_norm is not None:
+                upd["grad_norm"] = grad_norm
+            if self.rollout.name == "vllm":
+                self.rollout.sync_weights(named_weights(self.engine))
+        t_upd = time.perf_counter()
+        times = {"rollout_s": t_roll - t0, "score_s": scored.time_score_s, "attribute_s": scored.time_attribute_s,
+                 "update_s": t_upd - t_score, "step_s": t_upd - t0}
+        metrics = step_metrics(sums, upd, times)
+        metrics["rollout/prompts_cut"] = sums["prompts_cut"]
+        metrics["loss/update_skipped"] = float(sums["step_tokens"] == 0)
+        self._record(step + 1, queries, groups, rollouts, scored, rewards, adv, packed, group_ids, metrics)
+        return metrics
+
+    def _record(self, step: int, queries, groups, rollouts, scored, rewards, adv, packed, group_ids, metrics) -> None:
+        passed, tier = scored.info.get("passed"), scored.info.get("tier")
+        qids = [q["query_id"] for q, g in zip(queries, groups) for _ in g]
+        samples = [k for g in groups for k in range(len(g))]
+        rows = [{
+            "step": step, "rank": self.rank, "query_id": qids[i], "group_id": group_ids[i], "sample": samples[i],
+            "response": self.tokenizer.decode(r.response_ids, skip_special_tokens=True),
+            "response_ids": r.response_ids, "logprobs": r.logprobs, "finished": r.finished, "reward": rewards[i],
+            "advantage": adv.advantages[i], "informative": adv.informative[i],
+            "passed": None if passed is None else bool(passed[i]), "tier": None if tier is None else tier[i],
+            "token_weights": packed[i].weights, "mode": self.cfg.objective.mode,
+        } for i, r in enumerate(rollouts)]
+        write_rollout_records(self.out, step, self.rank, rows)
+        if self.rank == 0:
+            write_step_record(self.out, step, metrics)
+            self.writer.write(step, metrics)
+
+    def save(self, completed_steps: int) -> Path:
+        return checkpoint.save(self.engine, self.ckpt_dir, completed_steps, {"step": completed_steps,
+                               "data_position": completed_steps * self.cfg.rollout.queries_per_step},
+                               self.rank, self.cfg.run.keep_checkpoints)
+
+
+def run_grpo(config: TrainRLConfig, score_fn: ScoreFn, queries: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """Run (or resume) the GRPO job in this process; returns a summary (rank 0's view)."""
+    tr = Trainer(config, score_fn, queries)
+    history: list[dict[str, float]] = []
+    last_saved = None
+    try:
+        for step in range(tr.start_step, config.run.steps):
+            m = tr.step(step)
+            history.append(m)
+            if tr.rank == 0:
+                log.info("step %d/%d reward %.4f loss %.5f (%.2fs)", step + 1, config.run.steps, m["reward/mean"],
+                         m["loss/policy"], m["time/step_s"])
+            if (step + 1) % config.run.save_every == 0 or step + 1 == config.run.steps:
+                last_saved = tr.save(step + 1)
+    finally:
+        tr.writer.close()
+    if tr.rank == 0 and config.run.steps > tr.start_step:
+        final = tr.out / "final_model"
+        tr.engine.module.save_pretrained(final, safe_serialization=True)
+        tr.tokenizer.save_pretrained(final)
+    summary = {
+        "steps_run": len(history), "start_step": tr.start_step, "end_step": config.run.steps,
+        "out_dir": str(tr.out), "tensorboard": str(tr.out / "tensorboard"), "records": str(tr.out / "records"),
+        "checkpoint": str(last_saved) if last_saved else None, "mode": config.objective.mode,
+        "rollout_engine": tr.rollout.name, "world_size": tr.world, "history": history,
+    }
+    if tr.rank == 0:
+        (tr.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    return summary

