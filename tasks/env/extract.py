@@ -16,7 +16,8 @@ from dataclasses import dataclass
 # The opening fence: ``` or ~~~ (3+), info string starting with html/htm; content starts on the next line.
 _OPEN = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?:html?|HTML?)\b[^\n]*\n", re.M)
 _TAG = re.compile(r"<[A-Za-z!/]")
-_DOC_START = re.compile(r"<!doctype\s+html|<html[\s>]", re.I)
+# A doctype swallows the <html> tag that follows it, so that tag does not start a second document.
+_DOC_START = re.compile(r"<!doctype\s+html[^>]*>(?:\s|<!--.*?-->)*(?:<html[\s>])?|<html[\s>]", re.I | re.S)
 _DOC_END = re.compile(r"</html\s*>", re.I)
 
 
