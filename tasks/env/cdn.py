@@ -8,7 +8,7 @@ for no fault of its own. This module maps such URLs to files installed at set-up
 
 URL forms understood (``parse_cdn_url``): jsdelivr ``/npm/pkg@ver/path`` (and ``/+esm``), unpkg
 ``pkg@ver/path`` (and ``?module``), cdnjs ``/ajax/libs/<lib>/<ver>/<file>``, esm.sh / skypack /
-jspm (ES modules whose bare imports are rewritten to esm.sh URLs so they resolve here too),
+jspm (ES modules whose imports are rewritten to absolute esm.sh URLs so they resolve here too),
 ``cdn.tailwindcss.com``, ``code.jquery.com``, ``d3js.org``, ``threejs.org``.
 
 Version pins choose among installed copies of a package (npm aliases such as ``three-r128``):
@@ -29,7 +29,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 CDNJS_NAMES = {
     "three.js": "three", "chart.js": "chart.js", "d3": "d3", "marked": "marked", "p5.js": "p5", "gsap": "gsap",
@@ -48,7 +48,7 @@ MIME = {".js": "text/javascript", ".mjs": "text/javascript", ".cjs": "text/javas
 TAILWIND_SHIM = b"window.tailwind = window.tailwind || {config: {}};\n"
 _PKG = r"(?P<pkg>@[a-z0-9][\w.-]*/[\w.-]+|[a-z0-9][\w.-]*)"
 _NPM_PATH = re.compile(_PKG + r"(?:@(?P<ver>[^/]*))?(?P<path>/.*)?$", re.I)
-_BARE_IMPORT = re.compile(r"""((?:\bfrom|\bimport)\s*\(?\s*)(["'])([^"'./][^"':]*)\2""")
+_IMPORT = re.compile(r"""((?:\bfrom|\bimport)\s*\(?\s*)(["'])([^"':\n]+)\2""")
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,6 @@ class Served:
     body: bytes
     content_type: str
     file: str  # the local file, for the record
-    redirect: str | None = None  # full URL to redirect to (entry of an ES module: relative imports resolve)
 
 
 def _npm(path: str, flavor: str) -> CdnRef | None:
@@ -236,23 +235,26 @@ class CdnMirror:
             rel = self._file_in(pkg_dir, ref)
             if not rel or not (pkg_dir / rel).is_file():
                 continue
-            if ref.flavor == "esm" and not ref.path:
-                # Redirect an entry to its full path so the module's relative imports resolve.
-                # esm.sh form whatever the CDN: its bare imports are rewritten to esm.sh too.
-                return Served(b"", "text/javascript", str(pkg_dir / rel), redirect=f"https://esm.sh/{ref.package}@{ver}/{rel}")
-            return self._serve(pkg_dir / rel, ref)
+            # An ES module's own imports resolve against its esm.sh address (relative ones included).
+            return self._serve(pkg_dir / rel, ref, f"https://esm.sh/{ref.package}@{ver}/{rel}")
         return None
 
-    def _serve(self, file: Path, ref: CdnRef) -> Served:
+    def _serve(self, file: Path, ref: CdnRef, base_url: str) -> Served:
         body = file.read_bytes()
         ctype = MIME.get(file.suffix.lower(), "application/octet-stream")
         if ref.flavor == "tailwind-play":
             body = TAILWIND_SHIM + body
         elif ref.flavor == "esm" and ctype == "text/javascript":
-            body = rewrite_bare_imports(body.decode("utf-8", "replace")).encode("utf-8")
+            body = rewrite_imports(body.decode("utf-8", "replace"), base_url).encode("utf-8")
         return Served(body, ctype, str(file))
 
 
-def rewrite_bare_imports(source: str) -> str:
-    """Point bare specifiers (``from "three"``) at esm.sh URLs, as esm.sh itself does (pure)."""
-    return _BARE_IMPORT.sub(lambda m: f"{m.group(1)}{m.group(2)}https://esm.sh/{m.group(3)}{m.group(2)}", source)
+def rewrite_imports(source: str, base_url: str) -> str:
+    """Point an ES module's imports at esm.sh URLs, as esm.sh itself does (pure): bare specifiers
+    (``from "three"``) become ``https://esm.sh/three``; relative ones resolve against ``base_url``."""
+    def sub(m: re.Match[str]) -> str:
+        spec = m.group(3)
+        target = urljoin(base_url, spec) if spec.startswith((".", "/")) else f"https://esm.sh/{spec}"
+        return f"{m.group(1)}{m.group(2)}{target}{m.group(2)}"
+
+    return _IMPORT.sub(sub, source)

@@ -249,6 +249,8 @@ class BrowserRuntime:
                 await asyncio.wait_for(context.close(), 10)
             except Exception:
                 pass
+        if not browser.is_connected():  # whatever this app did, the browser died under it: no verdict here
+            ev = RuntimeEvidence(status="unavailable", error="browser disconnected during the check")
         ev.duration_s = round(time.perf_counter() - started, 3)
         return ev
 
@@ -294,9 +296,6 @@ class BrowserRuntime:
             await route.abort("blockedbyclient")
             return
         cors = {"access-control-allow-origin": "*"}
-        if served.redirect:
-            await route.fulfill(status=302, headers={**cors, "location": served.redirect})
-            return
         ev.cdn_served.append({"url": url[:500], "file": os.path.relpath(served.file)})
         await route.fulfill(status=200, headers={**cors, "content-type": served.content_type}, body=served.body)
 

@@ -1,0 +1,147 @@
+"""Real headless Chromium (Debian's /usr/bin/chromium through Playwright): the runtime gate and its sandbox."""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from schemas.config_env import EnvConfig, RuntimeConfig
+from schemas.rubric import Task
+from tasks.env.extract import extract_html
+from tasks.env.runtime import BrowserRuntime
+from tasks.env.score import ScoreInput, score_batch
+from tasks.llm import get_provider
+
+FIX = Path(__file__).parent / "fixtures" / "env"
+CFG = RuntimeConfig(load_timeout_s=3.0, settle_s=0.3, hard_limit_s=6.0, concurrency=4)
+pytestmark = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
+                                reason="needs Debian's chromium: apt-get install -y chromium")
+needs_cdn = pytest.mark.skipif(not Path(CFG.cdn_dir).is_dir(),
+                               reason="needs the CDN mirror: npm ci --prefix vendor/cdn --ignore-scripts")
+
+
+def app(name: str) -> str:
+    text = (FIX / name).read_text()
+    return extract_html(text).html if name.endswith(".txt") else text
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    with BrowserRuntime(CFG) as rt:
+        yield rt
+
+
+def test_batch_with_throw_loop_network_syntax_and_clean(runtime):
+    names = ["throws.txt", "infinite_loop.txt", "network.txt", "syntax_error.txt", "clean.txt"]
+    t0 = time.perf_counter()
+    evs = dict(zip(names, runtime.check_many([app(n) for n in names])))
+    assert time.perf_counter() - t0 < CFG.hard_limit_s * 2  # the loop did not hold the batch
+    thrown = evs["throws.txt"]
+    assert thrown.status == "page_error" and thrown.runtime_valid(CFG) is False
+    pe = thrown.page_errors[0]
+    html = app("throws.txt")
+    line_start = html.rfind("\n", 0, pe["offset"]) + 1
+    assert pe["name"] == "TypeError" and html[line_start:].startswith("  display.style.color = settings.color;")
+    loop = evs["infinite_loop.txt"]
+    assert loop.status == "load_timeout" and loop.runtime_valid(CFG) is False
+    assert loop.duration_s < CFG.hard_limit_s + 3
+    net = evs["network.txt"]
+    blocked = {(b["url"], b["resource_type"]) for b in net.blocked_requests}
+    assert {("https://api.example.com/counter", "fetch"), ("wss://realtime.example.org/counter", "websocket"),
+            ("http://203.0.113.7/pixel.gif", "image"), ("https://images.example.net/logo.png", "image")} <= blocked
+    assert net.runtime_valid(CFG) is True  # blocked requests are recorded, not a crash of the app
+    syn = evs["syntax_error.txt"]
+    assert syn.status == "page_error" and syn.page_errors[0]["name"] == "SyntaxError"
+    clean = evs["clean.txt"]
+    assert clean.status == "ok" and clean.runtime_valid(CFG) is True and not clean.page_errors
+    assert clean.blank_body is False
+
+
+def test_hang_after_load_and_blank_page(runtime):
+    hang = "<html><body><h1>x</h1><script>setTimeout(() => { while (true) {} }, 20)</script></body></html>"
+    blank = "<html><body><div></div><script>let a = 1;</script></body></html>"
+    h, b, c = runtime.check_many([hang, blank, app("clean.txt")])
+    assert h.status == "unresponsive" and h.runtime_valid(CFG) is False
+    assert b.status == "blank" and b.blank_body is True and b.runtime_valid(CFG) is False
+    assert c.status == "ok"
+
+
+def test_no_file_access_and_no_storage_shared_between_apps(runtime):
+    writer = ("<html><body><p>w</p><script>localStorage.setItem('k', 'leak');"
+              "fetch('file:///etc/passwd').then(() => document.title = 'read').catch(() => {});</script></body></html>")
+    reader = ("<html><body><p>r</p><script>if (localStorage.getItem('k') !== null) throw new Error('storage leaked');"
+              "</script></body></html>")
+    w, = runtime.check_many([writer])
+    r, = runtime.check_many([reader])
+    assert r.status == "ok", r.page_errors
+    assert w.runtime_valid(CFG) is True
+
+
+@needs_cdn
+def test_three_chart_and_tailwind_from_cdn_urls_served_locally(runtime):
+    names = ["three_cdn.html", "three_r128_cdnjs.html", "chart_cdn.html"]
+    evs = runtime.check_many([app(n) for n in names])
+    for name, ev in zip(names, evs):
+        assert ev.status == "ok", (name, ev.page_errors, ev.blocked_requests)
+        assert ev.blocked_requests == []
+    served = {s["url"] for ev in evs for s in ev.cdn_served}
+    assert "https://unpkg.com/three@0.160.0/examples/jsm/controls/OrbitControls.js" in served
+    assert "https://cdnjs.cloudflare.com/ajax/libs/three.js/r128/three.min.js" in served
+    assert "https://cdn.tailwindcss.com/" in served or "https://cdn.tailwindcss.com" in served
+    r128 = next(s for s in evs[1].cdn_served if "r128" in s["url"])
+    assert "three-r128" in r128["file"]  # the version pin chose the r128 build
+
+
+@needs_cdn
+def test_esm_sh_imports_resolve_through_redirects(runtime):
+    page = """<html><body><div id="o"></div><script type="module">
+import * as d3 from 'https://esm.sh/d3@7';
+import { marked } from 'https://cdn.jsdelivr.net/npm/marked@12/+esm';
+d3.select('#o').append('p').text('d3 ' + d3.sum([1, 2, 3]));
+document.body.insertAdjacentHTML('beforeend', marked.parse('# hi'));
+if (!document.querySelector('h1')) throw new Error('marked failed');
+</script></body></html>"""
+    ev, = runtime.check_many([page])
+    assert ev.status == "ok", (ev.page_errors, ev.blocked_requests)
+    assert any("d3-array" in s["file"] for s in ev.cdn_served)
+
+
+def test_browser_crash_mid_batch_is_restarted_without_losing_apps():
+    with BrowserRuntime(CFG) as rt:
+        rt.check_many([app("clean.txt")])  # launched
+        pids = rt.browser_pids()
+        assert len(pids) == 1
+        slow = "<html><body><h1>s</h1><script>const t = Date.now(); while (Date.now() - t < 1500) {}</script></body></html>"
+        out: list = []
+        th = threading.Thread(target=lambda: out.extend(rt.check_many([slow] * 3 + [app("clean.txt")] * 3)))
+        th.start()
+        time.sleep(0.8)
+        os.kill(pids[0], signal.SIGKILL)  # a real crash of the browser process
+        th.join(timeout=60)
+        assert len(out) == 6 and rt.restarts >= 1
+        assert all(ev.status == "ok" for ev in out), [(e.status, e.error) for e in out]
+        assert rt.browser_pids() and rt.browser_pids() != pids
+
+
+def test_score_pipeline_with_browser_and_offline_judge():
+    task = Task.model_validate_json((FIX / "task_counter.json").read_text())
+    cfg = EnvConfig(runtime=CFG)
+    names = ["clean.txt", "throws.txt", "infinite_loop.txt", "syntax_error.txt", "no_html.txt"]
+    with BrowserRuntime(CFG) as rt:
+        res = score_batch([ScoreInput(n, task, (FIX / n).read_text()) for n in names], provider=get_provider("offline"),
+                          runtime=rt, cfg=cfg)
+    by = {r.key: r for r in res}
+    # An app that throws on load is runtime-invalid whatever the judge says; tiers order the rewards.
+    assert by["throws.txt"].runtime_valid is False and by["throws.txt"].reward == cfg.reward.runtime_invalid
+    assert by["infinite_loop.txt"].reward == cfg.reward.runtime_invalid
+    assert by["syntax_error.txt"].reward == cfg.reward.source_invalid
+    assert by["no_html.txt"].reward == cfg.reward.format_invalid
+    assert by["clean.txt"].reward > cfg.reward.rubric_floor and by["clean.txt"].runtime_valid is True
+    resp = (FIX / "throws.txt").read_text()
+    pe = by["throws.txt"].evidence["page_errors"][0]
+    line_start = resp.rfind("\n", 0, pe["offset"]) + 1  # response offset = h + page offset
+    assert resp[line_start:].startswith("  display.style.color = settings.color;")
