@@ -1,0 +1,140 @@
+"""`rubricrl score` contract and exit codes; CDN URL parsing and version choice (pure)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tasks.env.cdn import CdnMirror, parse_cdn_url, rank_versions, rewrite_imports
+
+REPO = Path(__file__).resolve().parent.parent
+FIX = Path(__file__).parent / "fixtures" / "env"
+CONTRACT = {"format_valid", "source_valid", "runtime_valid", "reward", "html_offset", "findings", "evidence"}
+EMPTY = {k: {"critical": [], "major": [], "minor": []} for k in ("static_check", "code_simulation", "rubric_alignment")}
+
+
+def score(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rubricrl.score_cmd", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_cli_with_diagnosis_no_browser_prints_the_contract(tmp_path):
+    diag = dict(EMPTY, rubric_alignment={"critical": [], "major": [{"item_id": "D2", "description": "reset broken",
+                                                                      "code_quotes": ["count = 0;"]}], "minor": []})
+    (tmp_path / "d.json").write_text(json.dumps(diag))
+    p = score("--task", str(FIX / "task_counter.json"), "--response", str(FIX / "clean.txt"),
+              "--diagnosis", str(tmp_path / "d.json"), "--no-browser")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert CONTRACT <= set(out)
+    assert out["format_valid"] and out["source_valid"] and out["runtime_valid"] is True
+    assert out["html_offset"] == (FIX / "clean.txt").read_text().index("<!DOCTYPE")
+    (f,) = out["findings"]
+    assert {"layer": "rubric_alignment", "severity": "major", "item_id": "D2"}.items() <= f.items()
+    assert {"syntax_errors", "page_errors"} <= set(out["evidence"]) and out["judge"]["provider"] == "given"
+    binary = json.loads(score("--task", str(FIX / "task_counter.json"), "--response", str(FIX / "clean.txt"),
+                              "--diagnosis", str(tmp_path / "d.json"), "--no-browser", "--reward", "binary").stdout)
+    assert binary["reward"] == 0.0 and 0.3 < out["reward"] < 1.0
+
+
+def test_cli_no_html_scores_zero_without_any_judge():
+    p = score("--task", str(FIX / "task_counter.json"), "--response", str(FIX / "no_html.txt"), "--no-browser",
+              "--provider", "offline")
+    out = json.loads(p.stdout)
+    assert p.returncode == 0 and out["format_valid"] is False and out["reward"] == 0.0 and out["html_offset"] is None
+
+
+@pytest.mark.parametrize("case, needle", [
+    ("missing_task", "task file"), ("bad_json", "not valid JSON"), ("bad_schema", "level one of"),
+    ("missing_response", "response file"), ("binary_response", "not UTF-8"), ("bad_diagnosis", "diagnosis file"),
+    ("dup_ids", "repeats rubric ids"),
+])
+def test_cli_exit_2_names_the_file_and_problem(tmp_path, capsys, case, needle):
+    task, resp = FIX / "task_counter.json", FIX / "clean.txt"
+    extra: list[str] = []
+    if case == "missing_task":
+        task = tmp_path / "nope.json"
+    elif case == "bad_json":
+        task = tmp_path / "t.json"
+        task.write_text("{not json")
+    elif case == "bad_schema":
+        task = tmp_path / "t.json"
+        task.write_text(json.dumps({"query_id": "q", "query": "x", "rubric": {"initial_state": [
+            {"id": "I1", "requirement": "r", "level": "important"}], "dynamic": []}}))
+    elif case == "missing_response":
+        resp = tmp_path / "r.txt"
+    elif case == "binary_response":
+        resp = tmp_path / "r.txt"
+        resp.write_bytes(b"\xff\xfe\x00bad")
+    elif case == "bad_diagnosis":
+        (tmp_path / "d.json").write_text(json.dumps({"static_check": "fine"}))
+        extra = ["--diagnosis", str(tmp_path / "d.json")]
+    elif case == "dup_ids":
+        data = json.loads(task.read_text())
+        data["rubric"]["dynamic"][0]["id"] = "I1"
+        task = tmp_path / "t.json"
+        task.write_text(json.dumps(data))
+    from rubricrl.score_cmd import main
+
+    rc = main(["--task", str(task), "--response", str(resp), "--no-browser", "--provider", "offline", *extra])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    assert needle in err and "rubricrl score:" in err
+
+
+@pytest.mark.parametrize("url, expect", [
+    ("https://cdn.jsdelivr.net/npm/chart.js@4.4.0/dist/chart.umd.min.js", ("chart.js", "4.4.0", "dist/chart.umd.min.js", "classic")),
+    ("https://cdn.jsdelivr.net/npm/three@0.160.0/+esm", ("three", "0.160.0", "", "esm")),
+    ("https://unpkg.com/@babel/standalone/babel.min.js", ("@babel/standalone", None, "babel.min.js", "classic")),
+    ("https://unpkg.com/three@0.158.0/examples/jsm/controls/OrbitControls.js?module", ("three", "0.158.0", "examples/jsm/controls/OrbitControls.js", "esm")),
+    ("https://cdnjs.cloudflare.com/ajax/libs/three.js/r128/three.min.js", ("three", "r128", "three.min.js", "classic")),
+    ("https://cdnjs.cloudflare.com/ajax/libs/font-awesome/6.4.0/css/all.min.css", ("@fortawesome/fontawesome-free", "6.4.0", "css/all.min.css", "classic")),
+    ("https://esm.sh/v135/d3@7.8.5", ("d3", "7.8.5", "", "esm")),
+    ("https://ga.jspm.io/npm:lodash@4.17.21/lodash.js", ("lodash", "4.17.21", "lodash.js", "esm")),
+    ("https://cdn.tailwindcss.com/3.4.1", ("@tailwindcss/browser", None, "", "tailwind-play")),
+    ("https://code.jquery.com/jquery-3.6.0.min.js", ("jquery", "3.6.0", "", "classic")),
+    ("https://d3js.org/d3.v7.min.js", ("d3", "7", "", "classic")),
+])
+def test_parse_cdn_url(url, expect):
+    ref = parse_cdn_url(url)
+    assert (ref.package, ref.version, ref.path, ref.flavor) == expect
+
+
+@pytest.mark.parametrize("url", ["https://evil.example.com/three.js", "https://cdnjs.cloudflare.com/ajax/libs/unknownlib/1.0/x.js",
+                                 "https://fonts.googleapis.com/css2?family=Inter", "http://203.0.113.1/chart.js"])
+def test_everything_else_is_not_on_the_allowlist(url):
+    assert parse_cdn_url(url) is None
+
+
+def test_rank_versions():
+    have = ["0.128.0", "0.160.1"]
+    assert rank_versions(have, "r128", "three")[0] == "0.128.0"
+    assert rank_versions(have, "0.158.0", "three")[0] == "0.160.1"
+    assert rank_versions(have, "0.130", "three")[0] == "0.128.0"
+    assert rank_versions(have, None)[0] == "0.160.1"
+    charts = ["2.9.4", "3.9.1", "4.4.1"]
+    assert rank_versions(charts, "^3.7.0")[0] == "3.9.1" and rank_versions(charts, "2")[0] == "2.9.4"
+    assert rank_versions(charts, "latest")[0] == "4.4.1" and rank_versions(charts, "5.0.0")[0] == "4.4.1"
+
+
+def test_rewrite_imports_points_at_esm_sh():
+    src = "import * as T from 'three';\nexport * from \"./core/a.js\";\nconst m = import('../b.js'); import x from 'https://x.org/y.js';"
+    out = rewrite_imports(src, "https://esm.sh/three@0.160.1/src/index.js")
+    assert "from 'https://esm.sh/three'" in out and '"https://esm.sh/three@0.160.1/src/core/a.js"' in out
+    assert "import('https://esm.sh/three@0.160.1/b.js')" in out and "'https://x.org/y.js'" in out
+
+
+@pytest.mark.skipif(not (REPO / "vendor/cdn/node_modules").is_dir(), reason="npm ci --prefix vendor/cdn --ignore-scripts")
+def test_mirror_resolves_pinned_files_by_layout_and_version():
+    m = CdnMirror(REPO / "vendor/cdn/node_modules")
+    assert "three-r128" in m.resolve("https://cdnjs.cloudflare.com/ajax/libs/three.js/r128/three.min.js").file
+    v2 = m.resolve("https://cdnjs.cloudflare.com/ajax/libs/Chart.js/2.9.4/Chart.min.js")
+    assert "chart.js-v2" in v2.file and v2.content_type == "text/javascript"
+    fa = m.resolve("https://cdnjs.cloudflare.com/ajax/libs/font-awesome/6.4.0/webfonts/fa-solid-900.woff2")
+    assert fa.content_type == "font/woff2" and fa.body[:4] == b"wOF2"
+    tw = m.resolve("https://cdn.tailwindcss.com")
+    assert tw.body.startswith(b"window.tailwind = window.tailwind ||")
+    assert m.resolve("https://unpkg.com/not-a-vendored-package@1.0.0/index.js") is None
