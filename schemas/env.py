@@ -1,0 +1,111 @@
+"""The ``judgments`` and ``rewards`` stages (paper 3.3, B.2): pyarrow schemas and GX suites.
+
+One row per scored response in each. ``judgments`` keeps every piece of evidence (gates, our own
+tree-sitter and browser evidence as JSON, the judge's findings as a list of structs) so any reward
+can be explained in DuckDB, e.g.::
+
+    SELECT r.reward, f.layer, f.severity, f.item_id, f.description
+    FROM rewards r JOIN judgments j USING (rollout_id), UNNEST(j.findings) AS t(f)
+    WHERE r.query_id = 'q5';
+
+``rewards`` holds the number, its tier and the reward config hash it was computed with.
+"""
+from __future__ import annotations
+
+import great_expectations as gx
+import pyarrow as pa
+
+from schemas.judge import LAYERS, SEVERITIES
+from schemas.validation import FrameSuite, exploded, rows, suite
+
+TIERS = ("format_invalid", "source_invalid", "runtime_invalid", "valid", "missing")
+RUNTIME_STATUSES = ("ok", "page_error", "load_timeout", "unresponsive", "crashed", "blank", "skipped", "unavailable")
+
+FINDING_TYPE = pa.struct([
+    pa.field("layer", pa.string()), pa.field("severity", pa.string()), pa.field("item_id", pa.string()),
+    pa.field("scope", pa.string()), pa.field("description", pa.string()),
+    pa.field("code_quotes", pa.list_(pa.string())), pa.field("related_symbols", pa.list_(pa.string())),
+    pa.field("state_variables", pa.list_(pa.string())), pa.field("context_hints", pa.list_(pa.string())),
+    pa.field("explanation", pa.string()),
+])
+
+JUDGMENTS_SCHEMA = pa.schema([
+    pa.field("rollout_id", pa.string(), nullable=False),
+    pa.field("query_id", pa.string()),
+    pa.field("provider", pa.string()),  # offline | anthropic | openai | given | none (not judged)
+    pa.field("model", pa.string()),
+    pa.field("judge_error", pa.string()),
+    pa.field("judge_attempts", pa.int64()),
+    pa.field("format_valid", pa.bool_()),
+    pa.field("html_offset", pa.int64()),  # h: character offset of the application in the response
+    pa.field("html_length", pa.int64()),
+    pa.field("source_valid", pa.bool_()),
+    pa.field("runtime_valid", pa.bool_()),
+    pa.field("gate_static_check", pa.bool_()),
+    pa.field("gate_code_simulation", pa.bool_()),
+    pa.field("gate_rubric_alignment", pa.bool_()),
+    pa.field("gate_tree_sitter", pa.bool_()),
+    pa.field("gate_browser", pa.bool_()),
+    pa.field("runtime_status", pa.string()),
+    pa.field("n_syntax_errors", pa.int64()),
+    pa.field("n_page_errors", pa.int64()),
+    pa.field("n_blocked_requests", pa.int64()),
+    pa.field("findings", pa.list_(FINDING_TYPE)),
+    pa.field("evidence_json", pa.string()),  # syntax/page/console errors, blocked requests (response offsets)
+])
+
+REWARDS_SCHEMA = pa.schema([
+    pa.field("rollout_id", pa.string(), nullable=False),
+    pa.field("query_id", pa.string()),
+    pa.field("reward_kind", pa.string()),
+    pa.field("reward", pa.float64()),  # null = missing (judge failed): the RL job drops the response
+    pa.field("tier", pa.string()),
+    pa.field("rubric_score", pa.float64()),
+    pa.field("format_valid", pa.bool_()),
+    pa.field("source_valid", pa.bool_()),
+    pa.field("runtime_valid", pa.bool_()),
+    pa.field("provider", pa.string()),
+    pa.field("reward_config_hash", pa.string()),
+])
+
+
+def judgments_suites() -> list[FrameSuite]:
+    E = gx.expectations
+    main = suite(
+        "judgments",
+        E.ExpectColumnValuesToNotBeNull(column="rollout_id"),
+        E.ExpectColumnValuesToBeUnique(column="rollout_id"),
+        E.ExpectColumnValuesToNotBeNull(column="format_valid"),
+        E.ExpectColumnValuesToNotBeNull(column="provider"),
+        E.ExpectColumnValuesToBeInSet(column="runtime_status", value_set=list(RUNTIME_STATUSES)),
+        E.ExpectColumnValuesToBeBetween(column="html_offset", min_value=0),
+    )
+    findings = suite(
+        "judgments-findings",
+        E.ExpectColumnValuesToBeInSet(column="layer", value_set=list(LAYERS)),
+        E.ExpectColumnValuesToBeInSet(column="severity", value_set=list(SEVERITIES)),
+    )
+
+    def finding_frame(table: pa.Table):
+        df = exploded("rollout_id", "findings", "finding")(table).dropna(subset=["finding"])
+        df["layer"] = df["finding"].map(lambda f: f["layer"])
+        df["severity"] = df["finding"].map(lambda f: f["severity"])
+        return df.drop(columns=["finding"])
+
+    return [FrameSuite("rows", rows, main, ["rollout_id"]),
+            FrameSuite("findings", finding_frame, findings, ["rollout_id"])]
+
+
+def rewards_suites(reward_min: float = 0.0, reward_max: float = 1.0) -> list[FrameSuite]:
+    E = gx.expectations
+    main = suite(
+        "rewards",
+        E.ExpectColumnValuesToNotBeNull(column="rollout_id"),
+        E.ExpectColumnValuesToBeUnique(column="rollout_id"),
+        E.ExpectColumnValuesToBeInSet(column="reward_kind", value_set=["hierarchical", "binary"]),
+        E.ExpectColumnValuesToBeInSet(column="tier", value_set=list(TIERS)),
+        E.ExpectColumnValuesToBeBetween(column="reward", min_value=reward_min, max_value=reward_max),
+        E.ExpectColumnValuesToBeBetween(column="rubric_score", min_value=0.0, max_value=1.0),
+        E.ExpectColumnValuesToNotBeNull(column="reward_config_hash"),
+    )
+    return [FrameSuite("rows", rows, main, ["rollout_id"])]

@@ -1,0 +1,105 @@
+"""Rows of the ``judgments`` and ``rewards`` stages from score results, and scoring a rollout table.
+
+``score_rollouts_table(rollouts, tasks, ...)`` is what the score-rollouts flow (and a trainer that
+wants rewards without stage I/O) calls: rollouts with ``rollout_id``, ``query_id``, ``response``
+columns in, two Arrow tables out (schemas in ``schemas/env.py``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from schemas.config_env import EnvConfig
+from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA
+from schemas.rubric import CompactRubric, Task
+from tasks.env.runtime import BrowserRuntime
+from tasks.env.score import ScoreInput, ScoreResult, score_batch
+from tasks.llm.base import Provider
+
+ROLLOUT_COLUMNS = ("rollout_id", "query_id", "response")
+_FINDING_KEYS = [f.name for f in JUDGMENTS_SCHEMA.field("findings").type.value_type]
+
+
+def reward_config_hash(cfg: EnvConfig, kind: str) -> str:
+    data = {"kind": kind, "reward": cfg.reward.model_dump(mode="json"),
+            "runtime_gate": {"blank_body_fails": cfg.runtime.blank_body_fails,
+                             "console_errors_fail": cfg.runtime.console_errors_fail, "enabled": cfg.runtime.enabled},
+            "html_errors_fail": cfg.static.html_errors_fail}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def tier(r: ScoreResult) -> str:
+    """Which tier decided the reward (pure)."""
+    if r.reward is None:
+        return "missing"
+    if not r.format_valid:
+        return "format_invalid"
+    if r.source_valid is False:
+        return "source_invalid"
+    if r.runtime_valid is False:
+        return "runtime_invalid"
+    return "valid"
+
+
+def judgment_row(r: ScoreResult) -> dict[str, Any]:
+    ev, g = r.evidence, r.gates
+    return {
+        "rollout_id": r.key, "query_id": r.query_id, "provider": r.judge.get("provider") or "none",
+        "model": r.judge.get("model"), "judge_error": r.judge.get("error"), "judge_attempts": r.judge.get("attempts", 0),
+        "format_valid": r.format_valid, "html_offset": r.html_offset, "html_length": r.html_length,
+        "source_valid": r.source_valid, "runtime_valid": r.runtime_valid,
+        "gate_static_check": g.get("static_check"), "gate_code_simulation": g.get("code_simulation"),
+        "gate_rubric_alignment": g.get("rubric_alignment"), "gate_tree_sitter": g.get("tree_sitter"),
+        "gate_browser": g.get("browser"), "runtime_status": ev.get("runtime_status"),
+        "n_syntax_errors": len(ev.get("syntax_errors", [])), "n_page_errors": len(ev.get("page_errors", [])),
+        "n_blocked_requests": len(ev.get("blocked_requests", [])),
+        "findings": [{k: f.get(k) for k in _FINDING_KEYS} for f in r.findings],
+        "evidence_json": json.dumps(ev, ensure_ascii=False),
+    }
+
+
+def reward_row(r: ScoreResult, cfg_hash: str) -> dict[str, Any]:
+    return {"rollout_id": r.key, "query_id": r.query_id, "reward_kind": r.reward_kind, "reward": r.reward,
+            "tier": tier(r), "rubric_score": r.rubric_score, "format_valid": r.format_valid,
+            "source_valid": r.source_valid, "runtime_valid": r.runtime_valid,
+            "provider": r.judge.get("provider") or "none", "reward_config_hash": cfg_hash}
+
+
+def tables(results: list[ScoreResult], cfg: EnvConfig, kind: str) -> tuple[pa.Table, pa.Table]:
+    h = reward_config_hash(cfg, kind)
+    return (pa.Table.from_pylist([judgment_row(r) for r in results], schema=JUDGMENTS_SCHEMA),
+            pa.Table.from_pylist([reward_row(r, h) for r in results], schema=REWARDS_SCHEMA))
+
+
+def task_from_row(row: dict[str, Any]) -> Task:
+    """A Task from a queries-like row: ``query_id``, ``query`` (or ``text``), ``rubric`` (dict or JSON)."""
+    rubric = row.get("rubric") if row.get("rubric") is not None else row.get("rubric_json")
+    if isinstance(rubric, str):
+        rubric = json.loads(rubric)
+    query = row.get("query") if row.get("query") is not None else row.get("text")
+    if rubric is None or query is None:
+        raise ValueError(f"task row {row.get('query_id')!r} needs 'query' (or 'text') and 'rubric' (or 'rubric_json') "
+                         f"columns; got {sorted(row)}")
+    return Task(query_id=row["query_id"], query=query, rubric=CompactRubric.model_validate(rubric))
+
+
+def score_rollouts_table(rollouts: pa.Table, tasks: dict[str, Task], *, provider: Provider | None,
+                         cfg: EnvConfig, runtime: BrowserRuntime | None = None,
+                         reward_kind: str | None = None) -> tuple[pa.Table, pa.Table]:
+    """Score a table of rollouts; every row gets a judgment and a reward row (reward may be null)."""
+    missing = [c for c in ROLLOUT_COLUMNS if c not in rollouts.column_names]
+    if missing:
+        raise ValueError(f"rollouts need columns {list(ROLLOUT_COLUMNS)}; missing {missing}: fix the producing stage")
+    inputs = []
+    for row in rollouts.select(list(ROLLOUT_COLUMNS)).to_pylist():
+        task = tasks.get(row["query_id"])
+        if task is None:
+            raise ValueError(f"rollout {row['rollout_id']!r} names query {row['query_id']!r}, which has no task row; "
+                             "score rollouts against the rl_queries they were sampled from")
+        inputs.append(ScoreInput(row["rollout_id"], task, row["response"] or ""))
+    kind = reward_kind or cfg.reward_kind
+    results = score_batch(inputs, provider=provider, runtime=runtime, cfg=cfg, reward_kind=kind)
+    return tables(results, cfg, kind)
