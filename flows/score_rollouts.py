@@ -1,0 +1,111 @@
+"""score-rollouts: rollouts (+ their tasks) -> judgments, rewards (paper 3.3; the environment per RL step).
+
+Chunks of rollouts fan out over a Prefect task runner: threads by default (``env.task_runner``
+= "threads", ``env.workers`` workers), or Ray through prefect-ray ("ray"; ``env.ray_address`` or a
+local Ray instance). Each worker process keeps one browser (fresh context per app) and builds its
+judge provider from the run's LLM settings, so nothing unpicklable crosses to Ray workers.
+
+Inputs: a rollouts stage with ``rollout_id``, ``query_id``, ``response`` and a tasks stage with
+``query_id``, ``query``/``text``, ``rubric``/``rubric_json``. Outputs: the ``judgments`` and
+``rewards`` stages (schemas/env.py), validated by their GX suites before the flow reports success.
+
+Run: ``prefect deployment run score-rollouts/<deployment>`` or ``score_rollouts(...)`` in Python.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
+from schemas.config_env import EnvConfig
+from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, rewards_suites
+from tasks.env.records import reward_config_hash, score_rollouts_table, task_from_row
+from tasks.stage import StageSpec, run_stage
+
+
+def _score_chunk(rollouts: pa.Table, tasks: dict[str, dict[str, Any]], env: dict[str, Any],
+                 llm: dict[str, Any]) -> tuple[pa.Table, pa.Table]:
+    """One chunk on one worker: the worker's shared browser, a provider built here (picklable inputs only)."""
+    from tasks.llm import get_provider
+
+    cfg = EnvConfig.model_validate(env)
+    provider = get_provider(llm["provider"], model=llm.get("model"), base_url=llm.get("base_url"))
+    task_objs = {k: task_from_row(v) for k, v in tasks.items()}
+    return score_rollouts_table(rollouts, task_objs, provider=provider, cfg=cfg)
+
+
+score_chunk = task(_score_chunk, name="score-chunk", retries=1, retry_delay_seconds=[5], cache_policy=NO_CACHE)
+
+
+def task_runner_for(cfg: EnvConfig) -> Any:
+    if cfg.task_runner == "ray":
+        try:
+            from prefect_ray import RayTaskRunner
+        except ImportError as e:
+            raise ValueError("env.task_runner is 'ray' but prefect-ray is not installed; "
+                             "pip install prefect-ray==0.6.0, or set env.task_runner=threads") from e
+        init = {"num_cpus": cfg.workers, "include_dashboard": False} if cfg.ray_address is None else None
+        return RayTaskRunner(address=cfg.ray_address, init_kwargs=init)
+    return ThreadPoolTaskRunner(max_workers=cfg.workers)
+
+
+def score_chunks(chunks: dict[str, pa.Table], tasks: dict[str, dict[str, Any]], env: dict[str, Any],
+                 llm: dict[str, Any]) -> dict[str, tuple[pa.Table, pa.Table]]:
+    futures = {k: score_chunk.submit(t, {q: tasks[q] for q in set(t.column("query_id").to_pylist()) if q in tasks},
+                                     env, llm) for k, t in chunks.items()}
+    return {k: f.result() for k, f in futures.items()}
+
+
+@flow(name="score-rollouts-fanout")
+def _fanout(chunks: dict[str, pa.Table], tasks: dict[str, dict[str, Any]], env: dict[str, Any],
+            llm: dict[str, Any]) -> dict[str, tuple[pa.Table, pa.Table]]:
+    return score_chunks(chunks, tasks, env, llm)
+
+
+@flow(name="score-rollouts", log_prints=True)
+def score_rollouts(profile: str = "demo", sets: list[str] | None = None, rollouts_stage: str = "rollouts",
+                   tasks_stage: str = "rl_queries", chunk_size: int = 64, env: dict[str, Any] | None = None,
+                   force: bool = False) -> dict[str, Any]:
+    forward_library_logs()
+    fc = flow_context(profile, sets)
+    logger = get_run_logger()
+    env_cfg = EnvConfig.model_validate(env if env is not None else
+                                       getattr(fc.cfg, "env", EnvConfig()).model_dump(mode="json"))
+    rollouts = fc.store.read(rollouts_stage)
+    task_rows = {r["query_id"]: r for r in fc.store.read(tasks_stage).to_pylist()}
+    keys = [f"c{i:05d}" for i in range(0, max(rollouts.num_rows, 1), chunk_size)]
+    chunks = {k: rollouts.slice(i * chunk_size, chunk_size) for i, k in enumerate(keys)}
+    llm = {"provider": fc.provider.name, "model": getattr(fc.cfg.llm, "model", None),
+           "base_url": getattr(fc.cfg.llm, "base_url", None)}
+    env_json = env_cfg.model_dump(mode="json")
+    kind = env_cfg.reward_kind
+    inputs = {rollouts_stage: fc.store.manifest(rollouts_stage).version,  # type: ignore[union-attr]
+              tasks_stage: fc.store.manifest(tasks_stage).version}  # type: ignore[union-attr]
+    results: dict[str, tuple[pa.Table, pa.Table]] = {}
+
+    def compute() -> dict[str, tuple[pa.Table, pa.Table]]:
+        if not results:  # one fan-out serves both stages
+            logger.info("scoring %d rollouts in %d chunks on %s (%d workers)", rollouts.num_rows, len(chunks),
+                        env_cfg.task_runner, env_cfg.workers)
+            results.update(_fanout.with_options(task_runner=task_runner_for(env_cfg))(chunks, task_rows, env_json, llm))
+        return results
+
+    common = dict(provider=fc.provider.name, config={"env": env_json}, config_hash=reward_config_hash(env_cfg, kind),
+                  inputs=inputs, extra={"judge_provider": llm, "chunk_size": chunk_size}, force=force)
+    judg = run_stage(fc.store, StageSpec("judgments", JUDGMENTS_SCHEMA, judgments_suites), part_keys=keys,
+                     make_part=lambda k: compute()[k][0], **common)
+    rmin = min(env_cfg.reward.format_invalid, 0.0)
+    rmax = max(env_cfg.reward.rubric_max, 1.0)
+    rew = run_stage(fc.store, StageSpec("rewards", REWARDS_SCHEMA, lambda: rewards_suites(rmin, rmax)),
+                    part_keys=keys, make_part=lambda k: compute()[k][1],
+                    **{**common, "inputs": {**inputs, "judgments": judg.manifest.version}})
+    table = fc.store.read("rewards")
+    missing = table.column("reward").null_count
+    summaries = [stage_summary(judg), stage_summary(rew, {"missing_rewards": missing})]
+    publish_artifact("score-rollouts", summaries)
+    print(f"rewards: {table.num_rows} rows, {missing} missing (judge failures)")
+    return {"stages": summaries, "missing_rewards": missing}
