@@ -1,0 +1,43 @@
+"""Configuration of build-rubrics (paper B.1): the ``rubrics`` section.
+
+Defaults are the ``full`` profile's; suggested ``demo`` override: ``{"rubrics": {"chunk_size": 50}}``.
+Until the section is wired into ``schemas/config.py``, ``flows/build_rubrics.py`` accepts
+``--set rubrics.<field>=value`` itself.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RUBRIC_STAGES = ("expansions", "requirements", "modules", "rubric_candidates", "rubric_references")
+
+
+class StageSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    max_tokens: int = Field(ge=256, le=64_000, description="Output token limit of one call of this stage")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature (0 = most repeatable)")
+
+
+class RubricsConfig(BaseModel):
+    """build-rubrics: five LLM stages, each a published, validated Parquet stage."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    chunk_size: int = Field(500, ge=1, le=100_000,
+                            description="Queries per resumable part (chunks of the sorted query ids)")
+    max_queries: int | None = Field(None, ge=1, description="Build references for the first N query ids only")
+    evidence_min_chars: int = Field(3, ge=1, description="Shorter query_evidence cannot support an item")
+    prompt_dir: str | None = Field(None, description="Folder of rubric_*.md prompts; None = tasks/prompts/")
+    concurrency: int | None = Field(None, ge=1, le=1024, description="Parallel calls per part; None = llm.concurrency")
+    expansion: StageSettings = Field(default_factory=lambda: StageSettings(max_tokens=3000))
+    requirements: StageSettings = Field(default_factory=lambda: StageSettings(max_tokens=4000))
+    modules: StageSettings = Field(default_factory=lambda: StageSettings(max_tokens=3000))
+    decomposition: StageSettings = Field(default_factory=lambda: StageSettings(max_tokens=8000))
+    filtering: StageSettings = Field(default_factory=lambda: StageSettings(max_tokens=10000))
+
+    def stage_settings(self, section: str) -> dict[str, Any]:
+        """What one stage's rows depend on (enters its input hashes); chunking does not."""
+        out = getattr(self, section).model_dump()
+        if section == "filtering":
+            out["evidence_min_chars"] = self.evidence_min_chars
+        return out

@@ -1,0 +1,77 @@
+"""Stage 3, functional module grouping (paper B.1): user-observable modules (state systems,
+interaction workflows, validation categories, output mechanisms), each with its covered
+requirement ids and query evidence. Boundaries follow application behaviour, not DOM operations,
+variable names or implementation steps.
+
+Validation context ``requirement_ids``: a module covering an id the map does not have fails
+validation, so it gets the one corrective retry.
+
+Offline rule: requirements grouped by functional role, in order of first appearance.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel
+
+from schemas.rubric_outputs import ModuleMap
+from schemas.rubrics import MODULES_SCHEMA
+from tasks.rubrics import text as T
+from tasks.rubrics.pipeline import QueryContext, StageDef
+from tasks.rubrics.requirements import requirements_json
+
+ROLE_MODULE: dict[str, tuple[str, str]] = {
+    "app": ("Application interface", "output_mechanism"),
+    "timing": ("Timing", "state_system"),
+    "scoring": ("Scoring and statistics", "state_system"),
+    "validation": ("Rule validation", "validation_category"),
+    "feedback": ("Feedback", "output_mechanism"),
+    "persistence": ("Persistence and history", "state_system"),
+    "input": ("User interaction workflow", "interaction_workflow"),
+    "display": ("Display and rendering", "output_mechanism"),
+    "state": ("Application state and modes", "state_system"),
+    "constraint": ("Delivery constraints", "validation_category"),
+    "behaviour": ("Application behaviour", "interaction_workflow"),
+}
+
+
+def offline_modules(v: dict[str, Any]) -> dict[str, Any]:
+    reqs = json.loads(v["requirements"])
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in reqs:
+        groups.setdefault(r["functional_role"], []).append(r)
+    modules = []
+    for role, members in groups.items():
+        name, kind = ROLE_MODULE.get(role, (role.replace("_", " ").capitalize(), "interaction_workflow"))
+        modules.append({"id": f"M{len(modules) + 1}", "name": name, "kind": kind,
+                        "description": " ".join(m["description"] for m in members)[:400],
+                        "covered_requirement_ids": [m["id"] for m in members],
+                        "query_evidence": members[0]["query_evidence"]})
+    return {"modules": modules}
+
+
+def _variables(ctx: QueryContext) -> dict[str, Any]:
+    return {"expanded_query": ctx.expanded_query, "requirements": requirements_json(ctx)}
+
+
+def _context(ctx: QueryContext) -> dict[str, Any]:
+    return {"requirement_ids": {r["requirement_id"] for r in ctx.requirements}}
+
+
+def _rows(ctx: QueryContext, out: BaseModel) -> list[dict[str, Any]]:
+    assert isinstance(out, ModuleMap)
+    return [{"position": i, "module_id": m.id, "name": m.name, "kind": m.kind, "description": m.description,
+             "covered_requirement_ids": m.covered_requirement_ids, "query_evidence": m.query_evidence,
+             "evidence_in_query": T.evidence_in(m.query_evidence, ctx.expanded_query)}
+            for i, m in enumerate(out.modules)]
+
+
+def modules_json(ctx: QueryContext) -> str:
+    keys = ("module_id", "name", "kind", "description", "covered_requirement_ids", "query_evidence")
+    return json.dumps([{("id" if k == "module_id" else k): m[k] for k in keys} for m in ctx.modules], indent=1)
+
+
+STAGE = StageDef(name="modules", section="modules", prompt="rubric_modules", schema=MODULES_SCHEMA,
+                 output_model=ModuleMap, offline_rule=offline_modules, variables=_variables, rows=_rows,
+                 validation_context=_context)

@@ -1,0 +1,61 @@
+"""The five stages in order, and how each stage's per-query context is read from the stages
+before it (the part with the same chunk key, so a part reads only its own queries).
+
+Stage order (DuckDB views): expansions -> requirements -> modules -> rubric_candidates ->
+rubric_references (per-query final reference + reports) -> rubric_items (one row per item).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from schemas.rubrics import ITEMS_SCHEMA
+from tasks.rubrics import decomposition, expansion, filtering, modules, requirements
+from tasks.rubrics.pipeline import OK, QueryContext, StageDef, grouped, query_hash, read_part
+from tasks.store import StageStore
+
+TRACE_FIELDS = ("core_objects", "actions", "states", "outputs", "hard_constraints", "underspecified", "causal_links")
+
+
+def stage_defs(evidence_min_chars: int = 3) -> list[StageDef]:
+    return [expansion.STAGE, requirements.STAGE, modules.STAGE, decomposition.STAGE,
+            filtering.make_stage(evidence_min_chars)]
+
+
+STAGE_NAMES = [s.name for s in stage_defs()]
+
+
+def _upstream(rows: list[dict[str, Any]] | None) -> tuple[str, str]:
+    """(status, input_hash) of a query in an upstream stage; a query absent there is missing."""
+    if not rows:
+        return "missing", "absent"
+    return (OK if all(r["status"] == OK for r in rows) else rows[0]["status"]), rows[0]["input_hash"]
+
+
+def load_contexts(store: StageStore, index: int, key: str, query_ids: list[str],
+                  queries: dict[str, str]) -> list[QueryContext]:
+    """Contexts of ``query_ids`` for stage number ``index`` (0 = expansion)."""
+    if index == 0:
+        return [QueryContext(q, queries[q], query_hash(q, queries[q])) for q in query_ids]
+    need = {"expansions": True, "requirements": index >= 2, "modules": index == 3, "rubric_candidates": index >= 4}
+    read = {s: grouped(read_part(store, s, key, query_ids)) for s, on in need.items() if on}
+    upstream = read[STAGE_NAMES[index - 1]]
+    out = []
+    for q in query_ids:
+        status, h = _upstream(upstream.get(q))
+        exp = (read["expansions"].get(q) or [{}])[0]
+        ok = lambda stage: [r for r in read.get(stage, {}).get(q, []) if r["status"] == OK]  # noqa: E731
+        out.append(QueryContext(
+            query_id=q, query=queries.get(q, ""), input_hash=h, status=status,
+            expanded_query=exp.get("expanded_query") or "", trace={k: exp.get(k) for k in TRACE_FIELDS},
+            requirements=ok("requirements"), modules=ok("modules"), candidates=ok("rubric_candidates")))
+    return out
+
+
+def items_part(store: StageStore, key: str, query_ids: list[str]) -> pa.Table:
+    """``rubric_items`` part from the ``rubric_references`` part of the same key (no model call)."""
+    refs = read_part(store, "rubric_references", key, query_ids)
+    rows = [r for ref in refs.to_pylist() for r in filtering.item_rows(ref)]
+    return pa.Table.from_pylist(rows, schema=ITEMS_SCHEMA).sort_by([("query_id", "ascending"),
+                                                                      ("position", "ascending")])

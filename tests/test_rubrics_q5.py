@@ -1,0 +1,94 @@
+"""The paper's G.1 example (Poker Hand Evaluator, q5) with recorded model answers for all five
+stages: every stage is published and validated; the reference has both scopes, all three levels,
+5 initial-state and 12 dynamic items (as in the paper's Table 9), and no uncovered must_cover."""
+import json
+
+import duckdb
+import pyarrow.compute as pc
+
+from flows.build_rubrics import build_stages
+from schemas.config_rubrics import RubricsConfig
+from schemas.rubric import RUBRIC_LEVELS, CompactRubric
+from tasks.rubrics import load_tasks
+from tasks.rubrics.filtering import TRACE_ONLY
+from tasks.store import StageStore
+from tests.fixtures.rubrics.support import publish_queries, q5_text, recorded_provider
+
+STAGES = ["expansions", "requirements", "modules", "rubric_candidates", "rubric_references", "rubric_items"]
+
+
+def test_q5_recorded_answers_publish_all_stages(prefect_harness, tmp_path):
+    store = StageStore(tmp_path / "data")
+    publish_queries(store, {"q5": q5_text()})
+    provider = recorded_provider()
+    outcomes = build_stages(store, provider, RubricsConfig(chunk_size=10), concurrency=1)
+    assert [o.manifest.stage for o in outcomes] == STAGES
+    assert all(o.manifest.validation["success"] for o in outcomes)
+    assert {o.manifest.provider for o in outcomes} == {"scripted"}
+    # one call per stage, each valid on the first attempt
+    assert [c[0] for c in provider.calls] == STAGES[:5]
+
+    ref = store.read("rubric_references").to_pylist()[0]
+    assert ref["status"] == "ok" and (ref["n_initial"], ref["n_dynamic"]) == (5, 12)
+    assert ref["uncovered_must_cover_ids"] == [] and ref["uncovered_requirement_ids"] == []
+    assert len(ref["must_cover_ids"]) == 16
+    # the trace-only candidate was reported unsupported by the model; the program removed nothing
+    assert [(u["ids"], u["found_by"]) for u in ref["unsupported_items"]] == [(["C17"], "model")]
+    actions = {d["action"]: d for d in ref["filtering_decisions"]}
+    assert actions["split"]["result_ids"] == ["D5", "D6", "D7"] and actions["merge"]["result_ids"] == ["D11"]
+
+    items = store.read("rubric_items")
+    assert items.num_rows == 17
+    assert set(items.column("scope").to_pylist()) == {"initial_state", "dynamic"}
+    assert set(items.column("rubric_level").to_pylist()) == set(RUBRIC_LEVELS)
+    ids = items.column("id").to_pylist()
+    assert ids == [f"I{i}" for i in range(1, 6)] + [f"D{i}" for i in range(1, 13)]
+    d12 = items.filter(pc.equal(items.column("id"), "D12")).to_pylist()[0]
+    assert "accuracy" in d12["requirement"] and d12["covered_requirement_ids"] == ["R13"]
+
+    # exports: compact (id, requirement, level) and the judge payload (scope explicit)
+    compact = CompactRubric.model_validate_json(ref["compact_json"])
+    assert compact.scope_of()["I1"] == "initial_state" and compact.level_of()["D5"] == "correct_rule"
+    payload = json.loads(ref["judge_payload_json"])
+    assert payload[0] == {"id": "I1", "scope": "initial_state", "requirement": compact.initial_state[0].requirement,
+                          "level": "core_module"}
+    tasks = load_tasks(store)
+    assert [t.query_id for t in tasks] == ["q5"] and "Easy mode is selected when the page loads" in tasks[0].query
+
+
+def test_readme_join_query_runs(prefect_harness, tmp_path):
+    store = StageStore(tmp_path / "data")
+    publish_queries(store, {"q5": q5_text()})
+    build_stages(store, recorded_provider(), RubricsConfig(), concurrency=1)
+    sql = (Path_sql := (__import__("pathlib").Path(__file__).parent / "fixtures" / "rubrics" / "join.sql")).read_text()
+    con = duckdb.connect(str(tmp_path / "data" / "catalog.duckdb"), read_only=True)
+    rows = con.execute(sql, ["q5"]).fetchall()
+    cols = [d[0] for d in con.description]
+    con.close()
+    assert Path_sql.exists() and len(rows) == 17
+    first = dict(zip(cols, rows[0]))
+    assert first["query_id"] == "q5" and first["text"] == q5_text() and first["id"] == "I1"
+    assert first["expanded_query"].startswith(q5_text())
+
+
+def test_trace_only_item_is_removed_by_the_evidence_check(prefect_harness, tmp_path):
+    answer = json.loads((__import__("pathlib").Path(__file__).parent / "fixtures/rubrics/q5/5_reference.json").read_text())
+    answer["dynamic"].append({"id": "D13", "requirement": "An ace-low straight (A-2-3-4-5) is judged a Straight.",
+                              "verification": "Deal A-2-3-4-5.", "source_module": "Rank selection and evaluation",
+                              "covered_requirement_ids": ["R4"], "query_evidence": "Aces count high or low in straights",
+                              "rubric_level": "correct_rule", "from_candidates": ["C17"]})
+    answer["dynamic"].insert(0, {"id": "D0", "requirement": "Pressing space deals a new hand.", "verification": "Press space.",
+                                 "source_module": "Hand display", "covered_requirement_ids": ["R2"],
+                                 "query_evidence": "press the space bar to deal", "rubric_level": "core_module"})
+    store = StageStore(tmp_path / "data")
+    publish_queries(store, {"q5": q5_text()})
+    build_stages(store, recorded_provider(overrides={"rubric_references": answer}), RubricsConfig(), concurrency=1)
+    ref = store.read("rubric_references").to_pylist()[0]
+    removed = [u for u in ref["unsupported_items"] if u["found_by"] == "evidence_check"]
+    assert [(u["ids"], u["reason"]) for u in removed] == [
+        (["D0"], "query_evidence does not occur in the expanded query"), (["C17"], TRACE_ONLY)]
+    assert (ref["n_initial"], ref["n_dynamic"]) == (5, 12)  # the two were removed; ids stay D1..D12
+    assert "2 removed by the evidence check (1 supported only by the trace)" in ref["faithfulness_report"]
+    items = store.read("rubric_items")
+    assert "press the space bar to deal" not in items.column("query_evidence").to_pylist()
+    assert items.column("id").to_pylist()[-1] == "D12"
