@@ -77,9 +77,9 @@ def deepspeed_config(cfg: TrainRLConfig, world_size: int) -> dict[str, Any]:
         "zero_optimization": {"stage": ds.zero_stage},
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
+        "zero_allow_untested_optimizer": True,  # torch SGD/AdamW handed in on purpose (nothing compiles)
     }
-    if cfg.optim.grad_clip > 0:
-        conf["gradient_clipping"] = cfg.optim.grad_clip
+    conf["gradient_clipping"] = cfg.optim.grad_clip  # explicit: 0.0 means off
     if ds.precision == "bf16":
         conf["bf16"] = {"enabled": True}
     return conf
