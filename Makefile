@@ -16,7 +16,13 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+SYSTEM_STAMP := $(VENV)/.system
+
+$(SYSTEM_STAMP): scripts/setup-system.sh vendor/cdn/package-lock.json
+	bash scripts/setup-system.sh
+	@mkdir -p $(VENV) && touch $(SYSTEM_STAMP)
+
+setup: $(STAMP) $(SYSTEM_STAMP)
 
 run: setup
 	$(BIN)/rubricrl run

@@ -101,6 +101,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(port=args.port, pool=args.pool, once=args.no_wait)
 
 
+def cmd_score(args: argparse.Namespace) -> int:
+    """``rubricrl score``: the environment's contract; the env section comes from the project config."""
+    from rubricrl import score_cmd
+    from schemas.config import load_config
+
+    args.env_config = load_config().env
+    return score_cmd.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rubricrl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
@@ -129,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--no-wait", action="store_true", help="deploy and return, leaving server and worker running")
     sv.add_argument("--stop", action="store_true", help="stop a server and worker started with --no-wait")
     sv.set_defaults(fn=cmd_serve)
+    from rubricrl import score_cmd
+
+    score_cmd.add_parser(sub).set_defaults(fn=cmd_score)
     return p
 
 

@@ -16,6 +16,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from schemas.config_attribution import AttributionConfig
+from schemas.config_env import EnvConfig
+from schemas.config_selection import SelectionConfig
+
 PROFILES = ("demo", "full")
 
 
@@ -51,6 +55,9 @@ class Config(_Section):
     data_dir: Path = Field(Path("data"), description="Stage outputs and catalog.duckdb")
     llm: LLMSettings = Field(default_factory=LLMSettings)
     synth: SynthConfig = Field(default_factory=SynthConfig)
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    attribution: AttributionConfig = Field(default_factory=AttributionConfig)
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
 
     def section_hash(self, *names: str) -> str:
         """Hash of the named sections: a stage's fingerprint covers only what it depends on."""
