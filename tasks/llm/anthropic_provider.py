@@ -1,44 +1,140 @@
-"""Claude through the official ``anthropic`` SDK (Messages API).
+"""Claude through the official ``anthropic`` SDK: the Messages API for interactive calls and the
+Message Batches API for bulk stages.
 
-The SDK's own retries cover 429/5xx with backoff; ``base_url`` may point at a local fake for tests.
-The key is read from the environment by the SDK and never logged or stored.
+Prompt caching: the system text (the shared instruction prefix of a stage) carries
+``cache_control``; a corrective retry also marks the first user turn, so the retry re-reads the
+cached prefix. Cache read/write tokens come back in ``usage`` and go to the ledger.
+Retries are ours (``tasks/llm/retry.py``; the SDK's are off). The key is read from the environment
+variable named by ``llm.api_key_env`` (default ``ANTHROPIC_API_KEY``), handed to the SDK and never
+logged, stored or put in an error message.
+
+Run against a local fake: ``AnthropicProvider(base_url="http://127.0.0.1:PORT")`` (see tests/fakes).
 """
 from __future__ import annotations
 
+import json
 import os
+from typing import Any, Iterator
 
+from schemas.config_llm import RetryConfig
 from tasks.llm.base import LLMRequest, Provider, RawReply, Usage
+from tasks.llm.batch import BatchItem, BatchOutcome
+from tasks.llm.retry import Fault, auth_error, classify_status
 
 DEFAULT_MODEL = "claude-opus-4-8"
+DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+
+def message_params(model: str, request: LLMRequest, system: str, messages: list[dict[str, str]]) -> dict[str, Any]:
+    """The Messages API body of one round trip (also the ``params`` of a batch request)."""
+    turns: list[dict[str, Any]] = [dict(m) for m in messages]
+    if len(turns) > 1:  # corrective retry: cache the original prompt so the retry pays the read price
+        turns[0] = {"role": "user", "content": [{"type": "text", "text": messages[0]["content"],
+                                                 "cache_control": {"type": "ephemeral"}}]}
+    # No temperature: the Messages API of the pinned SDK (anthropic 2.x) has none; models sample at
+    # their default. ``request.temperature`` still enters the cache key.
+    params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens, "messages": turns}
+    if system:
+        params["system"] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+    return params
+
+
+def usage_of(u: Any) -> Usage:
+    return Usage(input_tokens=getattr(u, "input_tokens", 0) or 0, output_tokens=getattr(u, "output_tokens", 0) or 0,
+                 cache_read_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
+                 cache_write_tokens=getattr(u, "cache_creation_input_tokens", 0) or 0)
+
+
+def text_of(message: Any) -> str:
+    return "".join(getattr(b, "text", "") for b in message.content)
 
 
 class AnthropicProvider(Provider):
     name = "anthropic"
 
-    def __init__(self, model: str = DEFAULT_MODEL, base_url: str | None = None, max_retries: int = 4,
-                 timeout_s: float = 600.0) -> None:
+    def __init__(self, model: str = DEFAULT_MODEL, base_url: str | None = None, max_retries: int = 6,
+                 timeout_s: float = 600.0, api_key_env: str = DEFAULT_KEY_ENV) -> None:
         import anthropic
 
-        if not os.environ.get("ANTHROPIC_API_KEY"):
-            raise ValueError("provider 'anthropic' needs ANTHROPIC_API_KEY in the environment; "
-                             "unset the provider setting to run offline")
+        self._key = os.environ.get(api_key_env, "")
+        if not self._key:
+            raise ValueError(f"provider 'anthropic' needs {api_key_env} in the environment; set it, or set "
+                             "llm.provider to 'offline' to run without a key")
         self.model = model
-        self._client = anthropic.Anthropic(base_url=base_url, max_retries=max_retries, timeout=timeout_s)
+        self.key_env = api_key_env
+        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+        self.retry = RetryConfig(max_retries=max_retries, timeout_s=timeout_s)
+        self._sdk = anthropic
+        self._client = anthropic.Anthropic(api_key=self._key, base_url=self.base_url, max_retries=0, timeout=timeout_s)
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "[redacted]") if self._key else text
+
+    def _guard(self, exc: Exception) -> Exception:
+        """401/403 become the clear auth error; everything else passes through (redacted)."""
+        sdk = self._sdk
+        if isinstance(exc, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
+            return auth_error(self.name, self.key_env, exc.status_code, self.base_url, self._redact(str(exc)))
+        return exc
+
+    def _classify(self, exc: BaseException) -> Fault | None:
+        sdk = self._sdk
+        if isinstance(exc, sdk.APIStatusError):
+            return classify_status(exc.status_code, dict(exc.response.headers))
+        if isinstance(exc, (sdk.APITimeoutError, sdk.APIConnectionError)):
+            return Fault(transient=True)
+        return super()._classify(exc)
 
     def _call(self, request: LLMRequest, system: str, messages: list[dict[str, str]]) -> RawReply:
-        msg = self._client.messages.create(
-            model=self.model,
-            max_tokens=request.max_tokens,
-            temperature=request.temperature,
-            system=[{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}] if system else [],
-            messages=messages,
-        )
-        text = "".join(getattr(b, "text", "") for b in msg.content)
-        u = msg.usage
-        usage = Usage(
-            input_tokens=u.input_tokens or 0,
-            output_tokens=u.output_tokens or 0,
-            cache_read_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
-            cache_write_tokens=getattr(u, "cache_creation_input_tokens", 0) or 0,
-        )
-        return RawReply(text, usage)
+        try:
+            msg = self._client.messages.create(**message_params(self.model, request, system, messages))
+        except Exception as e:
+            raise self._guard(e) from None
+        return RawReply(text_of(msg), usage_of(msg.usage))
+
+    def batch_backend(self) -> "AnthropicBatches":
+        return AnthropicBatches(self)
+
+
+class AnthropicBatches:
+    """Message Batches: submit, poll, stream results (out of order; matched by custom_id = cache key)."""
+
+    def __init__(self, provider: AnthropicProvider) -> None:
+        self.provider = provider
+        self.client = provider._client
+
+    def request_body(self, item: BatchItem) -> dict[str, Any]:
+        return {"custom_id": item.key,
+                "params": message_params(self.provider.model, item.request, item.system, item.messages)}
+
+    def item_bytes(self, item: BatchItem) -> int:
+        return len(json.dumps(self.request_body(item)).encode())
+
+    def _do(self, fn: Any) -> Any:
+        from tasks.llm.retry import call_with_retries
+
+        def guarded() -> Any:
+            try:
+                return fn()
+            except Exception as e:
+                raise self.provider._guard(e) from None
+
+        return call_with_retries(guarded, self.provider._classify, self.provider.retry)
+
+    def submit(self, items: list[BatchItem]) -> str:
+        bodies = [self.request_body(i) for i in items]
+        return self._do(lambda: self.client.messages.batches.create(requests=bodies)).id
+
+    def ended(self, batch_id: str) -> bool:
+        return self._do(lambda: self.client.messages.batches.retrieve(batch_id)).processing_status == "ended"
+
+    def results(self, batch_id: str) -> Iterator[BatchOutcome]:
+        for r in self._do(lambda: list(self.client.messages.batches.results(batch_id))):
+            res = r.result
+            if res.type == "succeeded":
+                yield BatchOutcome(r.custom_id, RawReply(text_of(res.message), usage_of(res.message.usage)), None)
+            elif res.type == "errored":
+                yield BatchOutcome(r.custom_id, None, f"errored: {self.provider._redact(str(res.error))[:300]}")
+            else:
+                yield BatchOutcome(r.custom_id, None, res.type)

@@ -1,29 +1,48 @@
 """The provider contract: a request names its prompt, variables and output model; the result is a
 validated pydantic object, or ``None`` with the reason (never a crash, never a made-up answer).
 
-Every provider shares ``Provider.complete``: render, call, parse JSON, validate with the request's
-context, and on failure exactly one corrective retry that shows the model its error (paper B.4).
+Every provider shares ``Provider.complete``: render, look the round trip up in the content-addressed
+cache, else call (with retries on transport faults), parse JSON, validate with the request's context,
+and on failure exactly one corrective retry that shows the model its error (paper B.4). Each call is
+priced, counted against the run's budget and written to the ledger (``llm_calls``).
+
+Departure from the paper: none in behaviour; the cache, ledger and budget are engineering around it.
+A 401/403 (``LLMAuthError``) is not "one bad answer": it stops the stage with a message naming the key.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
+import threading
 import time
+import uuid
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
+from schemas.config_llm import BatchConfig, Prices, RetryConfig
+from tasks.llm.cache import cache_key, canonical_json
+from tasks.llm.ledger import Budget, cost_usd, ledger_row
 from tasks.llm.prompts import PromptTemplate, load_prompt
+from tasks.llm.retry import Fault, LLMAuthError, call_with_retries
+
+if TYPE_CHECKING:
+    from tasks.llm.batch import BatchBackend
+    from tasks.llm.cache import CallStore
 
 OfflineRule = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class LLMRequest:
-    """One structured call. ``key`` is the row's stable id (batch custom_id, ledger row)."""
+    """One structured call. ``key`` is the row's stable id (ledger row; batch results match by cache key)."""
 
     stage: str
     key: str
@@ -34,10 +53,11 @@ class LLMRequest:
     validation_context: dict[str, Any] | None = None
     max_tokens: int = 4096
     temperature: float = 0.0
+    prompt_dir: str | None = None  # None = tasks/prompts/; tests and benches point elsewhere
 
     @property
     def template(self) -> PromptTemplate:
-        return load_prompt(self.prompt)
+        return load_prompt(self.prompt) if self.prompt_dir is None else load_prompt(self.prompt, Path(self.prompt_dir))
 
 
 @dataclass
@@ -53,6 +73,10 @@ class Usage:
         self.cache_read_tokens += other.cache_read_tokens
         self.cache_write_tokens += other.cache_write_tokens
 
+    def as_dict(self) -> dict[str, int]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cache_read_tokens": self.cache_read_tokens, "cache_write_tokens": self.cache_write_tokens}
+
 
 @dataclass
 class LLMResult:
@@ -65,6 +89,13 @@ class LLMResult:
     usage: Usage = field(default_factory=Usage)
     latency_s: float = 0.0
     cached: bool = False
+    cost_usd: float = 0.0
+    batch: bool = False
+    status: str = ""  # ok | missing | error | budget; derived when left empty
+
+    def __post_init__(self) -> None:
+        if not self.status:
+            self.status = "ok" if self.output is not None else "missing"
 
     @property
     def ok(self) -> bool:
@@ -75,6 +106,16 @@ class LLMResult:
 class RawReply:
     text: str
     usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class Trip:
+    """One round trip as ``complete`` saw it: the reply, what it cost now, where it came from."""
+
+    reply: RawReply
+    cost_usd: float
+    cached: bool
+    batch: bool
 
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
@@ -110,49 +151,199 @@ def validate_reply(request: LLMRequest, text: str) -> tuple[BaseModel | None, st
         return None, f"the reply does not match the schema: {msgs}"
 
 
+@lru_cache(maxsize=256)
+def schema_json(model: type[BaseModel]) -> str:
+    return json.dumps(model.model_json_schema())
+
+
+@lru_cache(maxsize=256)
+def schema_digest(model: type[BaseModel]) -> str:
+    return hashlib.sha256(canonical_json(model.model_json_schema()).encode()).hexdigest()
+
+
 def corrective_message(error: str, model: type[BaseModel]) -> str:
     return (
         f"Your previous reply could not be used: {error}. Reply again with only one JSON object that "
-        f"matches this JSON schema, with no text around it:\n{json.dumps(model.model_json_schema())}"
+        f"matches this JSON schema, with no text around it:\n{schema_json(model)}"
     )
 
 
+def trip_key(provider: str, model: str, request: LLMRequest, system: str, messages: list[dict[str, str]]) -> str:
+    """The cache key of one round trip (see ``tasks/llm/cache.py`` for what it covers)."""
+    return cache_key(provider=provider, model=model, template=request.template.fingerprint, system=system,
+                     messages=messages, max_tokens=request.max_tokens, temperature=request.temperature,
+                     output_schema=schema_digest(request.output_model))
+
+
+def new_run_id() -> str:
+    return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
 class Provider(ABC):
-    """Subclasses implement ``_call``; ``complete`` adds validation and the single corrective retry."""
+    """Subclasses implement ``_call`` (and ``_classify`` for their SDK's faults); ``complete`` adds the
+    cache, retries, validation, the single corrective retry, pricing, budget and the ledger.
+
+    Production attributes are set by ``configure`` (the factory does it); a bare subclass works
+    without them: no cache, no ledger file, no retries, cost 0.
+    """
 
     name: str = "base"
     model: str = ""
+    store: "CallStore | None" = None
+    use_cache: bool = False
+    prices: Prices | None = None
+    retry: RetryConfig = RetryConfig(max_retries=0)
+    batch_discount: float = 0.5
+    concurrency: int = 8
+    batch_config: BatchConfig | None = None
+    _budget: Budget | None = None
+    _run_id: str | None = None
+    _init_lock = threading.Lock()
+
+    def configure(self, *, store: "CallStore | None" = None, use_cache: bool | None = None,
+                  prices: Prices | None = None, retry: RetryConfig | None = None, budget_usd: float | None = None,
+                  run_id: str | None = None, batch_discount: float | None = None,
+                  concurrency: int | None = None, batch: BatchConfig | None = None) -> "Provider":
+        self.store = store
+        self.use_cache = bool(store is not None and (True if use_cache is None else use_cache))
+        self.prices = prices if prices is not None else self.prices
+        self.retry = retry if retry is not None else self.retry
+        self._budget = Budget(limit_usd=budget_usd)
+        self._run_id = run_id or new_run_id()
+        self.batch_discount = batch_discount if batch_discount is not None else self.batch_discount
+        self.concurrency = concurrency if concurrency is not None else self.concurrency
+        self.batch_config = batch if batch is not None else self.batch_config
+        if batch is not None and batch_discount is None:
+            self.batch_discount = batch.discount
+        return self
+
+    @property
+    def budget(self) -> Budget:
+        if self._budget is None:
+            with self._init_lock:
+                if self._budget is None:
+                    self._budget = Budget()
+        return self._budget
+
+    @property
+    def run_id(self) -> str:
+        if self._run_id is None:
+            with self._init_lock:
+                if self._run_id is None:
+                    self._run_id = new_run_id()
+        return self._run_id
 
     @abstractmethod
     def _call(self, request: LLMRequest, system: str, messages: list[dict[str, str]]) -> RawReply:
         """One round trip. Raise on transport errors; return the raw text otherwise."""
 
-    def complete(self, request: LLMRequest) -> LLMResult:
+    def _classify(self, exc: BaseException) -> Fault | None:
+        """Which exceptions are transient; SDK providers override. Unknown ones are not retried."""
+        if isinstance(exc, (TimeoutError, ConnectionError)):
+            return Fault(transient=True)
+        return None
+
+    def batch_backend(self) -> "BatchBackend | None":
+        """The Message Batches backend, when the provider has one."""
+        return None
+
+    # -- one round trip --------------------------------------------------------------------------
+    def trip_key(self, request: LLMRequest, system: str, messages: list[dict[str, str]]) -> str:
+        return trip_key(self.name, self.model, request, system, messages)
+
+    def first_trip(self, request: LLMRequest) -> tuple[str, list[dict[str, str]], str]:
+        """System text, messages and cache key of a request's first round trip (shared with batches)."""
         system, user = request.template.render(request.variables)
         messages = [{"role": "user", "content": user}]
-        usage, started = Usage(), time.perf_counter()
+        return system, messages, self.trip_key(request, system, messages)
+
+    def _cached_trip(self, key: str) -> Trip | None:
+        if not self.use_cache or self.store is None:
+            return None
+        hit = self.store.get(key)
+        if hit is None:
+            return None
+        # A batch result is billed by the first call that reads it; later reads are free cache hits.
+        billed = self.store.claim_unbilled(key) if hit.unbilled_usd > 0 else 0.0
+        return Trip(RawReply(hit.text, Usage(**hit.usage)), billed, cached=billed == 0.0, batch=hit.origin == "batch")
+
+    def _live_trip(self, request: LLMRequest, system: str, messages: list[dict[str, str]], key: str) -> Trip:
+        started = time.perf_counter()
+        reply = call_with_retries(lambda: self._call(request, system, messages), self._classify, self.retry)
+        cost = cost_usd(reply.usage, self.prices) if self.prices is not None else 0.0
+        if self.use_cache and self.store is not None:
+            self.store.put(key, self.name, self.model, reply.text, reply.usage.as_dict(), origin="messages",
+                           latency_s=time.perf_counter() - started)
+        return Trip(reply, cost, cached=False, batch=False)
+
+    # -- one logical call ------------------------------------------------------------------------
+    def complete(self, request: LLMRequest) -> LLMResult:
+        started = time.perf_counter()
+        template = request.template
+        system, messages, first_key = self.first_trip(request)
+        usage, cost, all_cached, batch = Usage(), 0.0, True, False
         error: str | None = None
+        status = "missing"
+        output: BaseModel | None = None
+        attempts = 0
         for attempt in (1, 2):
-            try:
-                reply = self._call(request, system, messages)
-            except Exception as e:  # transport failures after the provider's own retries
-                return LLMResult(request.key, self.name, self.model, None, f"call failed: {type(e).__name__}: {e}",
-                                 attempt, usage, time.perf_counter() - started)
-            usage.add(reply.usage)
-            output, error = validate_reply(request, reply.text)
+            key = first_key if attempt == 1 else self.trip_key(request, system, messages)
+            trip = self._cached_trip(key)
+            if trip is None:
+                if self.budget.exceeded:
+                    status, error = "budget", (f"not sent: LLM budget ${self.budget.limit_usd} spent; raise "
+                                               "llm.budget_usd and re-run")
+                    all_cached = False
+                    break
+                try:
+                    trip = self._live_trip(request, system, messages, key)
+                except LLMAuthError:
+                    raise
+                except Exception as e:  # transport failures after retries: this row is an error, the stage goes on
+                    status, error = "error", f"call failed: {type(e).__name__}: {e}"
+                    attempts, all_cached = attempt, False
+                    break
+            attempts = attempt
+            usage.add(trip.reply.usage)
+            cost += trip.cost_usd
+            self.budget.add(trip.cost_usd)
+            all_cached &= trip.cached
+            batch |= trip.batch and attempt == 1
+            output, error = validate_reply(request, trip.reply.text)
             if output is not None:
-                return LLMResult(request.key, self.name, self.model, output, None, attempt, usage,
-                                 time.perf_counter() - started)
+                status = "ok"
+                break
+            if attempt == 2:
+                error = f"missing after one corrective retry: {error}"
+                break
             messages = messages + [
-                {"role": "assistant", "content": reply.text},
+                {"role": "assistant", "content": trip.reply.text},
                 {"role": "user", "content": corrective_message(error or "", request.output_model)},
             ]
-        return LLMResult(request.key, self.name, self.model, None, f"missing after one corrective retry: {error}", 2,
-                         usage, time.perf_counter() - started)
+        result = LLMResult(request.key, self.name, self.model, output, error, attempts, usage,
+                           time.perf_counter() - started, cached=all_cached and attempts > 0,
+                           cost_usd=round(cost, 9), batch=batch, status=status)
+        self._record(result, request, template, first_key)
+        return result
 
-    def complete_many(self, requests: list[LLMRequest], concurrency: int = 8) -> list[LLMResult]:
+    def _record(self, result: LLMResult, request: LLMRequest, template: PromptTemplate, key: str) -> None:
+        if self.store is None:
+            return
+        self.store.add_ledger_row(ledger_row(result, run_id=self.run_id, stage=request.stage, prompt=template.name,
+                                             prompt_version=template.version, cache_key=key))
+
+    def complete_many(self, requests: list[LLMRequest], concurrency: int | None = None) -> list[LLMResult]:
         """Bounded-concurrency fan-out; results in request order."""
+        concurrency = self.concurrency if concurrency is None else concurrency
         if concurrency <= 1 or len(requests) <= 1:
             return [self.complete(r) for r in requests]
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(requests))) as pool:
             return list(pool.map(self.complete, requests))
+
+    def complete_bulk(self, requests: list[LLMRequest], concurrency: int | None = None,
+                      **batch_options: Any) -> list[LLMResult]:
+        """For bulk stages: first round trips through Message Batches when available, then
+        ``complete_many`` (cache hits, corrective retries, errored items). Results in request order."""
+        from tasks.llm.batch import run_bulk
+
+        return run_bulk(self, requests, concurrency=concurrency, **batch_options)
