@@ -1,13 +1,17 @@
 """Benchmark: localisation + expansion + token weights for ~30 KB responses with 3 findings each.
 
 Prints responses per second on ONE core (the process is pinned to one CPU and the tokenizer's
-thread pool to one thread). Goal: >= 200. Each response is a synthetic but realistic single-file app
+thread pool to one thread). Goal: >= 200. Both wall-clock and CPU (``process_time``) figures are
+printed: on a shared, loaded machine the CPU figure is the one that measures this code; the best of
+``--repeat`` passes is reported (the first pass also checks that the scoped analysis gives the same
+trace as the whole-page analysis, outside the timed region). Each response is a synthetic but realistic single-file app
 (prose, CSS, markup, ~100 functions with state, calls and listeners); findings quote code exactly,
 with re-flowed whitespace, and as a merged snippet that needs fragments. Token ids come from a
 byte-level BPE tokenizer trained here on the same kind of text (no downloads), decoded
 incrementally as in training.
 
-Run: ``python bench/bench_attribution.py [--n 60] [--kb 30]``.
+Run: ``python bench/bench_attribution.py [--n 60] [--kb 30] [--repeat 3] [--full]`` (``--full``: the
+whole-page analysis and the list-of-tuples token offsets, i.e. the pre-scoping path, for comparison).
 """
 from __future__ import annotations
 
@@ -72,38 +76,54 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=60, help="responses to time")
     ap.add_argument("--kb", type=int, default=30, help="response size in KB")
+    ap.add_argument("--repeat", type=int, default=3, help="timed passes; the best is reported")
+    ap.add_argument("--full", action="store_true", help="whole-page analysis (the pre-scoping path)")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     from tasks.attribution.api import attribute, token_weights
-    from tasks.attribution.tokens import token_offsets
+    from tasks.attribution.tokens import token_offsets, token_offsets_array
 
     data = [synthetic_app(s, args.kb) for s in range(args.n)]
     tok = _tokenizer([r for r, _, _ in data[:5]])
     ids = [tok.encode(r).ids for r, _, _ in data]  # stand-in for the generated ids
-    token_offsets(ids[0], tok)  # warm caches (query compilation, byte table)
+    offsets_of = (lambda i: token_offsets(i, tok)) if args.full else (lambda i: token_offsets_array(i, tok))
+    offsets_of(ids[0])  # warm caches (query compilation, byte table)
     attribute(*data[0])
-    stats = {"direct": 0, "context": 0, "localised_findings": 0}
-    t0 = time.perf_counter()
-    t_attr = 0.0
-    for (resp, h, diag), tid in zip(data, ids):
-        a = time.perf_counter()
-        trace = attribute(resp, h, diag)
-        t_attr += time.perf_counter() - a
-        offsets = token_offsets(tid, tok)
-        w = token_weights(trace, offsets, -1.0)
-        stats["direct"] += int((w == 3.0).sum())
-        stats["context"] += int((w == 1.5).sum())
-        stats["localised_findings"] += sum(1 for f in trace.findings if f.direct_spans)
-    dt = time.perf_counter() - t0
+    same = sum(attribute(*d) == attribute(*d, scoped=False) for d in data)  # untimed equivalence check
+    best = None
+    for _ in range(args.repeat):
+        stats = {"direct": 0, "context": 0, "localised_findings": 0, "parsed": 0, "script": 0, "fallback": 0}
+        t0, c0 = time.perf_counter(), time.process_time()
+        t_attr = c_attr = 0.0
+        for (resp, h, diag), tid in zip(data, ids):
+            a, ca = time.perf_counter(), time.process_time()
+            trace = attribute(resp, h, diag, scoped=not args.full)
+            t_attr += time.perf_counter() - a
+            c_attr += time.process_time() - ca
+            w = token_weights(trace, offsets_of(tid), -1.0)
+            stats["direct"] += int((w == 3.0).sum())
+            stats["context"] += int((w == 1.5).sum())
+            stats["localised_findings"] += sum(1 for f in trace.findings if f.direct_spans)
+            if trace.scope is not None:
+                stats["parsed"] += trace.scope.parsed_chars
+                stats["script"] += sum(e - s for s, e in trace.scope.script_ranges)
+                stats["fallback"] += trace.scope.fallback
+        run = (time.perf_counter() - t0, time.process_time() - c0, t_attr, c_attr, stats)
+        best = run if best is None or run[1] < best[1] else best
+    dt, dc, t_attr, c_attr, stats = best
     n = len(data)
     print(f"responses: {n} x {sum(len(r) for r, _, _ in data) / n / 1000:.1f} KB, "
-          f"{sum(map(len, ids)) / n:.0f} tokens, 3 findings each")
+          f"{sum(map(len, ids)) / n:.0f} tokens, 3 findings each; path: {'full' if args.full else 'scoped'}")
     print(f"localised findings: {stats['localised_findings']}/{3 * n}; "
-          f"direct tokens/resp {stats['direct'] / n:.0f}, context tokens/resp {stats['context'] / n:.0f}")
-    print(f"attribute (localise + expand): {1000 * t_attr / n:.2f} ms/response")
-    print(f"total incl. token alignment + weights: {1000 * dt / n:.2f} ms/response")
-    print(f"throughput: {n / dt:.0f} responses/s/core (goal >= 200)")
+          f"direct tokens/resp {stats['direct'] / n:.0f}, context tokens/resp {stats['context'] / n:.0f}; "
+          f"scoped trace == full trace: {same}/{n}")
+    if stats["script"]:
+        print(f"script parsed: {100 * stats['parsed'] / stats['script']:.0f}% (fallbacks to full analysis: "
+              f"{stats['fallback']})")
+    print(f"attribute (localise + expand): {1000 * t_attr / n:.2f} ms wall, {1000 * c_attr / n:.2f} ms CPU per response")
+    print(f"total incl. token alignment + weights: {1000 * dt / n:.2f} ms wall, {1000 * dc / n:.2f} ms CPU per response")
+    print(f"throughput: {n / dt:.0f} responses/s/core wall, {n / dc:.0f} responses/s/core CPU (goal >= 200)")
 
 
 if __name__ == "__main__":

@@ -64,6 +64,52 @@ def matches(query: ts.Query, node: ts.Node) -> list[dict[str, list[ts.Node]]]:
     return [m for _, m in ts.QueryCursor(query).matches(node)]
 
 
+# A parsed program root, and the byte range its queries are limited to (None: the whole tree).
+Root = tuple[ts.Node, "tuple[int, int] | None"]
+
+
+def _cursor(query: ts.Query, rng: tuple[int, int] | None) -> ts.QueryCursor:
+    cursor = ts.QueryCursor(query)
+    if rng is not None:  # matches intersecting the range (captures may lie outside it)
+        cursor.set_byte_range(*rng)
+    return cursor
+
+
+JS_QUERIES = ("functions", "calls", "state", "reads", "events")
+
+
+@cache
+def combined_query() -> tuple[ts.Query, tuple[str, ...]]:
+    """All JavaScript ``.scm`` files as one query (one tree traversal instead of five), and for every
+    pattern index the file it came from."""
+    texts, owner = [], []
+    for name in JS_QUERIES:
+        texts.append((QUERY_DIR / f"{name}.scm").read_text())
+        owner += [name] * load_query(name).pattern_count
+    query = ts.Query(js_language(), "\n".join(texts))
+    if query.pattern_count != len(owner):
+        raise RuntimeError("combined attribution query lost patterns; check queries/*.scm for syntax errors")
+    return query, tuple(owner)
+
+
+def _all_matches(name: str, roots: list[Root], cache: dict) -> list[dict[str, list[ts.Node]]]:
+    """Matches of ``queries/<name>.scm`` over every root, in page order (roots are disjoint, sorted).
+    All files are matched in one pass per root; ``cache`` (keyed by root position and range) keeps
+    the other files' matches, and lets a caller re-query unchanged roots for free."""
+    query, owner = combined_query()
+    out = []
+    for root, rng in roots:
+        key = (root.start_byte, root.end_byte, rng)
+        got = cache.get(key)
+        if got is None:
+            got = {n: [] for n in JS_QUERIES}
+            for pattern, m in _cursor(query, rng).matches(root):
+                got[owner[pattern]].append(m)
+            cache[key] = got
+        out.extend(got[name])
+    return out
+
+
 @dataclass(frozen=True)
 class Function:
     name: str | None
@@ -164,46 +210,59 @@ class SourceModel:
 
 
 class _Offsets:
-    """Byte offset -> character offset of the page (identity for ASCII pages)."""
+    """Byte offset <-> character offset of the page (identity for ASCII pages)."""
 
     def __init__(self, text: str, data: bytes) -> None:
         self.ascii = len(text) == len(data)
         if not self.ascii:
-            cp = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-            width = 1 + (cp >= 0x80) + (cp >= 0x800) + (cp >= 0x10000)  # UTF-8 bytes per character
-            # byte offset of the start of each character (and of the end), so bisect maps byte -> char
-            self.char_bytes = np.concatenate([[0], np.cumsum(width)]).tolist()
+            lead = (np.frombuffer(data, dtype=np.uint8) & 0xC0) != 0x80  # (B,) bytes that start a character
+            # chars_before[b]: characters starting before byte b, (B+1,); maps a byte to its character
+            self.chars_before = np.zeros(len(data) + 1, dtype=np.int64)
+            np.cumsum(lead, out=self.chars_before[1:])
+            # char_start[c]: byte offset of character c (and of the end), (C+1,)
+            self.char_start = np.append(np.flatnonzero(lead), len(data))
 
     def __call__(self, byte: int) -> int:
-        return byte if self.ascii else bisect.bisect_left(self.char_bytes, byte)
+        return byte if self.ascii else int(self.chars_before[byte])
+
+    def byte(self, char: int) -> int:
+        return char if self.ascii else int(self.char_start[char])
 
 
-def _script_nodes(html_root: ts.Node, data: bytes) -> list[ts.Node]:
+def _is_js(data: bytes, start_tag: ts.Node) -> bool:
+    """A script the browser runs as JavaScript, by the ``type=`` of its start tag."""
+    found = _TYPE_RE.search(data[start_tag.start_byte:start_tag.end_byte].decode("utf-8", "replace"))
+    return (found.group(1).lower() if found else "") in JS_TYPES
+
+
+def _script_tags(html_root: ts.Node) -> list[ts.Node]:
+    """Start tags of the closed ``<script>`` elements, in page order."""
+    return [m["script.start"][0] for m in matches(load_query("html_scripts", html=True), html_root) if "script.end" in m]
+
+
+def _script_nodes(html_root: ts.Node, data: bytes, html_matches: list | None = None) -> list[ts.Node]:
     out = []
-    for m in matches(load_query("html", html=True), html_root):
-        if "script.code" not in m:
-            continue
-        tag = data[m["script.start"][0].start_byte:m["script.start"][0].end_byte].decode("utf-8", "replace")
-        found = _TYPE_RE.search(tag)
-        if (found.group(1).lower() if found else "") in JS_TYPES:
+    for m in html_matches if html_matches is not None else matches(load_query("html", html=True), html_root):
+        if "script.code" in m and _is_js(data, m["script.start"][0]):
             out.append(m["script.code"][0])
     return out
 
 
-def _functions(root: ts.Node, data: bytes, off: _Offsets) -> list[Function]:
+def _functions(roots: list[Root], data: bytes, off: _Offsets, cache: dict) -> list[Function]:
     kinds = {"arrow_function": "arrow", "method_definition": "method", "generator_function": "generator",
              "generator_function_declaration": "generator"}
-    named: dict[int, Function] = {}
-    anon: dict[int, Function] = {}
-    for m in matches(load_query("functions"), root):
+    named: dict[tuple[int, int], Function] = {}  # keyed by the function node's byte range (unique per page)
+    anon: dict[tuple[int, int], Function] = {}
+    for m in _all_matches("functions", roots, cache):
         fn = m["function"][0]
+        key = (fn.start_byte, fn.end_byte)
         kind = kinds.get(fn.type, "function")
         if "name" in m:
             name = data[m["name"][0].start_byte:m["name"][0].end_byte].decode("utf-8", "replace")
             d = _statement(m["def"][0])
-            named.setdefault(fn.id, Function(name, kind, off(d.start_byte), off(d.end_byte)))
+            named.setdefault(key, Function(name, kind, off(d.start_byte), off(d.end_byte)))
         else:
-            anon[fn.id] = Function(None, kind, off(fn.start_byte), off(fn.end_byte))
+            anon[key] = Function(None, kind, off(fn.start_byte), off(fn.end_byte))
     funcs = list(named.values()) + [f for k, f in anon.items() if k not in named]
     return sorted(funcs, key=lambda f: (f.start, -f.end))
 
@@ -239,8 +298,8 @@ def _state_name(node: ts.Node, data: bytes, state_vars: set[str]) -> str | None:
     return None
 
 
-def _state(root: ts.Node, data: bytes, off: _Offsets, model: SourceModel) -> None:
-    caps_by_match = matches(load_query("state"), root)
+def _state(roots: list[Root], data: bytes, off: _Offsets, model: SourceModel, cache: dict) -> None:
+    caps_by_match = _all_matches("state", roots, cache)
     state_vars: set[str] = set()
     decls = []
     for m in caps_by_match:
@@ -274,12 +333,18 @@ def _state(root: ts.Node, data: bytes, off: _Offsets, model: SourceModel) -> Non
         while node.type in ("member_expression", "subscript_expression") and node.child_by_field_name("object"):
             node = node.child_by_field_name("object")
         write_roots.add(node.start_byte)
-    acc.extend(_reads(root, data, off, model, write_roots))
+    acc.extend(_reads(roots, data, off, model, write_roots, cache))
     model.accesses = sorted(acc, key=lambda a: (a.start, a.end, a.kind))
 
 
-def _reads(root: ts.Node, data: bytes, off: _Offsets, model: SourceModel, write_roots: set[int]) -> list[StateAccess]:
-    caps = captures(load_query("reads"), root)
+def _reads(roots: list[Root], data: bytes, off: _Offsets, model: SourceModel,
+           write_roots: set[int], cache: dict) -> list[StateAccess]:
+    caps: dict[str, list[ts.Node]] = {}
+    for m in _all_matches("reads", roots, cache):
+        for k, v in m.items():
+            caps.setdefault(k, []).extend(v)
+    for k, v in caps.items():  # matches of different patterns interleave; captures() gave page order
+        v.sort(key=lambda n: (n.start_byte, -n.end_byte))
     sv = model.state_vars
     out = []
     members: dict[int, str] = {}
@@ -300,9 +365,9 @@ def _reads(root: ts.Node, data: bytes, off: _Offsets, model: SourceModel, write_
     return out
 
 
-def _calls(root: ts.Node, data: bytes, off: _Offsets, model: SourceModel) -> list[Call]:
+def _calls(roots: list[Root], data: bytes, off: _Offsets, model: SourceModel, cache: dict) -> list[Call]:
     out = []
-    for m in matches(load_query("calls"), root):
+    for m in _all_matches("calls", roots, cache):
         call = m["call"][0]
         s, e = off(call.start_byte), off(call.end_byte)
         out.append(Call(_text(data, m["callee"][0]), s, e, model.enclosing(s, e)))
@@ -327,9 +392,10 @@ def _handler(node: ts.Node, data: bytes, off: _Offsets, model: SourceModel) -> t
     return off(node.start_byte), off(node.end_byte), name
 
 
-def _events(root: ts.Node, data: bytes, off: _Offsets, model: SourceModel) -> list[EventBinding]:
+def _events(roots: list[Root], data: bytes, off: _Offsets, model: SourceModel,
+            cache: dict) -> list[EventBinding]:
     out = []
-    for m in matches(load_query("events"), root):
+    for m in _all_matches("events", roots, cache):
         b, h = m["binding"][0], m["handler"][0]
         event = _text(data, m["event"][0])
         kind = "addEventListener" if "method" in m else "property"
@@ -344,12 +410,13 @@ def _events(root: ts.Node, data: bytes, off: _Offsets, model: SourceModel) -> li
     return out
 
 
-def _attribute_bindings(html_root: ts.Node, data: bytes, off: _Offsets) -> list[EventBinding]:
+def _attribute_bindings(html_root: ts.Node, data: bytes, off: _Offsets,
+                        html_matches: list | None = None) -> list[EventBinding]:
     """HTML ``on*`` attributes: the value is a small script; its calls are parsed, not guessed."""
     parser = ts.Parser(js_language())
     calls_q = load_query("calls")
     out = []
-    for m in matches(load_query("html", html=True), html_root):
+    for m in html_matches if html_matches is not None else matches(load_query("html", html=True), html_root):
         if "attr" not in m:
             continue
         attr, value = m["attr"][0], m["attr.value"][0]
@@ -363,6 +430,24 @@ def _attribute_bindings(html_root: ts.Node, data: bytes, off: _Offsets) -> list[
     return out
 
 
+def model_from_roots(text: str, data: bytes, off: _Offsets, script_ranges: list[tuple[int, int]],
+                     roots: list[Root], html_bindings: list[EventBinding], cache: dict | None = None) -> SourceModel:
+    """The relations found in these JavaScript program roots (disjoint, in page order, each with the
+    byte range its queries are limited to) plus the HTML ``on*`` attribute bindings. ``analyze`` passes
+    one whole root for every script of the page; the scoped analyzer (``tasks.attribution.scope``)
+    passes only the parsed runs of top-level statements it needs, queried where it needs them."""
+    model = SourceModel(text, script_ranges, [], [], set(), [], [])
+    if roots:
+        cache = {} if cache is None else cache
+        model.functions = _functions(roots, data, off, cache)
+        model.__post_init__()
+        model.calls = _calls(roots, data, off, model, cache)
+        _state(roots, data, off, model, cache)
+        model.bindings = _events(roots, data, off, model, cache)
+    model.bindings += html_bindings
+    return model
+
+
 def analyze(text: str) -> SourceModel:
     """Analyze one HTML page (the application source); offsets are characters of ``text``."""
     if not isinstance(text, str):
@@ -371,15 +456,10 @@ def analyze(text: str) -> SourceModel:
     off = _Offsets(text, data)
     html_root = ts.Parser(html_language()).parse(data).root_node
     scripts = _script_nodes(html_root, data)
-    model = SourceModel(text, [(off(n.start_byte), off(n.end_byte)) for n in scripts], [], [], set(), [], [])
+    roots: list[Root] = []
     if scripts:
         parser = ts.Parser(js_language())
         parser.included_ranges = [n.range for n in scripts]
-        root = parser.parse(data).root_node
-        model.functions = _functions(root, data, off)
-        model.__post_init__()
-        model.calls = _calls(root, data, off, model)
-        _state(root, data, off, model)
-        model.bindings = _events(root, data, off, model)
-    model.bindings += _attribute_bindings(html_root, data, off)
-    return model
+        roots.append((parser.parse(data).root_node, None))
+    return model_from_roots(text, data, off, [(off(n.start_byte), off(n.end_byte)) for n in scripts], roots,
+                            _attribute_bindings(html_root, data, off))

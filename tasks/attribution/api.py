@@ -13,21 +13,25 @@ Run: ``python -c "from tasks.attribution.api import attribute; ..."``; tests in 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from schemas.config_attribution import AttributionConfig
 from schemas.judge import Diagnosis
 from tasks.attribution.analyzer import SourceModel, analyze
-from tasks.attribution.expand import ContextSpan, Relation, expand
+from tasks.attribution.expand import ContextSpan, Relation, expand, merge_intervals
 from tasks.attribution.locate import AnchorResult, Scorer, locate, proximity
 from tasks.attribution.normalize import NormalizedFinding, normalize
+from tasks.attribution.scope import ScopedAnalyzer, anchor_callees, anchor_needs
 from tasks.attribution.tokens import (
     CONTEXT, DIRECT, Status, load_tokenizer, token_membership, token_offsets, weights_from_membership,
 )
+
+_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 
 
 @dataclass
@@ -58,6 +62,7 @@ class AttributionTrace:
     h: int
     source_len: int
     findings: list[FindingTrace] = field(default_factory=list)
+    scope: ScopedAnalyzer | None = field(default=None, repr=False, compare=False)  # what was analysed, if scoped
 
     @property
     def status(self) -> Status:
@@ -73,12 +78,18 @@ class AttributionTrace:
         return [(self.h + c.start, self.h + c.end) for f in self.findings for c in f.context_spans]
 
 
-def _scorer(model: SourceModel, finding: NormalizedFinding, neighbours: list[tuple[int, int]], window: int) -> Scorer:
+ModelFor = Callable[[list[tuple[int, int]], set[str]], SourceModel]
+"""``model_for(regions, state)``: a model holding at least these regions and these state variables."""
+
+
+def _scorer(model_for: ModelFor, finding: NormalizedFinding, neighbours: list[tuple[int, int]],
+            window: int) -> Scorer:
     """Evidence for one match among several: enclosing function named in the finding, implicated
     state used there, and other anchors of the same finding nearby (paper B.4)."""
     wanted = set(finding.state_variables)
 
     def score(s: int, e: int) -> float:
+        model = model_for([(s, e)], wanted)
         value = 0.0
         fi = model.enclosing(s, e)
         lo, hi = (model.functions[fi].start, model.functions[fi].end) if fi is not None else (s - window, e + window)
@@ -95,8 +106,9 @@ def _scorer(model: SourceModel, finding: NormalizedFinding, neighbours: list[tup
     return score
 
 
-def _locate_finding(source: str, model: SourceModel, f: NormalizedFinding, cfg: AttributionConfig) -> list[AnchorResult]:
-    first = [locate(source, q, _scorer(model, f, [], cfg.window_chars), min_chars=cfg.min_fragment_chars,
+def _locate_finding(source: str, model_for: ModelFor, f: NormalizedFinding,
+                    cfg: AttributionConfig) -> list[AnchorResult]:
+    first = [locate(source, q, _scorer(model_for, f, [], cfg.window_chars), min_chars=cfg.min_fragment_chars,
                     window=cfg.window_chars) for q in f.quotes]
     resolved = [s for r in first for s in r.spans]
     if not resolved:
@@ -105,15 +117,69 @@ def _locate_finding(source: str, model: SourceModel, f: NormalizedFinding, cfg: 
     out = []
     for r in first:
         if r.status == "ambiguous":
-            r = locate(source, r.quote, _scorer(model, f, resolved, cfg.window_chars),
+            r = locate(source, r.quote, _scorer(model_for, f, resolved, cfg.window_chars),
                        min_chars=cfg.min_fragment_chars, window=cfg.window_chars)
         out.append(r)
     return out
 
 
+def _scoped_model_for(scope: ScopedAnalyzer) -> ModelFor:
+    def model_for(regions: list[tuple[int, int]], state: set[str]) -> SourceModel:
+        # the enclosing function is found at the candidate itself; accesses to the wanted state are
+        # queried wherever that state is mentioned, so ``used`` below sees all of them
+        scope.select_regions(regions)
+        scope.select_state(state)
+        return scope.model()
+
+    return model_for
+
+
+def scope_for_expansion(scope: ScopedAnalyzer, needs: list[tuple[NormalizedFinding, list[tuple[int, int]]]],
+                        cfg: AttributionConfig) -> SourceModel:
+    """Grow the scoped selection to everything expansion from these direct spans looks at, to a
+    fixed point (see ``tasks.attribution.scope``), and return that model."""
+    source = scope.text
+    window = cfg.window_chars
+    for f, direct in needs:  # round 1: the anchors only (a small model to find the names they need)
+        for a, b in merge_intervals(direct):  # the window: callees of the enclosing function are read there
+            scope.select_regions([(a, b)], query=(a - window, b + window))
+    first = True
+    while True:
+        model = scope.model()
+        if scope.fallback:
+            return model
+        names: set[str] = set()
+        callees: set[str] = set()
+        touched: set[str] = set()
+        for f, direct in needs:
+            for a, b in merge_intervals(direct):
+                names |= anchor_needs(model, a, b, window, cfg.call_depth)
+                callees |= anchor_callees(model, a, b, window)
+                if not f.state_variables:
+                    touched |= {x.var for x in model.accesses if a <= x.start and x.end <= b and x.kind != "declare"}
+        before = (len(scope.selected), len(scope.want))
+        if first:  # what the findings' own evidence needs
+            first = False
+            for f, direct in needs:
+                scope.select_state(f.state_variables)
+                scope.select_definitions(s.split(".")[-1] for s in f.symbols + f.hint_words)
+                if not f.state_variables:  # the state the anchor touches: which of its words are top-level state?
+                    scope.select_declarations(w for a, b in direct for w in _IDENT.findall(source, a, b))
+        scope.select_mentions(names)
+        scope.select_definitions(callees)
+        scope.select_state(touched)
+        if (len(scope.selected), len(scope.want)) == before:
+            return model
+
+
 def attribute(response: str, html_offset: int, diagnosis: Diagnosis | dict, config: AttributionConfig | None = None,
-              *, model: SourceModel | None = None) -> AttributionTrace:
-    """Per-finding direct and context spans for one response (see module docstring)."""
+              *, model: SourceModel | None = None, scoped: bool = True) -> AttributionTrace:
+    """Per-finding direct and context spans for one response (see module docstring).
+
+    ``model``: a full ``analyze`` model to use as is. Otherwise ``scoped`` (default) analyses only
+    the statements the relations need (``tasks.attribution.scope``, same trace, much less parsing);
+    ``scoped=False`` analyses the whole page first.
+    """
     cfg = config or AttributionConfig()
     if not isinstance(response, str):
         raise TypeError(f"response must be str, got {type(response).__name__}")
@@ -125,11 +191,21 @@ def attribute(response: str, html_offset: int, diagnosis: Diagnosis | dict, conf
     source = response[html_offset:]
     findings = normalize(diagnosis)
     trace = AttributionTrace(h=html_offset, source_len=len(source))
+    scope: ScopedAnalyzer | None = None
     if findings and model is None and any(f.quotes for f in findings):
-        model = analyze(source)
+        if scoped:
+            scope = ScopedAnalyzer(source)
+        else:
+            model = analyze(source)
+    model_for: ModelFor = _scoped_model_for(scope) if scope is not None else (lambda regions, state: model)
+    located = []
     for f in findings:
-        anchors = _locate_finding(source, model, f, cfg) if f.quotes else []
-        direct = sorted({s for a in anchors for s in a.spans})
+        anchors = _locate_finding(source, model_for, f, cfg) if f.quotes else []
+        located.append((f, anchors, sorted({s for a in anchors for s in a.spans})))
+    if scope is not None and any(direct for _, _, direct in located):
+        model = scope_for_expansion(scope, [(f, direct) for f, _, direct in located if direct], cfg)
+    trace.scope = scope
+    for f, anchors, direct in located:
         context, relations = (expand(model, f, direct, window=cfg.window_chars, call_depth=cfg.call_depth)
                               if direct else ([], []))
         trace.findings.append(FindingTrace(f.key, f.layer, f.severity, f.item_id, anchors, direct, context,

@@ -6,8 +6,10 @@ never from re-tokenising the text, so the weights line up with exactly the token
 ends inside a multi-byte character (the decode ends in U+FFFD) is given that character as well, and
 the id that completes it starts at that character: both tokens overlap the split character, so a
 span containing it reaches both. Ids that decode to nothing (skipped special tokens) get an empty
-span ``(p, p)`` and overlap nothing. For byte-level BPE tokenizers a fast path reads each id's bytes
-directly and gives identical spans (checked against the full decode; otherwise the window path runs).
+span ``(p, p)`` and overlap nothing. For byte-level BPE tokenizers a vectorised fast path gathers each
+id's bytes (the ByteLevel decoder's own rule) and counts UTF-8 lead bytes; it gives identical spans
+whenever the bytes are valid UTF-8 (checked with a strict decode of those bytes, not a second full
+decode; ``verify=True`` adds that decode for debugging); otherwise the window path runs.
 
 Weights (response tokens; ``m`` = membership: direct if the token overlaps a direct span, else
 contextual if it overlaps a context span, else other; direct wins where they overlap):
@@ -99,24 +101,52 @@ def _byte_level_table() -> dict[str, int]:
 
 
 class _ByteVocab:
-    """Bytes of every id of a ByteLevel tokenizer, built once per tokenizer object."""
+    """Bytes of every id of a ByteLevel tokenizer, as flat arrays, built once per tokenizer object.
+
+    Each id's bytes follow the ByteLevel decoder's own rule: a token whose characters are all in the
+    byte table decodes to those bytes, any other token (an added token like ``<|endoftext|>`` whose
+    characters are outside the table) to its UTF-8. Added tokens are checked once against the
+    tokenizer's own ``decode``; a mismatch disables the fast path for this tokenizer.
+    """
 
     _cache: dict[int, tuple[object, "_ByteVocab"]] = {}
 
     def __init__(self, tok) -> None:
         table = _byte_level_table()
-        self.pieces: dict[int, bytes] = {}
-        self.special: set[int] = set()
         self.ok = True
+        pieces: dict[int, bytes] = {}
+        special: set[int] = set()
+
+        def to_bytes(piece: str) -> bytes:
+            if all(ch in table for ch in piece):
+                return bytes(table[ch] for ch in piece)
+            return piece.encode("utf-8")
+
         for piece, i in tok.get_vocab(with_added_tokens=False).items():
             if any(ch not in table for ch in piece):
                 self.ok = False
                 return
-            self.pieces[i] = bytes(table[ch] for ch in piece)
+            pieces[i] = bytes(table[ch] for ch in piece)
         for i, added in tok.get_added_tokens_decoder().items():
-            self.pieces[i] = added.content.encode("utf-8")
+            pieces[i] = to_bytes(added.content)
             if added.special:
-                self.special.add(i)
+                special.add(i)
+            if tok.decode([i], skip_special_tokens=False) != pieces[i].decode("utf-8", errors="replace"):
+                self.ok = False
+                return
+        self.pieces, self.special = pieces, special
+        size = max(pieces, default=-1) + 1
+        # known[i]: id i exists; length[i] / offset[i]: its bytes in blob (skipped specials: see lengths())
+        self.known = np.zeros(size, dtype=bool)
+        self.length = np.zeros(size, dtype=np.int64)
+        self.offset = np.zeros(size, dtype=np.int64)
+        self.is_special = np.zeros(size, dtype=bool)
+        order = sorted(pieces)
+        self.known[order] = True
+        self.length[order] = [len(pieces[i]) for i in order]
+        self.offset[order] = np.concatenate([[0], np.cumsum(self.length[order])[:-1]]) if order else []
+        self.is_special[list(special)] = True
+        self.blob = np.frombuffer(b"".join(pieces[i] for i in order), dtype=np.uint8)
 
     @classmethod
     def of(cls, tok) -> "_ByteVocab":
@@ -127,50 +157,95 @@ class _ByteVocab:
         return hit[1]  # type: ignore[return-value]
 
 
-def _byte_offsets(ids: Sequence[int], tok, skip: bool) -> tuple[list[tuple[int, int]], str] | None:
-    """Fast exact path for ByteLevel decoders: each id's bytes, char index by counting lead bytes."""
+def _byte_offsets_array(ids: np.ndarray, tok, skip: bool) -> tuple[np.ndarray, str] | None:
+    """Fast exact path for ByteLevel decoders, vectorised: (T, 2) spans and the decoded text.
+
+    None when it cannot be exact: the decoder is not plain ByteLevel over a byte vocabulary, an id
+    is unknown, or the concatenated bytes are not valid UTF-8 (the decoder's lossy replacement
+    would then change the character count; the window path handles that case).
+    """
     vocab = _ByteVocab.of(tok)
-    if not vocab.ok or any(i not in vocab.pieces for i in ids):
+    if not vocab.ok or (len(ids) and (ids.min() < 0 or ids.max() >= len(vocab.known) or not vocab.known[ids].all())):
         return None
-    chunks = [b"" if (skip and i in vocab.special) else vocab.pieces[i] for i in ids]
-    data = b"".join(chunks)
-    lead = (np.frombuffer(data, dtype=np.uint8) & 0xC0) != 0x80
-    # chars_before[b] = number of characters that start before byte b, (B+1,)
-    chars_before = np.concatenate([[0], np.cumsum(lead)])
-    bounds = np.concatenate([[0], np.cumsum([len(c) for c in chunks])]).astype(np.int64)  # (T+1,)
+    lengths = vocab.length[ids]  # (T,)
+    if skip:
+        lengths = np.where(vocab.is_special[ids], 0, lengths)
+    bounds = np.zeros(len(ids) + 1, dtype=np.int64)  # (T+1,) byte offset of each token in the decode
+    np.cumsum(lengths, out=bounds[1:])
+    total = int(bounds[-1])
+    # gather every token's bytes from the blob: byte k of token t is blob[offset[id_t] + k]
+    gather = np.repeat(vocab.offset[ids] - bounds[:-1], lengths) + np.arange(total, dtype=np.int64)
+    raw = vocab.blob[gather]  # (B,)
+    try:
+        text = raw.tobytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lead = (raw & 0xC0) != 0x80
+    chars_before = np.zeros(total + 1, dtype=np.int64)  # (B+1,) characters starting before byte b
+    np.cumsum(lead, out=chars_before[1:])
     b0, b1 = bounds[:-1], bounds[1:]
-    # a token starting on a continuation byte starts at the character that byte belongs to
-    starts_mid = np.zeros(len(chunks), dtype=bool)
     nonempty = b1 > b0
+    # a token starting on a continuation byte starts at the character that byte belongs to
+    starts_mid = np.zeros(len(ids), dtype=np.int64)
     starts_mid[nonempty] = ~lead[b0[nonempty]]
     start = chars_before[b0] - starts_mid
     end = np.where(nonempty, chars_before[b1], start)
-    return list(zip(start.tolist(), end.tolist())), data.decode("utf-8", errors="replace")
+    return np.stack([start, end], axis=1), text
 
 
-def token_offsets(ids: Sequence[int], tokenizer, *, skip_special_tokens: bool = True,
-                  expected_text: str | None = None) -> list[tuple[int, int]]:
-    """Character span of every generated id in the decoded response.
+def _byte_offsets(ids: Sequence[int], tok, skip: bool) -> tuple[list[tuple[int, int]], str] | None:
+    """List form of ``_byte_offsets_array`` (spans as tuples)."""
+    got = _byte_offsets_array(np.asarray(ids, dtype=np.int64).reshape(-1), tok, skip)
+    if got is None:
+        return None
+    return [(s, e) for s, e in got[0].tolist()], got[1]
 
-    ``expected_text`` (the response string the spans index) is checked against the full decode;
-    a mismatch is an error, since weights would then land on the wrong tokens.
+
+def _first_difference(a: str, b: str) -> int:
+    return next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def token_offsets_array(ids: Sequence[int] | np.ndarray, tokenizer, *, skip_special_tokens: bool = True,
+                        expected_text: str | None = None, verify: bool = False) -> np.ndarray:
+    """(T, 2) int64 character spans of the generated ids (the hot path of training).
+
+    ``expected_text`` (the response string the spans index) is checked against the decode of the
+    ids; a mismatch is an error, since weights would then land on the wrong tokens. ``verify``
+    (debugging) also compares the fast path's text with the tokenizer's full decode; without it the
+    fast path needs no full decode, its bytes being the decoder's own by construction.
     """
-    ids = [int(i) for i in ids]
-    full = tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
-    if expected_text is not None and full != expected_text:
-        raise ValueError(
-            "the response text is not the decode of these token ids; pass the text decoded from the generated ids "
-            f"with skip_special_tokens={skip_special_tokens} (first difference at char "
-            f"{next((k for k, (a, b) in enumerate(zip(full, expected_text)) if a != b), min(len(full), len(expected_text)))})"
-        )
+    arr = np.asarray(ids, dtype=np.int64).reshape(-1)
     fast = None
     from tokenizers import decoders
 
     if isinstance(getattr(tokenizer, "decoder", None), decoders.ByteLevel):
-        fast = _byte_offsets(ids, tokenizer, skip_special_tokens)
-    if fast is not None and fast[1] == full:
+        fast = _byte_offsets_array(arr, tokenizer, skip_special_tokens)
+    if fast is not None and not verify and expected_text is None:
         return fast[0]
-    return _window_offsets(ids, tokenizer, skip_special_tokens)
+    ids_list = arr.tolist()
+    full = fast[1] if fast is not None and not verify else tokenizer.decode(ids_list, skip_special_tokens=skip_special_tokens)
+    if expected_text is not None and full != expected_text:
+        raise ValueError(
+            "the response text is not the decode of these token ids; pass the text decoded from the generated ids "
+            f"with skip_special_tokens={skip_special_tokens} (first difference at char "
+            f"{_first_difference(full, expected_text)})"
+        )
+    if fast is not None:
+        if verify and fast[1] != full:
+            raise AssertionError(f"byte fast path disagrees with the tokenizer's decode at char {_first_difference(fast[1], full)}")
+        return fast[0]
+    return np.asarray(_window_offsets(ids_list, tokenizer, skip_special_tokens), dtype=np.int64).reshape(-1, 2)
+
+
+def token_offsets(ids: Sequence[int], tokenizer, *, skip_special_tokens: bool = True,
+                  expected_text: str | None = None, verify: bool = False) -> list[tuple[int, int]]:
+    """Character span of every generated id in the decoded response, as a list of ``(start, end)``.
+
+    See ``token_offsets_array`` (same rules; that one skips building Python tuples).
+    """
+    out = token_offsets_array(ids, tokenizer, skip_special_tokens=skip_special_tokens,
+                              expected_text=expected_text, verify=verify)
+    return [(s, e) for s, e in out.tolist()]
 
 
 def token_membership(offsets: Sequence[tuple[int, int]], direct: Sequence[tuple[int, int]],
@@ -178,7 +253,8 @@ def token_membership(offsets: Sequence[tuple[int, int]], direct: Sequence[tuple[
     """(T,) int8: DIRECT if a token overlaps a direct span, else CONTEXT if it overlaps a context span."""
     if not len(offsets):
         return np.zeros(0, dtype=np.int8)
-    off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    off = offsets if isinstance(offsets, np.ndarray) else np.asarray(offsets, dtype=np.int64)
+    off = off.reshape(-1, 2)
     s, e = off[:, 0], off[:, 1]
     out = np.zeros(len(off), dtype=np.int8)
     for value, spans in ((CONTEXT, context), (DIRECT, direct)):

@@ -1,0 +1,368 @@
+"""Scoped source analysis: parse and query only the top-level statements the relations need.
+
+``analyze`` (``tasks.attribution.analyzer``) parses every inline script of the page and runs every
+query over all of it; for a 30 KB page that is most of the attribution cost. Here the page's scripts
+are cut into top-level statements (``top_level_starts``) and only the statements that relations from
+the direct anchors can reach are parsed (each on its own, with ``included_ranges`` so offsets stay
+page offsets) and queried, only where needed (``QueryCursor.set_byte_range``). What is selected mirrors
+``tasks.attribution.expand.relations_for_anchor`` and the disambiguation scorer in ``api``:
+
+- the statements holding the anchors (the enclosing functions lie inside them), queried over the
+  anchor's ``window`` (paper B.3's analysis window: callees are read there), and for the
+  disambiguation scorer the statements holding each candidate match;
+- every statement mentioning, as a word, an implicated state variable, a related symbol or a hint
+  (writers, readers and the definitions named by the evidence);
+- statements that may declare a state root at top level (``let``/``const``/``var`` before the name),
+  including roots ``X`` of ``X.total`` when ``total`` is implicated, so ``state.total`` is state;
+- then, to a fixed point: statements mentioning the enclosing functions' names (callers and event
+  bindings of named handlers), the callees called inside the window, and every name whose calls
+  reach the anchor's function within ``call_depth`` hops (bindings whose handler reaches it).
+
+Mentions are found by word regexes on the raw text, so strings and comments can only ADD
+statements (more parsing), never hide one. The result is a subset of the full model holding every
+item those relations look at, so the trace equals the full analysis (``tests/test_attr_scope.py``
+checks this on the G.2 fixture, the bench pages and random pages).
+
+Cutting: a top-level statement starts on a line at the scripts' top indentation (the least indent of
+a ``function``/``const``/``let``/``var``/``class``/``async`` line) that begins with an identifier
+other than a continuation keyword (``else``, ``catch``, ``finally``, ``in``, ``instanceof``). A wrong
+cut (inside a template literal, a comment, an expression spread over lines) leaves a run that does
+not parse cleanly: any statement with a syntax error makes the whole page fall back to ``analyze``.
+
+Departure: on a page whose scripts have a syntax error somewhere NOT selected, the full parse's
+error recovery may mangle later code while the scoped parse does not; the scoped result is then the
+better one, and the two may differ.
+
+Run: ``python -c "from tasks.attribution.scope import ScopedAnalyzer; s = ScopedAnalyzer(page)"``.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Iterable
+
+import numpy as np
+import tree_sitter as ts
+
+from tasks.attribution.analyzer import (
+    EventBinding, SourceModel, _is_js, _script_tags, _attribute_bindings, _Offsets, _script_nodes, analyze, html_language, js_language, load_query, matches,
+    model_from_roots,
+)
+
+_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+_MEMBER_ROOT = re.compile(r"([A-Za-z_$][\w$]*)\s*\??\.\s*$")
+
+
+_DECL_INDENT = re.compile(r"\n([ \t]*)(?:function|const|let|var|class|async)(?![\w$])")
+_CONTINUATION = ("else", "catch", "finally", "in", "instanceof")
+
+
+def top_level_starts(script: str) -> list[int]:
+    """Offsets in ``script`` where a top-level statement may start (always begins with 0)."""
+    text = "\n" + script  # so the first line is found like the others; positions shift by one
+    indents = _DECL_INDENT.findall(text)
+    if not indents:
+        return [0]
+    top = min(indents, key=len)
+    out = [0]
+    for m in re.finditer("\n" + re.escape(top) + r"(?=[A-Za-z_$])", text):
+        pos = m.end()  # first character of the line's word, in ``text``
+        if pos - 1 - len(top) > 0 and not _continues(text, pos):
+            out.append(pos - 1 - len(top))  # the line start, in ``script``
+    return out
+
+
+def _continues(text: str, pos: int) -> bool:
+    """The word at ``pos`` continues the previous statement (``} else {``, ``} catch``, ``x\nin y``)."""
+    for word in _CONTINUATION:
+        if text.startswith(word, pos) and not _is_word_char(text[pos + len(word):pos + len(word) + 1] or " "):
+            return True
+    return False
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_" or ch == "$"
+
+
+def find_words(text: str, names: Iterable[str], start: int, end: int) -> list[tuple[int, int]]:
+    """Every occurrence of one of ``names`` as a whole word in ``text[start:end]`` (``str.find`` per
+    name: much faster than one alternation regex with look-arounds on a 30 KB page)."""
+    out = []
+    n = len(text)
+    for name in {n for n in names if n}:
+        i = text.find(name, start, end)
+        while i >= 0:
+            j = i + len(name)
+            if (i == 0 or not _is_word_char(text[i - 1])) and (j >= n or not _is_word_char(text[j])):
+                out.append((i, j))
+            i = text.find(name, j, end)  # occurrences of one name never overlap as words
+    return out
+
+
+_DECL_BEFORE = re.compile(r"(?:(?<![\w$])(?:let|const|var)\s+|,\s*)$")
+
+
+def _may_declare(text: str, start: int) -> bool:
+    """A superset of the places a top-level ``let``/``const``/``var`` can declare the word at ``start``."""
+    return _DECL_BEFORE.search(text, max(start - 64, 0), start) is not None
+
+
+def _not_definition(text: str, start: int, end: int) -> bool:
+    """True when the word at [start, end) is certainly called, not defined: ``x.name(`` (a property
+    call), or ``name(...)`` whose closing parenthesis is not followed by ``{`` (a method definition
+    ``name(a, b) {`` is). Anything unclear (strings, comments or regexes inside the parentheses, or
+    no closing parenthesis nearby) counts as a possible definition."""
+    if text.startswith("(", end):
+        stripped = after = text[end:end + 400]
+    else:
+        after = text[end:end + 400]
+        stripped = after.lstrip()
+        if not stripped.startswith("("):
+            return False
+    if start and (text[start - 1] == "." or text[max(start - 64, 0):start].rstrip().endswith(".")):
+        return True
+    depth, i = 0, len(after) - len(stripped)
+    for i in range(i, len(after)):
+        ch = after[i]
+        if ch in "'\"`/":
+            return False
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                rest = after[i + 1:].lstrip()
+                return bool(rest) and rest[0] not in "{/"
+    return False
+
+
+def components(var: str) -> set[str]:
+    """``state.total`` -> {state, total}: the words a statement touching that state must mention."""
+    parts = [p for p in var.split(".") if p]
+    return {parts[0], parts[-1]} if parts else set()
+
+
+def predict_scripts(data: bytes) -> list[tuple[int, int]] | None:
+    """Byte ranges of the raw text of every ``<script ...>`` (first ``>`` ends the tag; the text ends
+    at the first case-insensitive ``</script``), or None when that may not be how tree-sitter-html
+    reads the page: an unclosed script, or a partial ``</script`` in progress where the real one
+    starts (tree-sitter then reads on). The prediction is checked against the markup's parse."""
+    low = data.lower()
+    out, i = [], 0
+    while (j := low.find(b"<script", i)) >= 0:
+        k = data.find(b">", j)
+        if k < 0:
+            return None
+        e = low.find(b"</script", k + 1)
+        if e < 0 or b"<" in data[max(e - 7, k + 1):e]:
+            return None
+        out.append((k + 1, e))
+        i = e + 8
+    return out
+
+
+class ScopedAnalyzer:
+    """One page, cut into top-level statements; ``model()`` analyses the selected ones."""
+
+    def __init__(self, text: str) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"ScopedAnalyzer takes the page as str, got {type(text).__name__}; decode bytes as UTF-8 first")
+        self.text = text
+        self.data = text.encode("utf-8")
+        self.off = _Offsets(text, self.data)
+        self._newlines = np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) == 10).tolist()
+        self.html_fast = False
+        self.script_ranges, self.html_bindings = self._html()
+        # chunk k spans [starts[k], ends[k]) in page characters; chunks never cross scripts
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.script_of: list[int] = []
+        for si, (s, e) in enumerate(self.script_ranges):
+            cuts = [s + c for c in top_level_starts(text[s:e])]
+            self.starts += cuts
+            self.ends += cuts[1:] + [e]
+            self.script_of += [si] * len(cuts)
+        self.selected: set[int] = set()
+        self.want: list[tuple[int, int]] = []  # character ranges to query (inside selected statements)
+        self.mentioned: set[str] = set()
+        self.defined: set[str] = set()
+        self.declared: set[str] = set()
+        self.fallback = False
+        self.parsed_chars = 0  # characters parsed so far (the bench reports it)
+        self._trees: dict[int, ts.Node] = {}  # one parse per selected statement
+        self._model: SourceModel | None = None
+        self._model_key: frozenset[int] | None = None
+        self._parser = ts.Parser(js_language())
+        self._queries: dict = {}  # query matches per (run, range, query): rounds re-use them
+
+    def _html(self) -> tuple[list[tuple[int, int]], list[EventBinding]]:
+        """Script ranges (page characters) and HTML ``on*`` bindings. The markup is parsed without
+        the predicted script bodies (``predict_scripts``), which are most of the page; the prediction
+        must agree with every ``script_element`` of that parse, else the whole page is parsed."""
+        data, parser = self.data, ts.Parser(html_language())
+        predicted = predict_scripts(data)
+        if predicted:
+            keep, pos = [], 0
+            for a, b in predicted:
+                if a > pos:
+                    keep.append(self._byte_range(pos, a))
+                pos = b
+            if pos < len(data):
+                keep.append(self._byte_range(pos, len(data)))
+            parser.included_ranges = keep
+            root = parser.parse(data).root_node
+            found = [(m["script.start"][0].end_byte, m["script.end"][0].start_byte)
+                     for m in matches(load_query("html_scripts", html=True), root) if "script.end" in m]
+            if found == predicted:
+                self.html_fast = True
+                html_matches = matches(load_query("html", html=True), root)
+                scripts = [(a, b) for (a, b), m in zip(predicted, _script_tags(root)) if _is_js(data, m)]
+                return ([(self.off(a), self.off(b)) for a, b in scripts],
+                        _attribute_bindings(root, data, self.off, html_matches))
+            parser = ts.Parser(html_language())
+        root = parser.parse(data).root_node
+        html_matches = matches(load_query("html", html=True), root)  # one pass for both
+        scripts = _script_nodes(root, data, html_matches)
+        return ([(self.off(n.start_byte), self.off(n.end_byte)) for n in scripts],
+                _attribute_bindings(root, data, self.off, html_matches))
+
+    # -- selection: statements to parse, and character ranges to query in them ---------------------
+    def select_regions(self, regions: Iterable[tuple[int, int]], *, query: tuple[int, int] | None = None,
+                       whole: bool = False) -> None:
+        """Parse every statement overlapping the regions ``[a, b)``; query ``query`` (default: the
+        regions) inside them, or the whole statements with ``whole``."""
+        for a, b in regions:
+            k = max(bisect.bisect_right(self.starts, a) - 1, 0)
+            while k < len(self.starts) and self.starts[k] < max(b, a + 1):
+                if self.ends[k] > a:
+                    self.selected.add(k)
+                    if whole:
+                        self.want.append((self.starts[k], self.ends[k]))
+                k += 1
+            if not whole:
+                self.want.append(query or (a, b))
+
+    def _select_sites(self, sites: Iterable[tuple[int, int]]) -> None:
+        for a, b in sites:
+            self.selected.add(bisect.bisect_right(self.starts, a) - 1)
+            self.want.append((a, b))
+
+    def _find(self, names: set[str]) -> list[tuple[int, int]]:
+        return [w for s, e in self.script_ranges for w in find_words(self.text, names, s, e)] if names else []
+
+    def select_mentions(self, names: Iterable[str]) -> None:
+        """Every place one of ``names`` occurs as a word (code, string or comment)."""
+        new = {n for n in names if n} - self.mentioned
+        self.mentioned |= new
+        self._select_sites(self._find(new))
+
+    def select_definitions(self, names: Iterable[str]) -> None:
+        """Every place that may define one of ``names`` (a superset: every mention but certain calls)."""
+        new = {n for n in names if n} - self.mentioned - self.defined
+        self.defined |= new
+        self._select_sites(w for w in self._find(new) if not _not_definition(self.text, *w))
+
+    def select_declarations(self, names: Iterable[str]) -> None:
+        """Every place that may declare one of ``names`` at top level."""
+        new = {n for n in names if n} - self.declared
+        self.declared |= new
+        self._select_sites(w for w in self._find(new) if _may_declare(self.text, w[0]))
+
+    def select_state(self, variables: Iterable[str]) -> None:
+        """What relations over implicated state read: accesses to it and the declarations of its roots."""
+        variables = [v for v in variables if v]
+        words: set[str] = set()
+        for var in variables:
+            words |= components(var)
+        if not words - self.mentioned:
+            return
+        self.select_mentions(words)
+        roots = set(words)
+        # X in ``X.total`` / ``X?.total``: is X top-level state? (the word before the dot)
+        for a, _ in self._find({var.split(".")[-1] for var in variables}):
+            before = self.text[max(a - 80, 0):a]
+            if (m := _MEMBER_ROOT.search(before)) is not None:
+                roots.add(m.group(1))
+        self.select_declarations(roots)
+
+    # -- analysis --------------------------------------------------------------------------------
+    def _byte(self, char: int) -> int:
+        return self.off.byte(char)
+
+    def _range(self, a: int, b: int) -> ts.Range:
+        return self._byte_range(self._byte(a), self._byte(b))
+
+    def _byte_range(self, ba: int, bb: int) -> ts.Range:
+        def point(byte: int) -> ts.Point:
+            row = bisect.bisect_left(self._newlines, byte)  # newlines before this byte
+            return ts.Point(row, byte - (self._newlines[row - 1] + 1 if row else 0))
+
+        return ts.Range(point(ba), point(bb), ba, bb)
+
+    def _chunk_root(self, k: int) -> ts.Node:
+        if k not in self._trees:
+            self._parser.included_ranges = [self._range(self.starts[k], self.ends[k])]
+            self._trees[k] = self._parser.parse(self.data).root_node
+            self.parsed_chars += self.ends[k] - self.starts[k]
+        return self._trees[k]
+
+    def model(self) -> SourceModel:
+        """The model of the selected statements (the full ``analyze`` model after a fallback)."""
+        key = (frozenset(self.selected), len(self.want))
+        if self._model is not None and (self.fallback or key == self._model_key):
+            return self._model
+        chunks = sorted(self.selected)
+        roots = [self._chunk_root(k) for k in chunks]
+        if any(r.has_error for r in roots):
+            self.fallback = True
+            self.parsed_chars += sum(e - s for s, e in self.script_ranges)
+            self._model = analyze(self.text)
+            return self._model
+        # per statement, queries cover the span of the ranges wanted inside it (one cursor each)
+        lo: dict[int, int] = {}
+        hi: dict[int, int] = {}
+        for a, b in self.want:
+            b = max(b, a + 1)
+            k = max(bisect.bisect_right(self.starts, a) - 1, 0)
+            while k < len(self.starts) and self.starts[k] < b:
+                if self.ends[k] > a and k in self.selected:
+                    ca, cb = max(a, self.starts[k]), min(b, self.ends[k])
+                    lo[k], hi[k] = min(lo.get(k, ca), ca), max(hi.get(k, cb), cb)
+                k += 1
+        scoped = [(root, (self._byte(lo[k]), self._byte(hi[k]))) for k, root in zip(chunks, roots) if k in lo]
+        self._model = model_from_roots(self.text, self.data, self.off, self.script_ranges, scoped, self.html_bindings,
+                                       self._queries)
+        self._model_key = key
+        return self._model
+
+
+def anchor_needs(model: SourceModel, a: int, b: int, window: int, call_depth: int) -> set[str]:
+    """Names whose statements the relations from anchor ``[a, b)`` look at (see ``relations_for_anchor``):
+    the enclosing functions (callers, named handlers containing the anchor) and every name reaching
+    the innermost enclosing function within ``call_depth`` calls (bindings naming or calling it)."""
+    from tasks.attribution.expand import reachers
+
+    fi = model.enclosing(a, b)
+    if fi is None:
+        return set()
+    names: set[str] = set()
+    i: int | None = fi
+    # each name is needed at every mention: its callers and the bindings naming it
+    while i is not None:  # the enclosing chain: innermost and every function around it
+        if model.functions[i].name:
+            names.add(model.functions[i].name)
+        i = model._parent[i]
+    f = model.functions[fi]
+    names |= reachers(model, fi, call_depth)
+    return names
+
+
+def anchor_callees(model: SourceModel, a: int, b: int, window: int) -> set[str]:
+    """Names called inside the enclosing function within the window (their definitions are context)."""
+    from tasks.attribution.expand import _callees
+
+    fi = model.enclosing(a, b)
+    if fi is None:
+        return set()
+    f = model.functions[fi]
+    return _callees(model, max(f.start, a - window), min(f.end, b + window))
