@@ -35,9 +35,10 @@ def init_distributed(backend: str = "auto") -> tuple[int, int]:
     import deepspeed
     import torch.distributed as dist
 
+    # Without a launcher: a one-rank world (DeepSpeed reads these even when a group already exists).
+    for k, v in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1")):
+        os.environ.setdefault(k, v)
     if not dist.is_initialized():
-        for k, v in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1")):
-            os.environ.setdefault(k, v)
         os.environ.setdefault("MASTER_PORT", str(_free_port()))
         if backend == "auto":
             backend = "nccl" if torch.cuda.is_available() else "gloo"
