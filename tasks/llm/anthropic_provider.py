@@ -120,7 +120,7 @@ class AnthropicBatches:
             except Exception as e:
                 raise self.provider._guard(e) from None
 
-        return call_with_retries(guarded, self.provider._classify, self.provider.retry)
+        return call_with_retries(guarded, self.provider._classify, self.provider.retry, on_retry=self.provider._on_retry)
 
     def submit(self, items: list[BatchItem]) -> str:
         bodies = [self.request_body(i) for i in items]

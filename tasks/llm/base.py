@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import threading
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from tasks.llm.batch import BatchBackend
     from tasks.llm.cache import CallStore
 
+log = logging.getLogger(__name__)
 OfflineRule = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -243,6 +245,13 @@ class Provider(ABC):
             return Fault(transient=True)
         return None
 
+    def _on_retry(self, retry: int, fault: Fault, delay_s: float) -> None:
+        """Every retry is logged (status and wait, never the request) and counted in ``retries``."""
+        with self._init_lock:
+            self.__dict__.setdefault("retries", []).append((fault.status, round(delay_s, 3)))
+        log.info("%s: transient fault (HTTP %s), retry %d in %.2fs", self.name, fault.status or "timeout/connection",
+                 retry + 1, delay_s)
+
     def batch_backend(self) -> "BatchBackend | None":
         """The Message Batches backend, when the provider has one."""
         return None
@@ -269,7 +278,8 @@ class Provider(ABC):
 
     def _live_trip(self, request: LLMRequest, system: str, messages: list[dict[str, str]], key: str) -> Trip:
         started = time.perf_counter()
-        reply = call_with_retries(lambda: self._call(request, system, messages), self._classify, self.retry)
+        reply = call_with_retries(lambda: self._call(request, system, messages), self._classify, self.retry,
+                                  on_retry=self._on_retry)
         cost = cost_usd(reply.usage, self.prices) if self.prices is not None else 0.0
         if self.use_cache and self.store is not None:
             self.store.put(key, self.name, self.model, reply.text, reply.usage.as_dict(), origin="messages",

@@ -136,7 +136,7 @@ class OpenAIBatches:
             except Exception as e:
                 raise self.provider._guard(e) from None
 
-        return call_with_retries(guarded, self.provider._classify, self.provider.retry)
+        return call_with_retries(guarded, self.provider._classify, self.provider.retry, on_retry=self.provider._on_retry)
 
     def submit(self, items: list[BatchItem]) -> str:
         data = "".join(json.dumps(self.line(i)) + "\n" for i in items).encode()

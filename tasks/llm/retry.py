@@ -78,7 +78,7 @@ def backoff_delay(retry: int, policy: RetryConfig, retry_after_s: float | None, 
 
 
 def call_with_retries(fn: Callable[[], T], classify: Callable[[BaseException], Fault | None], policy: RetryConfig,
-                      *, sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None,
+                      *, sleep: Callable[[float], None] | None = None, rng: random.Random | None = None,
                       on_retry: Callable[[int, Fault, float], None] | None = None) -> T:
     """Run ``fn``; on a transient fault wait and retry up to ``policy.max_retries`` times.
 
@@ -98,7 +98,7 @@ def call_with_retries(fn: Callable[[], T], classify: Callable[[BaseException], F
             delay = backoff_delay(retry, policy, fault.retry_after_s, rng)
             if on_retry is not None:
                 on_retry(retry, fault, delay)
-            sleep(delay)
+            (sleep or time.sleep)(delay)
             retry += 1
 
 

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationInfo, model_validator
 
 from tasks.llm.base import LLMRequest
 
@@ -41,3 +41,18 @@ def offline_rule(v: dict[str, Any]) -> dict[str, Any]:
 def request(i: int, stage: str = "test_stage", **kw: Any) -> LLMRequest:
     return LLMRequest(stage=stage, key=f"row-{i}", prompt="echo", variables={"item": f"item-{i}", "n": i},
                       output_model=Answer, offline_rule=offline_rule, prompt_dir=PROMPT_DIR, max_tokens=256, **kw)
+
+
+class AnswerInSet(BaseModel):
+    """Like ``Answer``, but ``n`` must be one of the validation context's ``valid_ids`` (the paper's
+    "invalid rubric identifiers" case)."""
+
+    answer: str
+    n: int
+
+    @model_validator(mode="after")
+    def _known(self, info: ValidationInfo) -> "AnswerInSet":
+        valid = (info.context or {}).get("valid_ids")
+        if valid is not None and self.n not in valid:
+            raise ValueError(f"unknown id {self.n}; use one of {sorted(valid)}")
+        return self
