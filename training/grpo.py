@@ -331,6 +331,7 @@ def run_grpo(config: TrainRLConfig, score_fn: ScoreFn, queries: list[dict[str, s
         "out_dir": str(tr.out), "tensorboard": str(tr.out / "tensorboard"), "records": str(tr.out / "records"),
         "checkpoint": str(last_saved) if last_saved else None, "mode": config.objective.mode,
         "rollout_engine": tr.rollout.name, "world_size": tr.world, "history": history,
+        "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else None,
     }
     if tr.rank == 0:
         (tr.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))

@@ -66,16 +66,18 @@ def build_tokenizer(vocab_size: int = 512):
 
 
 def build_tiny_model(out_dir: str | Path, *, vocab_size: int = 512, hidden_size: int = 128, num_layers: int = 2,
-                     num_heads: int = 2, intermediate_size: int = 256, max_positions: int = 2048,
+                     num_heads: int | None = None, intermediate_size: int | None = None, max_positions: int = 4096,
                      seed: int = 0) -> Path:
     """Write a random Llama-style causal LM and its tokenizer to ``out_dir``; return the path.
 
-    ``head_dim`` = hidden_size / num_heads = 64 by default, a size every vLLM CPU attention kernel
-    supports. Same arguments and seed give identical weights.
+    ``num_heads`` defaults to hidden_size / 64 so ``head_dim`` is 64, a size every vLLM CPU attention
+    kernel supports. Same arguments and seed give identical weights.
     """
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    num_heads = num_heads or max(hidden_size // 64, 1)
+    intermediate_size = intermediate_size or 2 * hidden_size
     if hidden_size % num_heads:
         raise ValueError(f"hidden_size={hidden_size} must be divisible by num_heads={num_heads}")
     out = Path(out_dir)
