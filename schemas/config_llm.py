@@ -66,7 +66,8 @@ class BatchConfig(_Section):
 
     enabled: bool = Field(True, description="Bulk stages submit batches when the provider supports them")
     max_requests: int = Field(100_000, ge=1, le=100_000, description="Requests per batch (API limit 100,000)")
-    max_bytes: int = Field(256_000_000, ge=1_000, le=256_000_000, description="Request bytes per batch (API limit 256 MB)")
+    max_bytes: int = Field(256_000_000, ge=1_000, le=256_000_000,
+                           description="Request bytes per batch (API limit 256 MB)")
     poll_interval_s: float = Field(30.0, gt=0.0, description="Seconds between status polls")
     max_wait_s: float = Field(26 * 3600.0, gt=0.0, description="Give up polling after this (batches expire at 24 h)")
     discount: float = Field(0.5, gt=0.0, le=1.0, description="Batch price as a fraction of the normal price")

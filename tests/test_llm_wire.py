@@ -196,3 +196,15 @@ def test_key_is_never_written(wire: Wire, tmp_path: Path, caplog: pytest.LogCapt
         if f.is_file():
             assert SECRET.encode() not in f.read_bytes(), f
     assert SECRET not in caplog.text
+
+
+def test_pickled_provider_carries_no_key_and_still_works(wire: Wire) -> None:
+    import pickle
+
+    p = wire.provider()
+    p.complete(request(1))
+    blob = pickle.dumps(p)
+    assert SECRET.encode() not in blob and SECRET not in repr(p)
+    clone = pickle.loads(blob)  # re-reads the key from the environment
+    r = clone.complete(request(1))
+    assert r.ok and r.cached and clone.run_id == p.run_id

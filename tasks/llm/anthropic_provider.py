@@ -55,18 +55,22 @@ class AnthropicProvider(Provider):
 
     def __init__(self, model: str = DEFAULT_MODEL, base_url: str | None = None, max_retries: int = 6,
                  timeout_s: float = 600.0, api_key_env: str = DEFAULT_KEY_ENV) -> None:
-        import anthropic
-
-        self._key = os.environ.get(api_key_env, "")
-        if not self._key:
-            raise ValueError(f"provider 'anthropic' needs {api_key_env} in the environment; set it, or set "
-                             "llm.provider to 'offline' to run without a key")
         self.model = model
         self.key_env = api_key_env
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
         self.retry = RetryConfig(max_retries=max_retries, timeout_s=timeout_s)
+        self._reconnect()
+
+    def _reconnect(self) -> None:
+        import anthropic
+
+        self._key = os.environ.get(self.key_env, "")
+        if not self._key:
+            raise ValueError(f"provider 'anthropic' needs {self.key_env} in the environment; set it, or set "
+                             "llm.provider to 'offline' to run without a key")
         self._sdk = anthropic
-        self._client = anthropic.Anthropic(api_key=self._key, base_url=self.base_url, max_retries=0, timeout=timeout_s)
+        self._client = anthropic.Anthropic(api_key=self._key, base_url=self.base_url, max_retries=0,
+                                           timeout=self.retry.timeout_s)
 
     def _redact(self, text: str) -> str:
         return text.replace(self._key, "[redacted]") if self._key else text
@@ -120,7 +124,8 @@ class AnthropicBatches:
             except Exception as e:
                 raise self.provider._guard(e) from None
 
-        return call_with_retries(guarded, self.provider._classify, self.provider.retry, on_retry=self.provider._on_retry)
+        p = self.provider
+        return call_with_retries(guarded, p._classify, p.retry, on_retry=p._on_retry)
 
     def submit(self, items: list[BatchItem]) -> str:
         bodies = [self.request_body(i) for i in items]

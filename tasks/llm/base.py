@@ -219,6 +219,23 @@ class Provider(ABC):
             self.batch_discount = batch.discount
         return self
 
+    # Attributes that hold the API key or live connections: never pickled (Prefect may pickle task
+    # inputs and results), rebuilt from the environment by ``_reconnect`` on unpickling.
+    _transient_attrs: tuple[str, ...] = ("_key", "_client", "_sdk")
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in self._transient_attrs}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._reconnect()
+
+    def _reconnect(self) -> None:
+        """Networked providers re-read their key from the environment and rebuild the client."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, run_id={self._run_id!r})"
+
     @property
     def budget(self) -> Budget:
         if self._budget is None:

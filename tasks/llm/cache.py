@@ -79,6 +79,13 @@ class CallStore:
         with self._lock:
             self._con.executescript(SCHEMA_SQL)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its path (a connection cannot travel); reopened on unpickling."""
+        return {"path": str(self.path)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path"])  # type: ignore[misc]
+
     def close(self) -> None:
         with self._lock:
             self._con.close()

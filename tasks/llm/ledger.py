@@ -48,6 +48,12 @@ class Budget:
     spent_usd: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {"limit_usd": self.limit_usd, "spent_usd": self.spent_usd}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
     def add(self, usd: float) -> None:
         with self._lock:
             self.spent_usd += usd
@@ -59,8 +65,8 @@ class Budget:
     def check(self) -> None:
         if self.exceeded:
             raise BudgetExceeded(
-                f"LLM budget spent: ${self.spent_usd:.4f} of llm.budget_usd=${self.limit_usd:.4f}; raise llm.budget_usd "
-                "and re-run (calls already made are cached and cost nothing again)")
+                f"LLM budget spent: ${self.spent_usd:.4f} of llm.budget_usd=${self.limit_usd:.4f}; "
+                "raise llm.budget_usd and re-run (calls already made are cached and cost nothing again)")
 
 
 def ledger_row(result: "LLMResult", *, run_id: str, stage: str, prompt: str, prompt_version: str,
@@ -142,7 +148,8 @@ def format_summary(summary: dict[str, dict[str, Any]]) -> str:
 def print_ledger_summary(store: "CallStore", run_id: str | None = None) -> str:
     """Print (and return) the ledger and cost summary of one run, or of every run when ``run_id`` is None."""
     rows = store.ledger_rows(run_id)
-    text = format_summary(summarize(rows)) if rows else "no LLM calls in the ledger" + (f" for run {run_id}" if run_id else "")
+    empty = "no LLM calls in the ledger" + (f" for run {run_id}" if run_id else "")
+    text = format_summary(summarize(rows)) if rows else empty
     print(text)
     return text
 

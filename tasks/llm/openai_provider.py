@@ -64,25 +64,29 @@ class OpenAIProvider(Provider):
     def __init__(self, model: str | None = None, base_url: str | None = None, max_retries: int = 6,
                  timeout_s: float = 600.0, api_key_env: str = DEFAULT_KEY_ENV, json_mode: bool = False,
                  batches: bool | None = None) -> None:
-        import openai
-
         if not model:
             raise ValueError("provider 'openai' needs llm.model: the model name the endpoint serves "
                              "(e.g. the --served-model-name of a vLLM server)")
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        self._key = os.environ.get(api_key_env, "")
-        if not self._key:
-            if self.base_url == DEFAULT_BASE_URL:
-                raise ValueError(f"provider 'openai' needs {api_key_env} in the environment for {DEFAULT_BASE_URL}; "
-                                 "set it, or set llm.base_url to your own OpenAI-compatible server")
-            self._key = PLACEHOLDER_KEY
         self.model = model
         self.key_env = api_key_env
         self.json_mode = json_mode
         self.batches = (self.base_url == DEFAULT_BASE_URL) if batches is None else batches
         self.retry = RetryConfig(max_retries=max_retries, timeout_s=timeout_s)
+        self._reconnect()
+
+    def _reconnect(self) -> None:
+        import openai
+
+        self._key = os.environ.get(self.key_env, "")
+        if not self._key:
+            if self.base_url == DEFAULT_BASE_URL:
+                raise ValueError(f"provider 'openai' needs {self.key_env} in the environment for {DEFAULT_BASE_URL}; "
+                                 "set it, or set llm.base_url to your own OpenAI-compatible server")
+            self._key = PLACEHOLDER_KEY
         self._sdk = openai
-        self._client = openai.OpenAI(api_key=self._key, base_url=self.base_url, max_retries=0, timeout=timeout_s)
+        self._client = openai.OpenAI(api_key=self._key, base_url=self.base_url, max_retries=0,
+                                     timeout=self.retry.timeout_s)
 
     def _redact(self, text: str) -> str:
         return text.replace(self._key, "[redacted]") if self._key and self._key != PLACEHOLDER_KEY else text
@@ -136,7 +140,8 @@ class OpenAIBatches:
             except Exception as e:
                 raise self.provider._guard(e) from None
 
-        return call_with_retries(guarded, self.provider._classify, self.provider.retry, on_retry=self.provider._on_retry)
+        p = self.provider
+        return call_with_retries(guarded, p._classify, p.retry, on_retry=p._on_retry)
 
     def submit(self, items: list[BatchItem]) -> str:
         data = "".join(json.dumps(self.line(i)) + "\n" for i in items).encode()
