@@ -203,8 +203,18 @@ def make_rollout_engine(cfg: TrainRLConfig, model: torch.nn.Module, tokenizer: A
 
 
 def named_weights(engine: Any):
-    """The trainer's weights in checkpoint naming, for vLLM's ``reload_weights``."""
-    yield from engine.module.state_dict().items()
+    """The trainer's full weights in checkpoint naming (gathered under ZeRO-3), for ``reload_weights``.
+
+    Every rank must call this together under ZeRO-3 (the gather is collective).
+    """
+    if engine.zero_optimization_stage() == 3:
+        import deepspeed
+
+        with deepspeed.zero.GatheredParameters(list(engine.module.parameters()), modifier_rank=None):
+            state = {k: v.detach().clone() for k, v in engine.module.state_dict().items()}
+        yield from state.items()
+    else:
+        yield from engine.module.state_dict().items()
 
 
 class Trainer:
@@ -322,10 +332,12 @@ def run_grpo(config: TrainRLConfig, score_fn: ScoreFn, queries: list[dict[str, s
                 last_saved = tr.save(step + 1)
     finally:
         tr.writer.close()
-    if tr.rank == 0 and config.run.steps > tr.start_step:
-        final = tr.out / "final_model"
-        tr.engine.module.save_pretrained(final, safe_serialization=True)
-        tr.tokenizer.save_pretrained(final)
+    if config.run.steps > tr.start_step:
+        state = dict(named_weights(tr.engine))  # collective under ZeRO-3
+        if tr.rank == 0:
+            final = tr.out / "final_model"
+            tr.engine.module.save_pretrained(final, state_dict=state, safe_serialization=True)
+            tr.tokenizer.save_pretrained(final)
     summary = {
         "steps_run": len(history), "start_step": tr.start_step, "end_step": config.run.steps,
         "out_dir": str(tr.out), "tensorboard": str(tr.out / "tensorboard"), "records": str(tr.out / "records"),
