@@ -56,7 +56,7 @@ def test_batch_lifecycle_out_of_order_with_one_errored_item(wire: Wire) -> None:
     rows = {r["key"]: r for r in p.store.ledger_rows()}
     assert not rows[f"row-{ERRORED_N}"]["batch"] and rows[f"row-{ERRORED_N}"]["cost_usd"] > 0
     batched = [r for k, r in rows.items() if k != f"row-{ERRORED_N}"]
-    assert all(r["batch"] and not r["cached"] and r["cost_usd"] > 0 for r in batched)
+    assert all(r["batch"] and not r["cached"] and r["cost_usd"] > 0 and r["latency_s"] > 0 for r in batched)
     # billed at the batch discount: half the normal price of the same tokens
     normal = p.complete(request(100))
     assert batched[0]["cost_usd"] < normal.cost_usd

@@ -177,3 +177,16 @@ def test_dry_run_uses_ledger_history_and_skips_cached(tmp_path: Path) -> None:
     assert "ledger mean output" in est.basis and est.output_tokens > 0 and est.usd == 0
     # offline calls are never cached, so nothing counts as cached here
     assert est.cached_calls == 0 and est.calls == 10
+
+
+def test_ledger_summary_command_prints_costs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tasks.llm.ledger import main
+
+    p = get_provider(config=LLMConfig(provider="offline", store_path=str(tmp_path / "llm.sqlite")), run_id="r9")
+    p.complete_many([request(i) for i in range(3)], concurrency=1)
+    p.store.close()
+    main([str(tmp_path / "llm.sqlite"), "--run", "r9"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[:3] == ["test_stage", "3", "3"] and out[-1].startswith("total")
+    with pytest.raises(SystemExit, match="does not exist"):
+        main([str(tmp_path / "none.sqlite")])

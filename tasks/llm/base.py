@@ -118,6 +118,7 @@ class Trip:
     cost_usd: float
     cached: bool
     batch: bool
+    queued_s: float = 0.0  # a batch result's time from submission to result, billed with it
 
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
@@ -291,7 +292,8 @@ class Provider(ABC):
             return None
         # A batch result is billed by the first call that reads it; later reads are free cache hits.
         billed = self.store.claim_unbilled(key) if hit.unbilled_usd > 0 else 0.0
-        return Trip(RawReply(hit.text, Usage(**hit.usage)), billed, cached=billed == 0.0, batch=hit.origin == "batch")
+        return Trip(RawReply(hit.text, Usage(**hit.usage)), billed, cached=billed == 0.0, batch=hit.origin == "batch",
+                    queued_s=hit.latency_s if billed > 0 else 0.0)
 
     def _live_trip(self, request: LLMRequest, system: str, messages: list[dict[str, str]], key: str) -> Trip:
         started = time.perf_counter()
@@ -308,7 +310,7 @@ class Provider(ABC):
         started = time.perf_counter()
         template = request.template
         system, messages, first_key = self.first_trip(request)
-        usage, cost, all_cached, batch = Usage(), 0.0, True, False
+        usage, cost, all_cached, batch, queued = Usage(), 0.0, True, False, 0.0
         error: str | None = None
         status = "missing"
         output: BaseModel | None = None
@@ -333,6 +335,7 @@ class Provider(ABC):
             attempts = attempt
             usage.add(trip.reply.usage)
             cost += trip.cost_usd
+            queued += trip.queued_s
             self.budget.add(trip.cost_usd)
             all_cached &= trip.cached
             batch |= trip.batch and attempt == 1
@@ -348,7 +351,7 @@ class Provider(ABC):
                 {"role": "user", "content": corrective_message(error or "", request.output_model)},
             ]
         result = LLMResult(request.key, self.name, self.model, output, error, attempts, usage,
-                           time.perf_counter() - started, cached=all_cached and attempts > 0,
+                           time.perf_counter() - started + queued, cached=all_cached and attempts > 0,
                            cost_usd=round(cost, 9), batch=batch, status=status)
         self._record(result, request, template, first_key)
         return result

@@ -182,3 +182,25 @@ def publish_llm_calls(stage_store: "StageStore", call_store: "CallStore", report
                         validation={"success": True, "summary": report.summary()}, stats=total)
     refresh_catalog(stage_store)
     return man
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m tasks.llm.ledger [STORE] [--run RUN_ID]``: print the ledger and cost summary."""
+    import argparse
+
+    from tasks.llm.cache import CallStore
+
+    ap = argparse.ArgumentParser(description="Print the LLM ledger and cost summary")
+    ap.add_argument("store", nargs="?", default="data/llm/llm.sqlite", help="the call store (llm.store_path)")
+    ap.add_argument("--run", default=None, help="one run id (default: every run)")
+    args = ap.parse_args(argv)
+    from pathlib import Path
+
+    if not Path(args.store).exists():
+        raise SystemExit(f"{args.store} does not exist; run a flow with an LLM provider first, or pass llm.store_path")
+    with CallStore(args.store) as store:
+        print_ledger_summary(store, args.run)
+
+
+if __name__ == "__main__":
+    main()
