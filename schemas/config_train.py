@@ -108,3 +108,35 @@ DEMO_OVERRIDES: dict[str, Any] = {
     "deepspeed": {"precision": "fp32", "micro_batch_size": 4, "zero_stage": 1},
     "run": {"steps": 3, "save_every": 2},
 }
+
+
+class SFTRunSection(_Section):
+    """The supervised stage before RL (paper D.1): teacher answers as targets."""
+
+    epochs: int = Field(1, ge=1)
+    examples_per_step: int = Field(64, ge=1, description="Global batch: examples per optimiser step, all ranks")
+    max_seq_len: int = Field(16384, ge=16, description="Longer examples are cut (answer tail), and counted")
+    seed: int = 0
+    out_dir: Path = Field(Path("runs/sft"), description="Checkpoints, TensorBoard logs, final_model/")
+    save_every: int = Field(200, ge=1)
+    keep_checkpoints: int = Field(2, ge=1)
+    resume: bool = False
+    answers_path: str | None = Field(None, description="sft_answers stage (Parquet) or JSONL with query and answer; "
+                                                       "None = built-in toy examples")
+    instruction: str | None = Field(None, description="Generation instruction (paper F.3); None = the default")
+
+
+class SFTConfig(_Section):
+    """The ``train_sft`` section (issue 7 wires the flow; the job shares loading, checkpoints, metrics)."""
+
+    model: ModelSection = Field(default_factory=ModelSection)
+    optim: OptimSection = Field(default_factory=lambda: OptimSection(lr=1e-5))
+    deepspeed: DeepSpeedSection = Field(default_factory=DeepSpeedSection)
+    run: SFTRunSection = Field(default_factory=SFTRunSection)
+
+
+SFT_DEMO_OVERRIDES: dict[str, Any] = {
+    "optim": {"lr": 2e-3},
+    "deepspeed": {"precision": "fp32", "micro_batch_size": 2, "zero_stage": 1},
+    "run": {"examples_per_step": 4, "max_seq_len": 1024, "save_every": 1000},
+}

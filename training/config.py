@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from schemas.config_train import DEMO_OVERRIDES, TrainRLConfig
 
 
@@ -31,7 +33,7 @@ def load_config(path: str | Path) -> TrainRLConfig:
     return TrainRLConfig.model_validate(json.loads(p.read_text()))
 
 
-def parse_set(cfg: TrainRLConfig, assignments: list[str]) -> TrainRLConfig:
+def parse_set(cfg: BaseModel, assignments: list[str]) -> Any:
     """Apply ``section.field=value`` overrides (values parsed as JSON when they parse, else strings)."""
     data = cfg.model_dump(mode="json")
     for a in assignments:
@@ -44,7 +46,7 @@ def parse_set(cfg: TrainRLConfig, assignments: list[str]) -> TrainRLConfig:
         except json.JSONDecodeError:
             value = raw
         data[parts[0]][parts[1]] = value
-    return TrainRLConfig.model_validate(data)
+    return type(cfg).model_validate(data)
 
 
 def validate_configs(cfg: TrainRLConfig, world_size: int = 1) -> None:

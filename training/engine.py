@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from schemas.config_train import TrainRLConfig
+from schemas.config_train import DeepSpeedSection, OptimSection, TrainRLConfig
 from training.config import micro_batches_per_rank
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -70,34 +70,37 @@ def load_policy(path: str | Path, precision: str, device: torch.device, gradient
     return model, tokenizer
 
 
-def deepspeed_config(cfg: TrainRLConfig, world_size: int) -> dict[str, Any]:
-    ds = cfg.deepspeed
+def deepspeed_config(ds: DeepSpeedSection, optim: OptimSection, grad_accum: int) -> dict[str, Any]:
     conf: dict[str, Any] = {
         "train_micro_batch_size_per_gpu": ds.micro_batch_size,
-        "gradient_accumulation_steps": micro_batches_per_rank(cfg, world_size),
+        "gradient_accumulation_steps": grad_accum,
         "zero_optimization": {"stage": ds.zero_stage},
+        "gradient_clipping": optim.grad_clip,  # explicit: 0.0 means off
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
         "zero_allow_untested_optimizer": True,  # torch SGD/AdamW handed in on purpose (nothing compiles)
     }
-    conf["gradient_clipping"] = cfg.optim.grad_clip  # explicit: 0.0 means off
     if ds.precision == "bf16":
         conf["bf16"] = {"enabled": True}
     return conf
 
 
-def build_optimizer(cfg: TrainRLConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
+def build_optimizer(optim: OptimSection, model: torch.nn.Module) -> torch.optim.Optimizer:
     params = [p for p in model.parameters() if p.requires_grad]
-    o = cfg.optim
-    if o.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=o.lr, weight_decay=o.weight_decay)
-    return torch.optim.AdamW(params, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay, foreach=False)
+    if optim.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=optim.lr, weight_decay=optim.weight_decay)
+    return torch.optim.AdamW(params, lr=optim.lr, betas=optim.betas, weight_decay=optim.weight_decay, foreach=False)
+
+
+def build_engine_for(ds: DeepSpeedSection, optim: OptimSection, model: torch.nn.Module, grad_accum: int):
+    """``deepspeed.initialize`` with the torch optimiser passed in (shared by the GRPO and SFT jobs)."""
+    import deepspeed
+
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=build_optimizer(optim, model),
+                                           config=deepspeed_config(ds, optim, grad_accum))
+    return engine
 
 
 def build_engine(cfg: TrainRLConfig, model: torch.nn.Module, world_size: int):
-    """``deepspeed.initialize`` with the torch optimiser passed in; returns the engine."""
-    import deepspeed
-
-    optimizer = build_optimizer(cfg, model)
-    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=optimizer, config=deepspeed_config(cfg, world_size))
-    return engine
+    """The GRPO engine: one accumulation boundary per step (all of a rank's micro-batches)."""
+    return build_engine_for(cfg.deepspeed, cfg.optim, model, micro_batches_per_rank(cfg, world_size))
