@@ -25,7 +25,7 @@ class FlowContext:
 def flow_context(profile: str | None, sets: list[str] | None) -> FlowContext:
     cfg = load_config(profile, sets=sets)
     store = StageStore(cfg.data_dir)
-    provider = get_provider(cfg.llm.provider, model=cfg.llm.model, base_url=cfg.llm.base_url)
+    provider = get_provider(config=cfg.resolved_llm(), run_id=_run_id())
     logger = get_run_logger()
     logger.info("resolved configuration (profile %s): %s", cfg.profile, cfg.model_dump_json())
     logger.info("provider: %s (%s); data dir: %s", provider.name, provider.model, store.root)
@@ -33,6 +33,13 @@ def flow_context(profile: str | None, sets: list[str] | None) -> FlowContext:
         logger.warning("running OFFLINE: no ANTHROPIC_API_KEY, every row is produced by deterministic rules "
                        "and marked provider=offline")
     return FlowContext(cfg, store, provider)
+
+
+def _run_id() -> str | None:
+    from prefect.runtime import flow_run
+
+    rid = flow_run.get_id()
+    return str(rid) if rid else None
 
 
 def forward_library_logs() -> None:

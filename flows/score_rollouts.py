@@ -30,10 +30,11 @@ from tasks.stage import StageSpec, run_stage
 def _score_chunk(rollouts: pa.Table, tasks: dict[str, dict[str, Any]], env: dict[str, Any],
                  llm: dict[str, Any]) -> tuple[pa.Table, pa.Table]:
     """One chunk on one worker: the worker's shared browser, a provider built here (picklable inputs only)."""
+    from schemas.config_llm import LLMConfig
     from tasks.llm import get_provider
 
     cfg = EnvConfig.model_validate(env)
-    provider = get_provider(llm["provider"], model=llm.get("model"), base_url=llm.get("base_url"))
+    provider = get_provider(config=LLMConfig.model_validate(llm))
     task_objs = {k: task_from_row(v) for k, v in tasks.items()}
     return score_rollouts_table(rollouts, task_objs, provider=provider, cfg=cfg)
 
@@ -79,8 +80,7 @@ def score_rollouts(profile: str = "demo", sets: list[str] | None = None, rollout
     task_rows = {r["query_id"]: r for r in fc.store.read(tasks_stage).to_pylist()}
     keys = [f"c{i:05d}" for i in range(0, max(rollouts.num_rows, 1), chunk_size)]
     chunks = {k: rollouts.slice(i * chunk_size, chunk_size) for i, k in enumerate(keys)}
-    llm = {"provider": fc.provider.name, "model": getattr(fc.cfg.llm, "model", None),
-           "base_url": getattr(fc.cfg.llm, "base_url", None)}
+    llm = fc.cfg.resolved_llm().model_copy(update={"provider": fc.provider.name}).model_dump(mode="json")
     env_json = env_cfg.model_dump(mode="json")
     kind = env_cfg.reward_kind
     inputs = {rollouts_stage: fc.store.manifest(rollouts_stage).version,  # type: ignore[union-attr]

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from schemas.config_attribution import AttributionConfig
 from schemas.config_env import EnvConfig
+from schemas.config_llm import LLMConfig
 from schemas.config_selection import SelectionConfig
 
 PROFILES = ("demo", "full")
@@ -25,14 +26,6 @@ PROFILES = ("demo", "full")
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-class LLMSettings(_Section):
-    provider: Literal["auto", "offline", "anthropic", "openai"] = Field(
-        "auto", description="auto = anthropic when ANTHROPIC_API_KEY is set, else offline")
-    model: str | None = Field(None, description="Model name; None = the provider's default")
-    base_url: str | None = Field(None, description="API base URL (a local fake, or an OpenAI-compatible server)")
-    concurrency: int = Field(16, ge=1, le=1024, description="Parallel requests for interactive calls")
 
 
 class SynthConfig(_Section):
@@ -53,11 +46,16 @@ class SynthConfig(_Section):
 class Config(_Section):
     profile: Literal["demo", "full"] = "demo"
     data_dir: Path = Field(Path("data"), description="Stage outputs and catalog.duckdb")
-    llm: LLMSettings = Field(default_factory=LLMSettings)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
     synth: SynthConfig = Field(default_factory=SynthConfig)
     env: EnvConfig = Field(default_factory=EnvConfig)
     attribution: AttributionConfig = Field(default_factory=AttributionConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
+
+    def resolved_llm(self) -> LLMConfig:
+        """The LLM settings with a relative ``store_path`` placed under ``data_dir``."""
+        path = Path(self.llm.store_path)
+        return self.llm if path.is_absolute() else self.llm.model_copy(update={"store_path": str(self.data_dir / path)})
 
     def section_hash(self, *names: str) -> str:
         """Hash of the named sections: a stage's fingerprint covers only what it depends on."""

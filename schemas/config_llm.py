@@ -81,7 +81,7 @@ class LLMConfig(_Section):
         None, description="Environment variable holding the key; None = ANTHROPIC_API_KEY / OPENAI_API_KEY")
     concurrency: int = Field(16, ge=1, le=1024, description="Parallel requests for interactive calls")
     budget_usd: float | None = Field(None, gt=0.0, description="Stop sending calls once this much is spent")
-    store_path: str = Field("data/llm/llm.sqlite", description="SQLite file: response cache, ledger, batch ids")
+    store_path: str = Field("llm/llm.sqlite", description="SQLite file: response cache, ledger, batch ids (relative: under data_dir)")
     cache: bool = Field(True, description="Content-addressed response cache (offline calls are never cached)")
     json_mode: bool = Field(False, description="openai: send response_format json_object (vLLM, OpenAI support it)")
     chars_per_token: float = Field(4.0, gt=0.0, description="Dry-run token estimate: characters per token")

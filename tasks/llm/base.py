@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from schemas.config_llm import BatchConfig, Prices, RetryConfig
 from tasks.llm.cache import cache_key, canonical_json
@@ -142,7 +142,23 @@ def parse_json(text: str) -> Any:
     raise json.JSONDecodeError("no JSON object in the reply", text, 0)
 
 
+class TextOutput(BaseModel):
+    """Output model for free-text replies (teacher answers, policy-style generations): the reply is
+    taken as it is instead of being parsed as JSON. Subclass it to add validators."""
+
+    text: str = Field(min_length=1)
+
+
+def is_text_output(model: type[BaseModel]) -> bool:
+    return isinstance(model, type) and issubclass(model, TextOutput)
+
+
 def validate_reply(request: LLMRequest, text: str) -> tuple[BaseModel | None, str | None]:
+    if is_text_output(request.output_model):
+        try:
+            return request.output_model.model_validate({"text": text}, context=request.validation_context), None
+        except ValidationError as e:
+            return None, f"the reply is not usable: {e.errors()[0]['msg']}"
     try:
         data = parse_json(text)
     except json.JSONDecodeError as e:
@@ -165,6 +181,8 @@ def schema_digest(model: type[BaseModel]) -> str:
 
 
 def corrective_message(error: str, model: type[BaseModel]) -> str:
+    if is_text_output(model):
+        return f"Your previous reply could not be used: {error}. Reply again, following the instructions exactly."
     return (
         f"Your previous reply could not be used: {error}. Reply again with only one JSON object that "
         f"matches this JSON schema, with no text around it:\n{schema_json(model)}"

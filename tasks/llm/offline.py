@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from tasks.llm.base import LLMRequest, Provider, RawReply, Usage
+from tasks.llm.base import LLMRequest, Provider, RawReply, Usage, is_text_output
 
 OFFLINE_MODEL = "offline-rules-v1"
 
@@ -23,7 +23,7 @@ class OfflineProvider(Provider):
                 "set ANTHROPIC_API_KEY or choose provider 'anthropic'/'openai' in the config"
             )
         out = request.offline_rule(dict(request.variables))
-        text = json.dumps(out)
+        text = out["text"] if is_text_output(request.output_model) else json.dumps(out)
         # Token counts are estimated (~4 characters a token) so ledgers and dry runs have a scale.
         prompt_chars = len(system) + sum(len(m["content"]) for m in messages)
         return RawReply(text, Usage(input_tokens=prompt_chars // 4, output_tokens=len(text) // 4))

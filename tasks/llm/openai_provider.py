@@ -21,7 +21,7 @@ import os
 from typing import Any, Iterator
 
 from schemas.config_llm import RetryConfig
-from tasks.llm.base import LLMRequest, Provider, RawReply, Usage
+from tasks.llm.base import LLMRequest, Provider, RawReply, Usage, is_text_output
 from tasks.llm.batch import BatchItem, BatchOutcome
 from tasks.llm.retry import Fault, auth_error, call_with_retries, classify_status
 
@@ -36,7 +36,7 @@ def chat_params(model: str, request: LLMRequest, system: str, messages: list[dic
     turns = ([{"role": "system", "content": system}] if system else []) + [dict(m) for m in messages]
     params: dict[str, Any] = {"model": model, "messages": turns, "max_tokens": request.max_tokens,
                               "temperature": request.temperature}
-    if json_mode:
+    if json_mode and not is_text_output(request.output_model):
         params["response_format"] = {"type": "json_object"}
     return params
 
