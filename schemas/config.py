@@ -20,6 +20,7 @@ from schemas.config_attribution import AttributionConfig
 from schemas.config_env import EnvConfig
 from schemas.config_llm import LLMConfig
 from schemas.config_selection import SelectionConfig
+from schemas.config_sft import SFTConfig
 
 PROFILES = ("demo", "full")
 
@@ -51,6 +52,7 @@ class Config(_Section):
     env: EnvConfig = Field(default_factory=EnvConfig)
     attribution: AttributionConfig = Field(default_factory=AttributionConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    sft: SFTConfig = Field(default_factory=SFTConfig)
 
     def resolved_llm(self) -> LLMConfig:
         """The LLM settings with a relative ``store_path`` placed under ``data_dir``."""
@@ -64,7 +66,8 @@ class Config(_Section):
 
 
 PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
-    "demo": {"synth": {"n_queries": 200, "n_personas": 60, "chunk_size": 50}},
+    "demo": {"synth": {"n_queries": 200, "n_personas": 60, "chunk_size": 50},
+             "sft": {"max_queries": 24, "chunk_size": 12, "steps": 4, "max_seq_len": 1024}},
     "full": {},
 }
 

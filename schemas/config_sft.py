@@ -1,0 +1,21 @@
+"""generate-sft and the SFT job (paper D.1): teachers, gates, export."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SFTConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    teachers: list[str] = Field(default_factory=lambda: ["claude-opus-4-8"],
+                                description="Teacher models (one or several); offline runs use the offline teacher")
+    max_queries: int | None = Field(None, ge=1, description="Answer at most this many queries (None = all with a reference)")
+    judge: bool = Field(False, description="Also run the LLM judge on teacher answers (gates alone by default)")
+    browser: bool = Field(True, description="Runtime gate in headless Chromium (False: tree-sitter gates only)")
+    max_tokens: int = Field(16_000, ge=256, description="Teacher answer budget")
+    temperature: float = Field(0.7, ge=0, le=2)
+    chunk_size: int = Field(64, ge=1, description="Queries per resumable part")
+    # the SFT job
+    steps: int = Field(200, ge=1, description="Optimiser steps of the SFT job")
+    learning_rate: float = Field(1e-5, gt=0)
+    micro_batch_size: int = Field(1, ge=1)
+    max_seq_len: int = Field(8192, ge=64, description="Longer examples are truncated (response tokens last)")

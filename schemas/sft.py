@@ -1,0 +1,44 @@
+"""The ``sft_answers`` stage: every teacher answer with its gates; rejected ones stay, marked."""
+from __future__ import annotations
+
+import great_expectations as gx
+import pyarrow as pa
+
+from schemas.validation import FrameSuite, rows, suite
+
+MESSAGE = pa.struct([pa.field("role", pa.string()), pa.field("content", pa.string())])
+
+SFT_ANSWERS_SCHEMA = pa.schema([
+    pa.field("answer_id", pa.string()),
+    pa.field("query_id", pa.string()),
+    pa.field("teacher", pa.string()),
+    pa.field("provider", pa.string()),
+    pa.field("prompt_version", pa.string()),
+    pa.field("messages", pa.list_(MESSAGE)),
+    pa.field("response", pa.string()),
+    pa.field("error", pa.string()),
+    pa.field("format_valid", pa.bool_()),
+    pa.field("source_valid", pa.bool_()),
+    pa.field("runtime_valid", pa.bool_()),
+    pa.field("reward", pa.float64()),
+    pa.field("rejected", pa.bool_()),
+    pa.field("reject_reason", pa.string()),
+    pa.field("difficulty", pa.string()),
+    pa.field("domain", pa.string()),
+    pa.field("category_ids", pa.list_(pa.string())),
+])
+
+REJECT_REASONS = ["missing", "format_invalid", "source_invalid", "runtime_invalid", "judge_failed"]
+
+
+def sft_answers_suites() -> list[FrameSuite]:
+    E = gx.expectations
+    return [FrameSuite("rows", rows, suite(
+        "sft_answers",
+        E.ExpectColumnValuesToNotBeNull(column="answer_id"),
+        E.ExpectColumnValuesToBeUnique(column="answer_id"),
+        E.ExpectColumnValuesToNotBeNull(column="query_id"),
+        E.ExpectColumnValuesToNotBeNull(column="rejected"),
+        E.ExpectColumnValuesToBeInSet(column="reject_reason", value_set=REJECT_REASONS),
+        E.ExpectColumnValuesToNotBeNull(column="provider"),
+    ), ["answer_id"])]
