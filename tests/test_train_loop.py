@@ -125,7 +125,7 @@ def _clean_env() -> dict[str, str]:
 def test_cli_entry_runs_the_demo(tmp_path):
     out = tmp_path / "cli"
     proc = subprocess.run([sys.executable, "-m", "training", "--set", f"run.out_dir={out}", "--set", "run.steps=2",
-                           "--set", "rollout.max_new_tokens=8"],
+                           "--set", "rollout.max_new_tokens=8", "--set", "rollout.instruction=Write one HTML file."],
                           cwd=REPO, capture_output=True, text=True, timeout=300, env=_clean_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "TensorBoard logs:" in proc.stdout
