@@ -235,11 +235,6 @@ def _is_js(data: bytes, start_tag: ts.Node) -> bool:
     return (found.group(1).lower() if found else "") in JS_TYPES
 
 
-def _script_tags(html_root: ts.Node) -> list[ts.Node]:
-    """Start tags of the closed ``<script>`` elements, in page order."""
-    return [m["script.start"][0] for m in matches(load_query("html_scripts", html=True), html_root) if "script.end" in m]
-
-
 def _script_nodes(html_root: ts.Node, data: bytes, html_matches: list | None = None) -> list[ts.Node]:
     out = []
     for m in html_matches if html_matches is not None else matches(load_query("html", html=True), html_root):

@@ -60,18 +60,35 @@ def find_exact(source: str, quote: str) -> list[tuple[int, int]]:
 
 
 def whitespace_pattern(quote: str) -> re.Pattern[str] | None:
+    """The regex ``find_whitespace`` implements (kept as the specification; tests compare the two)."""
     parts = quote.split()
     return re.compile(r"\s+".join(re.escape(p) for p in parts)) if parts else None
 
 
 def find_whitespace(source: str, quote: str) -> list[tuple[int, int]]:
-    pattern = whitespace_pattern(quote)
-    if pattern is None:
+    r"""Every match of ``whitespace_pattern(quote)`` (overlapping ones included), without compiling it.
+
+    The pattern is the quote's non-whitespace parts joined by ``\s+``; since parts never start with
+    whitespace, a match at a given start is unique (each run of whitespace is taken whole), so it is
+    checked part by part with ``str.startswith`` from every occurrence of the first part."""
+    parts = quote.split()
+    if not parts:
         return []
-    out, pos = [], 0
-    while (m := pattern.search(source, pos)) is not None:
-        out.append((m.start(), m.end()))
-        pos = m.start() + 1
+    first, rest = parts[0], parts[1:]
+    out, n = [], len(source)
+    i = source.find(first)
+    while i >= 0:
+        pos = i + len(first)
+        for part in rest:
+            k = pos
+            while k < n and source[k].isspace():
+                k += 1
+            if k == pos or not source.startswith(part, k):
+                break
+            pos = k + len(part)
+        else:
+            out.append((i, pos))
+        i = source.find(first, i + 1)
     return out
 
 

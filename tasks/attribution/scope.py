@@ -45,16 +45,16 @@ import numpy as np
 import tree_sitter as ts
 
 from tasks.attribution.analyzer import (
-    EventBinding, SourceModel, _is_js, _script_tags, _attribute_bindings, _Offsets, _script_nodes, analyze, html_language, js_language, load_query, matches,
+    EventBinding, SourceModel, _is_js, _attribute_bindings, _Offsets, _script_nodes, analyze, html_language, js_language, load_query, matches,
     model_from_roots,
 )
 
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
-_MEMBER_ROOT = re.compile(r"([A-Za-z_$][\w$]*)\s*\??\.\s*$")
 
 
+_ON_ATTRIBUTE = re.compile(rb"[oO][nN][a-zA-Z]+\s*=\s*[\"']")
 _DECL_INDENT = re.compile(r"\n([ \t]*)(?:function|const|let|var|class|async)(?![\w$])")
-_CONTINUATION = ("else", "catch", "finally", "in", "instanceof")
+_CONTINUATION = r"(?=[A-Za-z_$])(?!(?:else|catch|finally|in|instanceof)(?![\w$]))"
 
 
 def top_level_starts(script: str) -> list[int]:
@@ -64,20 +64,126 @@ def top_level_starts(script: str) -> list[int]:
     if not indents:
         return [0]
     top = min(indents, key=len)
-    out = [0]
-    for m in re.finditer("\n" + re.escape(top) + r"(?=[A-Za-z_$])", text):
-        pos = m.end()  # first character of the line's word, in ``text``
-        if pos - 1 - len(top) > 0 and not _continues(text, pos):
-            out.append(pos - 1 - len(top))  # the line start, in ``script``
+    # a line at the top indent starting a word that does not continue the previous statement
+    # (``} else {``, ``} catch``, ``x\nin y``); m.start() in ``text`` is the line start in ``script``
+    line = re.compile("\n" + re.escape(top) + _CONTINUATION)
+    starts = [m.start() for m in line.finditer(text) if m.start() > 0]
+    inside = multiline_spans(script)
+    if inside:  # never cut inside a template literal or a block comment spanning lines
+        ends = [e for _, e in inside]
+        starts = [p for p in starts if not _within(inside, ends, p)]
+    return [0] + starts
+
+
+def _within(spans: list[tuple[int, int]], ends: list[int], pos: int) -> bool:
+    k = bisect.bisect_right(ends, pos)
+    return k < len(spans) and spans[k][0] < pos
+
+
+# Strings, templates (one level of ${}) and comments that close on their line, and any other code
+# (possessive: a failure is immediate, never a backtracking blow-up). ``_CLOSED_SCRIPT`` matching a
+# whole script means no construct spans lines; ``_CLOSED_LINE`` checks one line whose end is in code.
+_CLOSED = (r"'(?:[^'\\\n]|\\.)*+'|\"(?:[^\"\\\n]|\\.)*+\""
+           r"|`(?:[^`\\$\n]|\\.|\$(?!\{)|\$\{[^{}`'\"\n]*+\})*+`|/\*(?:[^*\n]|\*(?!/))*+\*/|//[^\n]*+")
+_CLOSED_SCRIPT = re.compile(r"(?:[^`/*'\"]++|" + _CLOSED + r"|/(?![*/])|\*(?!/))*+")
+_CLOSED_LINE = re.compile(r"(?:[^`/*'\"\n]++|" + _CLOSED + r"|/(?![*/])|\*(?!/))*+")
+_MULTILINE_TOKEN = re.compile(r"`|/\*|\*/")
+_REGEX_BEFORE = set("(,=:[!&|?{};+-*%<>~^") | {""}
+_REGEX_WORDS = {"return", "typeof", "case", "do", "else", "in", "of", "new", "delete", "void", "throw", "yield", "await"}
+
+
+def multiline_spans(script: str) -> list[tuple[int, int]]:
+    """Character spans ``(a, b)`` of ``script`` lying inside a template literal or block comment that
+    spans lines, in order. Usually one regex shows there is none. Otherwise, only lines holding a
+    backtick, ``/*`` or ``*/`` can change that state: those closed on themselves are cleared by a
+    regex, the others go through ``_lex_line``. A regex literal holding a quote or backtick makes the
+    regexes fail (then the lexer decides); strings continued with a backslash are not followed (a cut
+    there leaves a statement that does not parse, and the page falls back)."""
+    if _MULTILINE_TOKEN.search(script) is None or _CLOSED_SCRIPT.fullmatch(script):
+        return []
+    out: list[tuple[int, int]] = []
+    state: list = ["code"]  # a stack: "code", "template", "comment", or ("expr", brace depth)
+    opened = 0
+    last = -1
+    for m in _MULTILINE_TOKEN.finditer(script):
+        start = script.rfind("\n", 0, m.start()) + 1
+        if start <= last:
+            continue  # a line with several tokens is lexed once
+        end = script.find("\n", m.end())
+        end = last = len(script) if end < 0 else end
+        if state == ["code"] and _CLOSED_LINE.fullmatch(script, start, end):
+            continue
+        was_code = state == ["code"]
+        state = _lex_line(script, start, end, state)
+        if was_code and state != ["code"]:
+            opened = end  # the construct runs on from the end of this line
+        elif not was_code and state == ["code"]:
+            out.append((opened, start + 1))  # the closing line starts inside too
+    if state != ["code"]:
+        out.append((opened, len(script)))
     return out
 
 
-def _continues(text: str, pos: int) -> bool:
-    """The word at ``pos`` continues the previous statement (``} else {``, ``} catch``, ``x\nin y``)."""
-    for word in _CONTINUATION:
-        if text.startswith(word, pos) and not _is_word_char(text[pos + len(word):pos + len(word) + 1] or " "):
-            return True
-    return False
+def _lex_line(s: str, i: int, end: int, state: list) -> list:
+    """The lexical state after ``s[i:end]`` (one line), from ``state`` before it. Strings, regexes
+    and line comments end with the line; templates (with ``${}`` nesting) and block comments may not."""
+    state = list(state)
+    prev = ""  # the last significant character in code, to tell a regex from a division
+    while i < end:
+        top, ch = state[-1], s[i]
+        if top == "comment":
+            j = s.find("*/", i, end)
+            if j < 0:
+                return state
+            state.pop()
+            i = j + 2
+        elif top == "template":
+            if ch == "\\":
+                i += 2
+            elif ch == "`":
+                state.pop()
+                prev, i = "`", i + 1
+            elif s.startswith("${", i):
+                state.append(("expr", 0))
+                prev, i = "{", i + 2
+            else:
+                i += 1
+        elif ch in "'\"":
+            j = i + 1
+            while j < end and s[j] != ch:
+                j += 2 if s[j] == "\\" else 1
+            prev, i = ch, j + 1
+        elif ch == "`":
+            state.append("template")
+            i += 1
+        elif s.startswith("//", i):
+            return state
+        elif s.startswith("/*", i):
+            state.append("comment")
+            i += 2
+        elif ch == "/":
+            word = re.search(r"[\w$]+$", s[max(i - 12, 0):i].rstrip())
+            if prev in _REGEX_BEFORE or (word is not None and word.group(0) in _REGEX_WORDS and prev.isalpha()):
+                j, cls = i + 1, False  # a regex literal: up to its closing slash
+                while j < end and (s[j] != "/" or cls):
+                    cls = (cls or s[j] == "[") and s[j] != "]"
+                    j += 2 if s[j] == "\\" else 1
+                prev, i = "/", j + 1
+            else:
+                prev, i = "/", i + 1
+        else:
+            if isinstance(top, tuple):  # inside ${...}: braces nest, the last one closes it
+                if ch == "{":
+                    state[-1] = ("expr", top[1] + 1)
+                elif ch == "}":
+                    if top[1] == 0:
+                        state.pop()
+                    else:
+                        state[-1] = ("expr", top[1] - 1)
+            if not ch.isspace():
+                prev = ch
+            i += 1
+    return state
 
 
 def _is_word_char(ch: str) -> bool:
@@ -99,12 +205,36 @@ def find_words(text: str, names: Iterable[str], start: int, end: int) -> list[tu
     return out
 
 
-_DECL_BEFORE = re.compile(r"(?:(?<![\w$])(?:let|const|var)\s+|,\s*)$")
-
-
 def _may_declare(text: str, start: int) -> bool:
-    """A superset of the places a top-level ``let``/``const``/``var`` can declare the word at ``start``."""
-    return _DECL_BEFORE.search(text, max(start - 64, 0), start) is not None
+    """A superset of the places a top-level ``let``/``const``/``var`` can declare the word at ``start``:
+    right after ``let``/``const``/``var`` and whitespace, or after a comma (``let a = 1, b``)."""
+    before = text[max(start - 64, 0):start]
+    stripped = before.rstrip()
+    if stripped.endswith(","):
+        return True
+    if len(stripped) == len(before):  # the keyword needs whitespace before the name
+        return False
+    for word in ("let", "const", "var"):
+        if stripped.endswith(word):
+            k = len(stripped) - len(word)
+            return k == 0 or not _is_word_char(stripped[k - 1])
+    return False
+
+
+def _member_root(text: str, start: int) -> str | None:
+    """``X`` when the word at ``start`` is the property in ``X.word`` / ``X?.word``, else None."""
+    before = text[max(start - 80, 0):start].rstrip()
+    if not before.endswith("."):
+        return None
+    before = before[:-1]
+    if before.endswith("?"):
+        before = before[:-1]
+    before = before.rstrip()
+    k = len(before)
+    while k and _is_word_char(before[k - 1]):
+        k -= 1
+    word = before[k:]
+    return word if word and (word[0].isalpha() or word[0] in "_$") else None
 
 
 def _not_definition(text: str, start: int, end: int) -> bool:
@@ -211,14 +341,15 @@ class ScopedAnalyzer:
                 keep.append(self._byte_range(pos, len(data)))
             parser.included_ranges = keep
             root = parser.parse(data).root_node
-            found = [(m["script.start"][0].end_byte, m["script.end"][0].start_byte)
-                     for m in matches(load_query("html_scripts", html=True), root) if "script.end" in m]
-            if found == predicted:
+            tags = [(m["script.start"][0], m["script.end"][0])
+                    for m in matches(load_query("html_scripts", html=True), root) if "script.end" in m]
+            if [(a.end_byte, b.start_byte) for a, b in tags] == predicted:
                 self.html_fast = True
-                html_matches = matches(load_query("html", html=True), root)
-                scripts = [(a, b) for (a, b), m in zip(predicted, _script_tags(root)) if _is_js(data, m)]
-                return ([(self.off(a), self.off(b)) for a, b in scripts],
-                        _attribute_bindings(root, data, self.off, html_matches))
+                # an on* attribute with a quoted value needs ``on<letters> = "`` in the markup
+                markup = b"".join(data[r.start_byte:r.end_byte] for r in keep)
+                bindings = (_attribute_bindings(root, data, self.off) if _ON_ATTRIBUTE.search(markup) else [])
+                scripts = [(a, b) for (a, b), (tag, _) in zip(predicted, tags) if _is_js(data, tag)]
+                return [(self.off(a), self.off(b)) for a, b in scripts], bindings
             parser = ts.Parser(html_language())
         root = parser.parse(data).root_node
         html_matches = matches(load_query("html", html=True), root)  # one pass for both
@@ -260,7 +391,10 @@ class ScopedAnalyzer:
         """Every place that may define one of ``names`` (a superset: every mention but certain calls)."""
         new = {n for n in names if n} - self.mentioned - self.defined
         self.defined |= new
-        self._select_sites(w for w in self._find(new) if not _not_definition(self.text, *w))
+        text = self.text
+        # a name that only ever occurs as ``.name(`` (DOM calls: getElementById) defines nothing here
+        new = {n for n in new if text.count(n) != text.count(f".{n}(")}
+        self._select_sites(w for w in self._find(new) if not _not_definition(text, *w))
 
     def select_declarations(self, names: Iterable[str]) -> None:
         """Every place that may declare one of ``names`` at top level."""
@@ -280,9 +414,8 @@ class ScopedAnalyzer:
         roots = set(words)
         # X in ``X.total`` / ``X?.total``: is X top-level state? (the word before the dot)
         for a, _ in self._find({var.split(".")[-1] for var in variables}):
-            before = self.text[max(a - 80, 0):a]
-            if (m := _MEMBER_ROOT.search(before)) is not None:
-                roots.add(m.group(1))
+            if (root := _member_root(self.text, a)) is not None:
+                roots.add(root)
         self.select_declarations(roots)
 
     # -- analysis --------------------------------------------------------------------------------
