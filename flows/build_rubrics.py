@@ -30,12 +30,13 @@ from schemas.rubrics import (candidates_suites, expansions_suites, items_suites,
                              requirements_suites, ITEMS_SCHEMA)
 from tasks.llm.base import Provider
 from tasks.rubrics import pipeline, stages
+from tasks.rubrics.report import coverage_markdown, coverage_summary
 from tasks.stage import StageOutcome, StageSpec, run_stage
 from tasks.store import StageStore
 
 log = logging.getLogger("rubricrl.rubrics")
 # The stage store is the cross-run cache (parts keyed by chunk), so Prefect result caching is off.
-build_part = task(pipeline.build_part, name="rubric-stage-part", retries=1, retry_delay_seconds=[10],
+stage_part = task(stages.stage_part, name="rubric-stage-part", retries=1, retry_delay_seconds=[10],
                   cache_policy=NO_CACHE)
 items_part = task(stages.items_part, name="rubric-items-part", cache_policy=NO_CACHE)
 
@@ -91,35 +92,6 @@ def _stats(counts: pipeline.PartCounts) -> Callable[[pa.Table], dict[str, Any]]:
     return stats
 
 
-def coverage_summary(refs: pa.Table, items: pa.Table) -> dict[str, Any]:
-    """Counts for the artifact: references, items by scope and level, coverage, unsupported, merges."""
-    ok = refs.filter(pc.equal(refs.column("status"), "ok"))
-    lists = lambda c: ok.column(c).to_pylist()  # noqa: E731
-    unsupported = [u for us in lists("unsupported_items") for u in us]
-    decisions = [d for ds in lists("filtering_decisions") for d in ds]
-    level = items.group_by(["scope", "rubric_level"]).aggregate([("id", "count")]).to_pylist()
-    return {
-        "references": ok.num_rows, "queries_without_reference": refs.num_rows - ok.num_rows,
-        "items": items.num_rows, "by_scope_level": {f"{r['scope']}/{r['rubric_level']}": r["id_count"] for r in level},
-        "requirements": sum(len(x) for x in lists("requirement_ids")),
-        "must_cover": sum(len(x) for x in lists("must_cover_ids")),
-        "uncovered_must_cover": sum(len(x) for x in lists("uncovered_must_cover_ids")),
-        "queries_with_uncovered_must_cover": sum(bool(x) for x in lists("uncovered_must_cover_ids")),
-        "unsupported_removed_by_evidence_check": sum(u["found_by"] == "evidence_check" for u in unsupported),
-        "unsupported_reported_by_model": sum(u["found_by"] == "model" for u in unsupported),
-        "merges": sum(d["action"] == "merge" for d in decisions),
-    }
-
-
-def coverage_markdown(cov: dict[str, Any]) -> str:
-    lines = ["## Coverage summary", "", "| measure | value |", "|---|---|"]
-    for k, v in cov.items():
-        if isinstance(v, dict):
-            v = ", ".join(f"{a}: {b}" for a, b in sorted(v.items()))
-        lines.append(f"| {k} | {v} |")
-    return "\n".join(lines)
-
-
 def build_stages(store: StageStore, provider: Provider, rcfg: RubricsConfig, *, force: bool = False,
                  concurrency: int = 8) -> list[StageOutcome]:
     """Run the five stages and ``rubric_items`` over the published ``queries`` stage."""
@@ -135,15 +107,15 @@ def build_stages(store: StageStore, provider: Provider, rcfg: RubricsConfig, *, 
     outcomes: list[StageOutcome] = []
     req_table: list[pa.Table] = []
     for index, sd in enumerate(stages.stage_defs(rcfg.evidence_min_chars)):
-        settings = rcfg.stage_settings(sd.section)
+        settings = rcfg.stage_settings(sd.section)  # enters the fingerprint; rows hash it too
         prior = pipeline.PriorRows(store, sd.name, enabled=not force)
         counts = pipeline.PartCounts()
 
-        def make(key: str, index: int = index, sd: pipeline.StageDef = sd, settings: dict = settings,
-                 prior: pipeline.PriorRows = prior, counts: pipeline.PartCounts = counts) -> pa.Table:
-            ctxs = stages.load_contexts(store, index, key, chunks[key], texts)
-            table, c = build_part.with_options(name=f"{sd.name}-part")(sd, ctxs, provider, settings, rcfg.prompt_dir,
-                                                                      prior, concurrency)
+        def make(key: str, index: int = index, sd: pipeline.StageDef = sd, prior: pipeline.PriorRows = prior,
+                 counts: pipeline.PartCounts = counts) -> pa.Table:
+            chunk_texts = {q: texts[q] for q in chunks[key]} if index == 0 else {}
+            table, c = stage_part.with_options(name=f"{sd.name}-part")(store, index, key, chunks[key], chunk_texts,
+                                                                      provider, rcfg, prior, concurrency)
             counts.add(c)
             return table
 
@@ -179,8 +151,9 @@ def build_rubrics(profile: str = "demo", sets: list[str] | None = None, force: b
     rcfg = own if own is not None else getattr(fc.cfg, "rubrics")
     logger = get_run_logger()
     logger.info("rubrics configuration: %s", rcfg.model_dump_json())
-    outcomes = build_stages(fc.store, fc.provider, rcfg, force=force,
-                            concurrency=rcfg.concurrency or fc.cfg.llm.concurrency)
+    # The offline rules are pure Python under the GIL: threads would only add overhead.
+    concurrency = 1 if fc.provider.name == "offline" else (rcfg.concurrency or fc.cfg.llm.concurrency)
+    outcomes = build_stages(fc.store, fc.provider, rcfg, force=force, concurrency=concurrency)
     summaries = [stage_summary(o, {k: v for k, v in o.manifest.stats.items() if k not in ("rows",)})
                  for o in outcomes]
     cov = coverage_summary(fc.store.read("rubric_references"), fc.store.read("rubric_items"))

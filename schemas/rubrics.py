@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from schemas.rubric import RUBRIC_LEVELS, SCOPES
 from schemas.rubric_outputs import CANDIDATE_TARGETS, MODULE_KINDS, REQUIREMENT_TYPES
-from schemas.validation import FrameSuite, rows, suite
+from schemas.validation import FrameSuite, suite
 
 STATUSES = ("ok", "missing", "error", "budget", "upstream_missing", "no_items")
 E = gx.expectations
@@ -75,8 +75,17 @@ ITEMS_SCHEMA = pa.schema([
 
 
 # -- frames ----------------------------------------------------------------------------------------
-def ok_rows(table: pa.Table) -> pd.DataFrame:
-    return table.filter(pc.equal(table.column("status"), "ok")).to_pandas()
+def columns(*names: str, only_ok: bool = False) -> Callable[[pa.Table], pd.DataFrame]:
+    """A frame of just the columns a suite checks (converting list columns to pandas is slow)."""
+
+    def build(table: pa.Table) -> pd.DataFrame:
+        t = table.filter(pc.equal(table.column("status"), "ok")) if only_ok else table
+        return t.select(list(names)).to_pandas()
+
+    return build
+
+
+STATUS_COLUMNS = ("query_id", "status", "provider", "input_hash")
 
 
 def _req_index(requirements: pa.Table | None) -> set[str] | None:
@@ -111,7 +120,9 @@ def _element_suites(stage: str, id_col: str, *extra: gx.expectations.Expectation
     ok = suite(f"{stage}-ok", E.ExpectColumnValuesToNotBeNull(column=id_col),
                E.ExpectCompoundColumnsToBeUnique(column_list=["query_id", id_col]),
                E.ExpectColumnValuesToNotBeNull(column="query_evidence"), *extra)
-    return [FrameSuite("rows", rows, _status_suite(stage), ["query_id"]), FrameSuite("ok", ok_rows, ok, ["query_id"])]
+    checked = ["query_id", id_col, "query_evidence"] + [e.column for e in extra]
+    return [FrameSuite("rows", columns(*STATUS_COLUMNS), _status_suite(stage), ["query_id"]),
+            FrameSuite("ok", columns(*dict.fromkeys(checked), only_ok=True), ok, ["query_id"])]
 
 
 def expansions_suites() -> list[FrameSuite]:
@@ -119,7 +130,8 @@ def expansions_suites() -> list[FrameSuite]:
                  E.ExpectColumnValuesToBeUnique(column="query_id"))
     ok = suite("expansions-ok", E.ExpectColumnValuesToNotBeNull(column="expanded_query"),
                E.ExpectColumnValuesToNotBeNull(column="prompt_version"))
-    return [FrameSuite("rows", rows, main, ["query_id"]), FrameSuite("ok", ok_rows, ok, ["query_id"])]
+    return [FrameSuite("rows", columns(*STATUS_COLUMNS), main, ["query_id"]),
+            FrameSuite("ok", columns("query_id", "expanded_query", "prompt_version", only_ok=True), ok, ["query_id"])]
 
 
 def requirements_suites() -> list[FrameSuite]:
@@ -155,7 +167,8 @@ def _reference_checks(table: pa.Table) -> pd.DataFrame:
     for ref, req, must, unc in zip(t.column("reference_json").to_pylist(), t.column("requirement_ids").to_pylist(),
                                    t.column("must_cover_ids").to_pylist(),
                                    t.column("uncovered_requirement_ids").to_pylist()):
-        items = [*json.loads(ref)["initial_state"], *json.loads(ref)["dynamic"]]
+        parsed = json.loads(ref)
+        items = [*parsed["initial_state"], *parsed["dynamic"]]
         covered = {c for i in items for c in i["covered_requirement_ids"]}
         out["has_items"].append(bool(items))
         out["must_cover_accounted"].append(set(must) <= covered | set(unc))
@@ -169,7 +182,8 @@ def references_suites() -> list[FrameSuite]:
     checks = suite("rubric_references-checks",
                    *(E.ExpectColumnValuesToBeInSet(column=c, value_set=[True])
                      for c in ("has_items", "must_cover_accounted", "covered_ids_exist")))
-    return [FrameSuite("rows", rows, main, ["query_id"]), FrameSuite("checks", _reference_checks, checks, ["query_id"])]
+    return [FrameSuite("rows", columns(*STATUS_COLUMNS), main, ["query_id"]),
+            FrameSuite("checks", _reference_checks, checks, ["query_id"])]
 
 
 def _items_per_query(references: pa.Table | None) -> Callable[[pa.Table], pd.DataFrame]:
@@ -219,5 +233,6 @@ def items_suites(references: pa.Table | None = None) -> list[FrameSuite]:
     per_q = suite("rubric_items-per-query",
                   *(E.ExpectColumnValuesToBeInSet(column=c, value_set=[True])
                     for c in ("has_items", "has_reference", "must_cover_accounted", "covered_ids_exist")))
-    return [FrameSuite("rows", rows, main, ["query_id", "id"]), FrameSuite("ids", _id_matches_scope, ids, ["query_id", "id"]),
+    main_cols = columns("query_id", "id", "scope", "rubric_level", "query_evidence", "provider")
+    return [FrameSuite("rows", main_cols, main, ["query_id", "id"]), FrameSuite("ids", _id_matches_scope, ids, ["query_id", "id"]),
             FrameSuite("per_query", _items_per_query(references), per_q, ["query_id"])]

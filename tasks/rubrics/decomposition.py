@@ -106,7 +106,7 @@ def _rows(ctx: QueryContext, out: BaseModel) -> list[dict[str, Any]]:
 def candidates_json(ctx: QueryContext) -> str:
     keys = ("candidate_id", "scope", "requirement", "verification", "source_module", "covered_requirement_ids",
             "query_evidence", "rubric_level", "target")
-    return json.dumps([{("id" if k == "candidate_id" else k): c[k] for k in keys} for c in ctx.candidates], indent=1)
+    return json.dumps([{("id" if k == "candidate_id" else k): c[k] for k in keys} for c in ctx.candidates])
 
 
 STAGE = StageDef(name="rubric_candidates", section="decomposition", prompt="rubric_decomposition",

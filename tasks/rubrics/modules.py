@@ -69,7 +69,7 @@ def _rows(ctx: QueryContext, out: BaseModel) -> list[dict[str, Any]]:
 
 def modules_json(ctx: QueryContext) -> str:
     keys = ("module_id", "name", "kind", "description", "covered_requirement_ids", "query_evidence")
-    return json.dumps([{("id" if k == "module_id" else k): m[k] for k in keys} for m in ctx.modules], indent=1)
+    return json.dumps([{("id" if k == "module_id" else k): m[k] for k in keys} for m in ctx.modules])
 
 
 STAGE = StageDef(name="modules", section="modules", prompt="rubric_modules", schema=MODULES_SCHEMA,

@@ -138,8 +138,8 @@ class PriorRows:
             return
         for i, (q, h, s) in enumerate(zip(*(self._table.column(c).to_pylist()
                                             for c in ("query_id", "input_hash", "status")))):
-            if s in ("error", "budget"):
-                continue  # transport failures and budget stops are retried, not re-used
+            if s != OK:
+                continue  # a query without a current answer is asked again, never re-used as missing
             entry = self._index.setdefault(q, (h, []))
             if entry[0] == h:
                 entry[1].append(i)

@@ -10,9 +10,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from schemas.config_rubrics import RubricsConfig
 from schemas.rubrics import ITEMS_SCHEMA
+from tasks.llm.base import Provider
 from tasks.rubrics import decomposition, expansion, filtering, modules, requirements
-from tasks.rubrics.pipeline import OK, QueryContext, StageDef, grouped, query_hash, read_part
+from tasks.rubrics.pipeline import (OK, PartCounts, PriorRows, QueryContext, StageDef, build_part, grouped, query_hash,
+                                    read_part)
 from tasks.store import StageStore
 
 TRACE_FIELDS = ("core_objects", "actions", "states", "outputs", "hard_constraints", "underspecified", "causal_links")
@@ -59,3 +62,16 @@ def items_part(store: StageStore, key: str, query_ids: list[str]) -> pa.Table:
     rows = [r for ref in refs.to_pylist() for r in filtering.item_rows(ref)]
     return pa.Table.from_pylist(rows, schema=ITEMS_SCHEMA).sort_by([("query_id", "ascending"),
                                                                       ("position", "ascending")])
+
+
+def stage_part(store: StageStore, index: int, key: str, query_ids: list[str], texts: dict[str, str],
+               provider: Provider, rcfg: RubricsConfig, prior: PriorRows | None,
+               concurrency: int) -> tuple[pa.Table, PartCounts]:
+    """One part of stage number ``index``: read its contexts, then ``build_part``.
+
+    Takes light arguments on purpose: an orchestrator that inspects task parameters (Prefect walks
+    them for upstream dependencies) would otherwise walk every query's context.
+    """
+    sd = stage_defs(rcfg.evidence_min_chars)[index]
+    ctxs = load_contexts(store, index, key, query_ids, texts)
+    return build_part(sd, ctxs, provider, rcfg.stage_settings(sd.section), rcfg.prompt_dir, prior, concurrency)
