@@ -323,7 +323,10 @@ class ScopedAnalyzer:
         self._model: SourceModel | None = None
         self._model_key: frozenset[int] | None = None
         self._parser = ts.Parser(js_language())
-        self._queries: dict = {}  # query matches per (run, range, query): rounds re-use them
+        self._queries: dict = {}  # query matches per (statement, range): rounds re-use them
+        self._lo: dict[int, int] = {}  # statement -> span of the ranges wanted in it, folded so far
+        self._hi: dict[int, int] = {}
+        self._folded = 0
 
     def _html(self) -> tuple[list[tuple[int, int]], list[EventBinding]]:
         """Script ranges (page characters) and HTML ``on*`` bindings. The markup is parsed without
@@ -451,17 +454,19 @@ class ScopedAnalyzer:
             self.parsed_chars += sum(e - s for s, e in self.script_ranges)
             self._model = analyze(self.text)
             return self._model
-        # per statement, queries cover the span of the ranges wanted inside it (one cursor each)
-        lo: dict[int, int] = {}
-        hi: dict[int, int] = {}
-        for a, b in self.want:
+        # per statement, queries cover the span of the ranges wanted inside it (one cursor each);
+        # wanted ranges only grow, so only the new ones are folded in
+        lo, hi = self._lo, self._hi
+        for a, b in self.want[self._folded:]:
             b = max(b, a + 1)
             k = max(bisect.bisect_right(self.starts, a) - 1, 0)
             while k < len(self.starts) and self.starts[k] < b:
-                if self.ends[k] > a and k in self.selected:
+                if self.ends[k] > a:
                     ca, cb = max(a, self.starts[k]), min(b, self.ends[k])
                     lo[k], hi[k] = min(lo.get(k, ca), ca), max(hi.get(k, cb), cb)
                 k += 1
+        self._folded = len(self.want)
+        lo = {k: v for k, v in lo.items() if k in self.selected}
         scoped = [(root, (self._byte(lo[k]), self._byte(hi[k]))) for k, root in zip(chunks, roots) if k in lo]
         self._model = model_from_roots(self.text, self.data, self.off, self.script_ranges, scoped, self.html_bindings,
                                        self._queries)

@@ -147,6 +147,14 @@ class _ByteVocab:
         self.offset[order] = np.concatenate([[0], np.cumsum(self.length[order])[:-1]]) if order else []
         self.is_special[list(special)] = True
         self.blob = np.frombuffer(b"".join(pieces[i] for i in order), dtype=np.uint8)
+        # chars[i]: characters of id i when its bytes are valid UTF-8 on their own, else -1 (a piece
+        # of a split character); a sequence of such ids needs no byte-level work at all
+        self.chars = np.full(size, -1, dtype=np.int64)
+        for i in order:
+            try:
+                self.chars[i] = len(pieces[i].decode("utf-8"))
+            except UnicodeDecodeError:
+                pass
 
     @classmethod
     def of(cls, tok) -> "_ByteVocab":
@@ -157,8 +165,9 @@ class _ByteVocab:
         return hit[1]  # type: ignore[return-value]
 
 
-def _byte_offsets_array(ids: np.ndarray, tok, skip: bool) -> tuple[np.ndarray, str] | None:
-    """Fast exact path for ByteLevel decoders, vectorised: (T, 2) spans and the decoded text.
+def _byte_offsets_array(ids: np.ndarray, tok, skip: bool, need_text: bool = True) -> tuple[np.ndarray, str | None] | None:
+    """Fast exact path for ByteLevel decoders, vectorised: (T, 2) spans and the decoded text (None
+    unless ``need_text``, when every id is whole characters and no bytes were needed).
 
     None when it cannot be exact: the decoder is not plain ByteLevel over a byte vocabulary, an id
     is unknown, or the concatenated bytes are not valid UTF-8 (the decoder's lossy replacement
@@ -167,6 +176,12 @@ def _byte_offsets_array(ids: np.ndarray, tok, skip: bool) -> tuple[np.ndarray, s
     vocab = _ByteVocab.of(tok)
     if not vocab.ok or (len(ids) and (ids.min() < 0 or ids.max() >= len(vocab.known) or not vocab.known[ids].all())):
         return None
+    chars = vocab.chars[ids]  # (T,)
+    if not need_text and (chars >= 0).all():  # whole characters per id: spans are running sums
+        if skip:
+            chars = np.where(vocab.is_special[ids], 0, chars)
+        end = np.cumsum(chars)
+        return np.stack([end - chars, end], axis=1), None
     lengths = vocab.length[ids]  # (T,)
     if skip:
         lengths = np.where(vocab.is_special[ids], 0, lengths)
@@ -219,7 +234,8 @@ def token_offsets_array(ids: Sequence[int] | np.ndarray, tokenizer, *, skip_spec
     from tokenizers import decoders
 
     if isinstance(getattr(tokenizer, "decoder", None), decoders.ByteLevel):
-        fast = _byte_offsets_array(arr, tokenizer, skip_special_tokens)
+        fast = _byte_offsets_array(arr, tokenizer, skip_special_tokens,
+                                   need_text=verify or expected_text is not None)
     if fast is not None and not verify and expected_text is None:
         return fast[0]
     ids_list = arr.tolist()
