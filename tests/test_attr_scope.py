@@ -152,3 +152,22 @@ def test_on_attributes_found_by_the_markup_parse():
     assert scope.html_fast
     (b,) = scope.html_bindings
     assert (b.event, b.handler_calls) == ("click", ("go", "track"))
+
+
+MARKUP = ["<!DOCTYPE html>", "<p class=a>", "</p>", "text &amp; more", "<!-- c -->", "<!-- <script>x()</script> -->",
+          '<div title="<script>">', "<div title='a>b'>", "</div>", "<style>p { color: red }</style>",
+          "<style>/* <script> */</style>", "<br/>", "<img src=x.png>", "a < b", "<script>let a = 1;</script>",
+          "<SCRIPT type='module'>b()</SCRIPT>", '<script type="application/json">{"a": 1}</script>',
+          "<textarea><script>t()</script></textarea>", "<scripts>", "<script src='x.js'></script>",
+          '<button onclick="go()">', "<input onchange = 'f()'>", "<data-on x='1'>", "</script>", "\n  ",
+          "<script>\nlet s = '</scr' + 'ipt>';\nfunction g() { return '<b>'; }\n</script>", "<p>Café ♠ 😀</p>"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(MARKUP), max_size=12))
+def test_property_script_ranges_and_attributes_match_tree_sitter_html(pieces):
+    page = "".join(pieces)
+    scope, full = ScopedAnalyzer(page), analyze(page)
+    assert scope.script_ranges == full.script_ranges
+    assert [(b.event, b.start, b.end, b.handler_calls) for b in scope.html_bindings] == [
+        (b.event, b.start, b.end, b.handler_calls) for b in full.bindings if b.kind == "attribute"]

@@ -229,10 +229,14 @@ class _Offsets:
         return char if self.ascii else int(self.char_start[char])
 
 
-def _is_js(data: bytes, start_tag: ts.Node) -> bool:
-    """A script the browser runs as JavaScript, by the ``type=`` of its start tag."""
-    found = _TYPE_RE.search(data[start_tag.start_byte:start_tag.end_byte].decode("utf-8", "replace"))
+def _is_js_tag(tag: bytes) -> bool:
+    """A script the browser runs as JavaScript, by the ``type=`` of its start tag's text."""
+    found = _TYPE_RE.search(tag.decode("utf-8", "replace"))
     return (found.group(1).lower() if found else "") in JS_TYPES
+
+
+def _is_js(data: bytes, start_tag: ts.Node) -> bool:
+    return _is_js_tag(data[start_tag.start_byte:start_tag.end_byte])
 
 
 def _script_nodes(html_root: ts.Node, data: bytes, html_matches: list | None = None) -> list[ts.Node]:

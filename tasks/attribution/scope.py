@@ -45,7 +45,7 @@ import numpy as np
 import tree_sitter as ts
 
 from tasks.attribution.analyzer import (
-    EventBinding, SourceModel, _is_js, _attribute_bindings, _Offsets, _script_nodes, analyze, html_language, js_language, load_query, matches,
+    EventBinding, SourceModel, _is_js, _is_js_tag, _attribute_bindings, _Offsets, _script_nodes, analyze, html_language, js_language, load_query, matches,
     model_from_roots,
 )
 
@@ -291,6 +291,38 @@ def predict_scripts(data: bytes) -> list[tuple[int, int]] | None:
     return out
 
 
+_ATTRS = rb"""(?:\s++[^\s"'>/=<]++(?:\s*+=\s*+(?:"[^"]*+"|'[^']*+'|[^\s"'=<>`]++))?)*+\s*+"""
+# Strictly well-formed markup up to and including a <script> start tag: text without "<", comments,
+# a doctype, end tags, <style> blocks and other start tags with quoted or plain attribute values.
+_SEGMENT = re.compile(
+    rb"(?:[^<]++|<!--(?:[^-]|-(?!->))*+-->|<!doctype[^<>]*+>|</(?!script)[a-z][\w:-]*+\s*+>"
+    rb"|<style(?=[\s/>])" + _ATTRS + rb">(?:[^<]|<(?!/style))*+</style\s*+>"
+    rb"|<(?!script[\s/>]|style[\s/>])[a-z][\w:-]*+" + _ATTRS + rb"/?>)*+"
+    rb"(<script(?=[\s/>])" + _ATTRS + rb">)", re.I)
+
+
+def strict_scripts(data: bytes) -> list[tuple[int, int, int]] | None:
+    """``(tag start, body start, body end)`` byte offsets of every ``<script>`` when the markup
+    before each is strictly well-formed (``_SEGMENT``) and after the last holds no ``<script``; None
+    otherwise (the markup is then parsed). Bodies end as in ``predict_scripts``."""
+    low = data.lower()
+    out, pos = [], 0
+    while low.find(b"<script", pos) >= 0:
+        m = _SEGMENT.match(data, pos)
+        if m is None:
+            return None
+        body = m.end()
+        end = low.find(b"</script", body)
+        if end < 0 or b"<" in data[max(end - 7, body):end]:
+            return None
+        out.append((m.start(1), body, end))
+        close = low.find(b">", end)
+        if close < 0:
+            return None
+        pos = close + 1
+    return out
+
+
 class ScopedAnalyzer:
     """One page, cut into top-level statements; ``model()`` analyses the selected ones."""
 
@@ -327,12 +359,17 @@ class ScopedAnalyzer:
         self._lo: dict[int, int] = {}  # statement -> span of the ranges wanted in it, folded so far
         self._hi: dict[int, int] = {}
         self._folded = 0
+        self._sites: dict[str, list[tuple[int, int]]] = {}
 
     def _html(self) -> tuple[list[tuple[int, int]], list[EventBinding]]:
         """Script ranges (page characters) and HTML ``on*`` bindings. The markup is parsed without
         the predicted script bodies (``predict_scripts``), which are most of the page; the prediction
         must agree with every ``script_element`` of that parse, else the whole page is parsed."""
         data, parser = self.data, ts.Parser(html_language())
+        strict = strict_scripts(data)
+        if strict is not None and _ON_ATTRIBUTE.search(data) is None:  # no markup parse needed
+            self.html_fast = True
+            return [(self.off(b), self.off(e)) for t, b, e in strict if _is_js_tag(data[t:b])], []
         predicted = predict_scripts(data)
         if predicted:
             keep, pos = [], 0
@@ -382,7 +419,13 @@ class ScopedAnalyzer:
             self.want.append((a, b))
 
     def _find(self, names: set[str]) -> list[tuple[int, int]]:
-        return [w for s, e in self.script_ranges for w in find_words(self.text, names, s, e)] if names else []
+        """Word occurrences of ``names`` in the scripts (each name is searched once per page)."""
+        out: list[tuple[int, int]] = []
+        for name in names:
+            if name not in self._sites:
+                self._sites[name] = [w for s, e in self.script_ranges for w in find_words(self.text, (name,), s, e)]
+            out += self._sites[name]
+        return out
 
     def select_mentions(self, names: Iterable[str]) -> None:
         """Every place one of ``names`` occurs as a word (code, string or comment)."""
