@@ -42,8 +42,8 @@ class RolloutSection(_Section):
     max_prompt_tokens: int = Field(4096, ge=8, description="Longer prompts are cut from the left, with a warning count")
     max_new_tokens: int = Field(16384, ge=1, description="Generation length limit per response")
     temperature: float = Field(1.0, gt=0.0, description="Sampling temperature; logprobs are of the tempered policy")
-    instruction: str | None = Field(None, description="Generation instruction (paper F.3); None = the default in "
-                                                      "training/generation_instruction.md")
+    instruction: str | None = Field(None, description="System text replacing the shared generation prompt "
+                                                      "(tasks/prompts/generation.md, paper F.3); None = that prompt")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0, description="vLLM KV-cache share on GPU "
                                                                                "(colocated with training)")
     vllm_cpu_kvcache_gb: int = Field(1, ge=1, description="vLLM on CPU: KV cache GiB (VLLM_CPU_KVCACHE_SPACE)")
@@ -123,7 +123,8 @@ class SFTRunSection(_Section):
     resume: bool = False
     answers_path: str | None = Field(None, description="sft_answers stage (Parquet) or JSONL with query and answer; "
                                                        "None = built-in toy examples")
-    instruction: str | None = Field(None, description="Generation instruction (paper F.3); None = the default")
+    instruction: str | None = Field(None, description="System text replacing the shared generation prompt; None = "
+                                                     "tasks/prompts/generation.md")
 
 
 class SFTConfig(_Section):

