@@ -75,15 +75,20 @@ def _cursor(query: ts.Query, rng: tuple[int, int] | None) -> ts.QueryCursor:
     return cursor
 
 
-JS_QUERIES = ("functions", "calls", "state", "reads", "events")
+# Query files matched together in one pass, by what they serve: structure (functions, calls, event
+# bindings) and state (declarations, writes, reads). The scoped analyzer limits each group to its
+# own byte ranges; ``analyze`` runs both over every script.
+QUERY_GROUPS = {"structure": ("functions", "calls", "events"), "state": ("state", "reads")}
+GROUP_OF = {name: group for group, names in QUERY_GROUPS.items() for name in names}
+JS_QUERIES = tuple(GROUP_OF)
 
 
 @cache
-def combined_query() -> tuple[ts.Query, tuple[str, ...]]:
-    """All JavaScript ``.scm`` files as one query (one tree traversal instead of five), and for every
-    pattern index the file it came from."""
+def combined_query(group: str) -> tuple[ts.Query, tuple[str, ...]]:
+    """The group's ``.scm`` files as one query (one tree traversal instead of several), and for
+    every pattern index the file it came from."""
     texts, owner = [], []
-    for name in JS_QUERIES:
+    for name in QUERY_GROUPS[group]:
         texts.append((QUERY_DIR / f"{name}.scm").read_text())
         owner += [name] * load_query(name).pattern_count
     query = ts.Query(js_language(), "\n".join(texts))
@@ -94,15 +99,16 @@ def combined_query() -> tuple[ts.Query, tuple[str, ...]]:
 
 def _all_matches(name: str, roots: list[Root], cache: dict) -> list[dict[str, list[ts.Node]]]:
     """Matches of ``queries/<name>.scm`` over every root, in page order (roots are disjoint, sorted).
-    All files are matched in one pass per root; ``cache`` (keyed by root position and range) keeps
-    the other files' matches, and lets a caller re-query unchanged roots for free."""
-    query, owner = combined_query()
+    The files of a group are matched in one pass per root; ``cache`` (keyed by group, root position
+    and range) keeps the other files' matches, and lets a caller re-query unchanged roots for free."""
+    group = GROUP_OF[name]
+    query, owner = combined_query(group)
     out = []
     for root, rng in roots:
-        key = (root.start_byte, root.end_byte, rng)
+        key = (group, root.start_byte, root.end_byte, rng)
         got = cache.get(key)
         if got is None:
-            got = {n: [] for n in JS_QUERIES}
+            got = {n: [] for n in QUERY_GROUPS[group]}
             for pattern, m in _cursor(query, rng).matches(root):
                 got[owner[pattern]].append(m)
             cache[key] = got
@@ -223,10 +229,10 @@ class _Offsets:
             self.char_start = np.append(np.flatnonzero(lead), len(data))
 
     def __call__(self, byte: int) -> int:
-        return byte if self.ascii else int(self.chars_before[byte])
+        return byte if self.ascii else self.chars_before.item(byte)
 
     def byte(self, char: int) -> int:
-        return char if self.ascii else int(self.char_start[char])
+        return char if self.ascii else self.char_start.item(char)
 
 
 def _is_js_tag(tag: bytes) -> bool:
@@ -342,8 +348,6 @@ def _reads(roots: list[Root], data: bytes, off: _Offsets, model: SourceModel,
     for m in _all_matches("reads", roots, cache):
         for k, v in m.items():
             caps.setdefault(k, []).extend(v)
-    for k, v in caps.items():  # matches of different patterns interleave; captures() gave page order
-        v.sort(key=lambda n: (n.start_byte, -n.end_byte))
     sv = model.state_vars
     out = []
     members: dict[int, str] = {}
@@ -430,18 +434,20 @@ def _attribute_bindings(html_root: ts.Node, data: bytes, off: _Offsets,
 
 
 def model_from_roots(text: str, data: bytes, off: _Offsets, script_ranges: list[tuple[int, int]],
-                     roots: list[Root], html_bindings: list[EventBinding], cache: dict | None = None) -> SourceModel:
+                     roots: list[Root], html_bindings: list[EventBinding], cache: dict | None = None,
+                     state_roots: list[Root] | None = None) -> SourceModel:
     """The relations found in these JavaScript program roots (disjoint, in page order, each with the
     byte range its queries are limited to) plus the HTML ``on*`` attribute bindings. ``analyze`` passes
     one whole root for every script of the page; the scoped analyzer (``tasks.attribution.scope``)
-    passes only the parsed runs of top-level statements it needs, queried where it needs them."""
+    passes only the parsed runs of top-level statements it needs, queried where it needs them
+    (``state_roots``: where state declarations, writes and reads are needed; default ``roots``)."""
     model = SourceModel(text, script_ranges, [], [], set(), [], [])
     if roots:
         cache = {} if cache is None else cache
         model.functions = _functions(roots, data, off, cache)
         model.__post_init__()
         model.calls = _calls(roots, data, off, model, cache)
-        _state(roots, data, off, model, cache)
+        _state(roots if state_roots is None else state_roots, data, off, model, cache)
         model.bindings = _events(roots, data, off, model, cache)
     model.bindings += html_bindings
     return model

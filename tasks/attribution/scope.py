@@ -346,6 +346,8 @@ class ScopedAnalyzer:
             self.script_of += [si] * len(cuts)
         self.selected: set[int] = set()
         self.want: list[tuple[int, int]] = []  # character ranges to query (inside selected statements)
+        self.want_state: list[tuple[int, int]] = []  # where state accesses are read (a subset of want)
+        self.mentioned_state: set[str] = set()
         self.mentioned: set[str] = set()
         self.defined: set[str] = set()
         self.declared: set[str] = set()
@@ -356,9 +358,8 @@ class ScopedAnalyzer:
         self._model_key: frozenset[int] | None = None
         self._parser = ts.Parser(js_language())
         self._queries: dict = {}  # query matches per (statement, range): rounds re-use them
-        self._lo: dict[int, int] = {}  # statement -> span of the ranges wanted in it, folded so far
-        self._hi: dict[int, int] = {}
-        self._folded = 0
+        self._spans: tuple[dict[int, int], dict[int, int], dict[int, int], dict[int, int]] = ({}, {}, {}, {})
+        self._folded = [0, 0]
         self._sites: dict[str, list[tuple[int, int]]] = {}
 
     def _html(self) -> tuple[list[tuple[int, int]], list[EventBinding]]:
@@ -400,8 +401,9 @@ class ScopedAnalyzer:
     # -- selection: statements to parse, and character ranges to query in them ---------------------
     def select_regions(self, regions: Iterable[tuple[int, int]], *, query: tuple[int, int] | None = None,
                        whole: bool = False) -> None:
-        """Parse every statement overlapping the regions ``[a, b)``; query ``query`` (default: the
-        regions) inside them, or the whole statements with ``whole``."""
+        """Parse every statement overlapping the regions ``[a, b)``; query the structure over ``query``
+        (default: the regions) inside them, or the whole statements with ``whole``; query state
+        (declarations, writes, reads) over the regions themselves."""
         for a, b in regions:
             k = max(bisect.bisect_right(self.starts, a) - 1, 0)
             while k < len(self.starts) and self.starts[k] < max(b, a + 1):
@@ -412,11 +414,14 @@ class ScopedAnalyzer:
                 k += 1
             if not whole:
                 self.want.append(query or (a, b))
+            self.want_state.append((a, b))
 
-    def _select_sites(self, sites: Iterable[tuple[int, int]]) -> None:
+    def _select_sites(self, sites: Iterable[tuple[int, int]], state: bool = False) -> None:
         for a, b in sites:
             self.selected.add(bisect.bisect_right(self.starts, a) - 1)
             self.want.append((a, b))
+            if state:
+                self.want_state.append((a, b))
 
     def _find(self, names: set[str]) -> list[tuple[int, int]]:
         """Word occurrences of ``names`` in the scripts (each name is searched once per page)."""
@@ -427,11 +432,14 @@ class ScopedAnalyzer:
             out += self._sites[name]
         return out
 
-    def select_mentions(self, names: Iterable[str]) -> None:
-        """Every place one of ``names`` occurs as a word (code, string or comment)."""
-        new = {n for n in names if n} - self.mentioned
+    def select_mentions(self, names: Iterable[str], state: bool = False) -> None:
+        """Every place one of ``names`` occurs as a word (code, string or comment); with ``state``,
+        state accesses are read there too (else calls, functions and bindings only)."""
+        new = {n for n in names if n} - (self.mentioned_state if state else self.mentioned)
         self.mentioned |= new
-        self._select_sites(self._find(new))
+        if state:
+            self.mentioned_state |= new
+        self._select_sites(self._find(new), state)
 
     def select_definitions(self, names: Iterable[str]) -> None:
         """Every place that may define one of ``names`` (a superset: every mention but certain calls)."""
@@ -446,7 +454,7 @@ class ScopedAnalyzer:
         """Every place that may declare one of ``names`` at top level."""
         new = {n for n in names if n} - self.declared
         self.declared |= new
-        self._select_sites(w for w in self._find(new) if _may_declare(self.text, w[0]))
+        self._select_sites((w for w in self._find(new) if _may_declare(self.text, w[0])), state=True)
 
     def select_state(self, variables: Iterable[str]) -> None:
         """What relations over implicated state read: accesses to it and the declarations of its roots."""
@@ -454,9 +462,9 @@ class ScopedAnalyzer:
         words: set[str] = set()
         for var in variables:
             words |= components(var)
-        if not words - self.mentioned:
+        if not words - self.mentioned_state:
             return
-        self.select_mentions(words)
+        self.select_mentions(words, state=True)
         roots = set(words)
         # X in ``X.total`` / ``X?.total``: is X top-level state? (the word before the dot)
         for a, _ in self._find({var.split(".")[-1] for var in variables}):
@@ -485,9 +493,32 @@ class ScopedAnalyzer:
             self.parsed_chars += self.ends[k] - self.starts[k]
         return self._trees[k]
 
+    def _fold(self, want: list[tuple[int, int]], which: int, lo: dict[int, int], hi: dict[int, int]) -> None:
+        """Fold the wanted ranges added since the last call into per-statement spans ``lo``/``hi``."""
+        starts, ends, n = self.starts, self.ends, len(self.starts)
+        for a, b in want[self._folded[which]:]:
+            if b <= a:
+                b = a + 1
+            k = bisect.bisect_right(starts, a) - 1
+            if k < 0:
+                k = 0
+            while k < n and starts[k] < b:
+                if ends[k] > a:
+                    ca = a if a > starts[k] else starts[k]
+                    cb = b if b < ends[k] else ends[k]
+                    if k not in lo:
+                        lo[k], hi[k] = ca, cb
+                    else:
+                        if ca < lo[k]:
+                            lo[k] = ca
+                        if cb > hi[k]:
+                            hi[k] = cb
+                k += 1
+        self._folded[which] = len(want)
+
     def model(self) -> SourceModel:
         """The model of the selected statements (the full ``analyze`` model after a fallback)."""
-        key = (frozenset(self.selected), len(self.want))
+        key = (frozenset(self.selected), len(self.want), len(self.want_state))
         if self._model is not None and (self.fallback or key == self._model_key):
             return self._model
         chunks = sorted(self.selected)
@@ -497,22 +528,15 @@ class ScopedAnalyzer:
             self.parsed_chars += sum(e - s for s, e in self.script_ranges)
             self._model = analyze(self.text)
             return self._model
-        # per statement, queries cover the span of the ranges wanted inside it (one cursor each);
-        # wanted ranges only grow, so only the new ones are folded in
-        lo, hi = self._lo, self._hi
-        for a, b in self.want[self._folded:]:
-            b = max(b, a + 1)
-            k = max(bisect.bisect_right(self.starts, a) - 1, 0)
-            while k < len(self.starts) and self.starts[k] < b:
-                if self.ends[k] > a:
-                    ca, cb = max(a, self.starts[k]), min(b, self.ends[k])
-                    lo[k], hi[k] = min(lo.get(k, ca), ca), max(hi.get(k, cb), cb)
-                k += 1
-        self._folded = len(self.want)
-        lo = {k: v for k, v in lo.items() if k in self.selected}
+        # per statement, each query group covers the span of the ranges wanted inside it (one cursor
+        # per statement and group); wanted ranges only grow, so only the new ones are folded in
+        lo, hi, slo, shi = self._spans
+        self._fold(self.want, 0, lo, hi)
+        self._fold(self.want_state, 1, slo, shi)
         scoped = [(root, (self._byte(lo[k]), self._byte(hi[k]))) for k, root in zip(chunks, roots) if k in lo]
+        state = [(root, (self._byte(slo[k]), self._byte(shi[k]))) for k, root in zip(chunks, roots) if k in slo]
         self._model = model_from_roots(self.text, self.data, self.off, self.script_ranges, scoped, self.html_bindings,
-                                       self._queries)
+                                       self._queries, state)
         self._model_key = key
         return self._model
 

@@ -79,7 +79,10 @@ def _window_offsets(ids: Sequence[int], dec: Decoder, skip: bool, context: int =
         partial = text.endswith(_FFFD) and i < n - 1
         stable = len(text.rstrip(_FFFD)) if partial else len(text)
         grow = max(stable - prev_stable, 0)
-        out.append((pos, pos + grow + (1 if partial else 0)))
+        # an id that decodes to nothing (a skipped special token) overlaps nothing, even while a
+        # split character is pending around it
+        empty = partial and grow == 0 and dec.decode([ids[i]], skip_special_tokens=skip) == ""
+        out.append((pos, pos) if empty else (pos, pos + grow + (1 if partial else 0)))
         pos, prev_stable = pos + grow, stable
         if not partial and i + 1 - ws >= block:  # slide: keep a few ids of left context
             ws = i + 1 - context
@@ -200,9 +203,11 @@ def _byte_offsets_array(ids: np.ndarray, tok, skip: bool, need_text: bool = True
     np.cumsum(lead, out=chars_before[1:])
     b0, b1 = bounds[:-1], bounds[1:]
     nonempty = b1 > b0
-    # a token starting on a continuation byte starts at the character that byte belongs to
+    # a token starting on a continuation byte starts at the character that byte belongs to (an
+    # empty token there sits inside that character: its empty span is placed at it)
     starts_mid = np.zeros(len(ids), dtype=np.int64)
-    starts_mid[nonempty] = ~lead[b0[nonempty]]
+    inside = b0 < total
+    starts_mid[inside] = ~lead[b0[inside]]
     start = chars_before[b0] - starts_mid
     end = np.where(nonempty, chars_before[b1], start)
     return np.stack([start, end], axis=1), text
