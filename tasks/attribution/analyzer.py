@@ -64,8 +64,9 @@ def matches(query: ts.Query, node: ts.Node) -> list[dict[str, list[ts.Node]]]:
     return [m for _, m in ts.QueryCursor(query).matches(node)]
 
 
-# A parsed program root, and the byte range its queries are limited to (None: the whole tree).
-Root = tuple[ts.Node, "tuple[int, int] | None"]
+# A parsed program root, and the byte range its queries are limited to (None: the whole tree), or
+# a tuple of such ranges (one cursor each).
+Root = tuple[ts.Node, "tuple[int, int] | tuple[tuple[int, int], ...] | None"]
 
 
 def _cursor(query: ts.Query, rng: tuple[int, int] | None) -> ts.QueryCursor:
@@ -97,6 +98,20 @@ def combined_query(group: str) -> tuple[ts.Query, tuple[str, ...]]:
     return query, tuple(owner)
 
 
+def _ranged_matches(query: ts.Query, root: ts.Node, rng) -> list:
+    """Matches over one range, or over several (a tuple of ranges: a match they share is kept once)."""
+    if rng is None or not isinstance(rng[0], tuple):
+        return _cursor(query, rng).matches(root)
+    seen, out = set(), []
+    for r in rng:
+        for pattern, m in _cursor(query, r).matches(root):
+            key = (pattern, *((k, n.start_byte, n.end_byte) for k, v in m.items() for n in v))
+            if key not in seen:
+                seen.add(key)
+                out.append((pattern, m))
+    return out
+
+
 def _all_matches(name: str, roots: list[Root], cache: dict) -> list[dict[str, list[ts.Node]]]:
     """Matches of ``queries/<name>.scm`` over every root, in page order (roots are disjoint, sorted).
     The files of a group are matched in one pass per root; ``cache`` (keyed by group, root position
@@ -109,7 +124,7 @@ def _all_matches(name: str, roots: list[Root], cache: dict) -> list[dict[str, li
         got = cache.get(key)
         if got is None:
             got = {n: [] for n in QUERY_GROUPS[group]}
-            for pattern, m in _cursor(query, rng).matches(root):
+            for pattern, m in _ranged_matches(query, root, rng):
                 got[owner[pattern]].append(m)
             cache[key] = got
         out.extend(got[name])

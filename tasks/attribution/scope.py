@@ -83,8 +83,9 @@ def _within(spans: list[tuple[int, int]], ends: list[int], pos: int) -> bool:
 # Strings, templates (one level of ${}) and comments that close on their line, and any other code
 # (possessive: a failure is immediate, never a backtracking blow-up). ``_CLOSED_SCRIPT`` matching a
 # whole script means no construct spans lines; ``_CLOSED_LINE`` checks one line whose end is in code.
-_CLOSED = (r"'(?:[^'\\\n]|\\.)*+'|\"(?:[^\"\\\n]|\\.)*+\""
-           r"|`(?:[^`\\$\n]|\\.|\$(?!\{)|\$\{[^{}`'\"\n]*+\})*+`|/\*(?:[^*\n]|\*(?!/))*+\*/|//[^\n]*+")
+_CLOSED = (r"'[^'\\\n]*+(?:\\.[^'\\\n]*+)*+'|\"[^\"\\\n]*+(?:\\.[^\"\\\n]*+)*+\""
+           r"|`[^`\\$\n]*+(?:(?:\\.|\$(?!\{)|\$\{[^{}`'\"\n]*+\})[^`\\$\n]*+)*+`"
+           r"|/\*[^*\n]*+(?:\*(?!/)[^*\n]*+)*+\*/|//[^\n]*+")
 _CLOSED_SCRIPT = re.compile(r"(?:[^`/*'\"]++|" + _CLOSED + r"|/(?![*/])|\*(?!/))*+")
 _CLOSED_LINE = re.compile(r"(?:[^`/*'\"\n]++|" + _CLOSED + r"|/(?![*/])|\*(?!/))*+")
 _MULTILINE_TOKEN = re.compile(r"`|/\*|\*/")
@@ -362,13 +363,22 @@ class ScopedAnalyzer:
         self._folded = [0, 0]
         self._sites: dict[str, list[tuple[int, int]]] = {}
 
+    def _has_on_attribute(self, scripts: list[tuple[int, int, int]]) -> bool:
+        """Whether the markup outside the script bodies may hold an ``on*`` attribute."""
+        pos = 0
+        for _, body, end in scripts:
+            if _ON_ATTRIBUTE.search(self.data, pos, body):
+                return True
+            pos = end
+        return _ON_ATTRIBUTE.search(self.data, pos) is not None
+
     def _html(self) -> tuple[list[tuple[int, int]], list[EventBinding]]:
         """Script ranges (page characters) and HTML ``on*`` bindings. The markup is parsed without
         the predicted script bodies (``predict_scripts``), which are most of the page; the prediction
         must agree with every ``script_element`` of that parse, else the whole page is parsed."""
         data, parser = self.data, ts.Parser(html_language())
         strict = strict_scripts(data)
-        if strict is not None and _ON_ATTRIBUTE.search(data) is None:  # no markup parse needed
+        if strict is not None and not self._has_on_attribute(strict):  # no markup parse needed
             self.html_fast = True
             return [(self.off(b), self.off(e)) for t, b, e in strict if _is_js_tag(data[t:b])], []
         predicted = predict_scripts(data)
@@ -516,6 +526,29 @@ class ScopedAnalyzer:
                 k += 1
         self._folded[which] = len(want)
 
+    def _state_sites(self) -> dict[int, list[tuple[int, int]]]:
+        """Statement -> the merged ranges where state is wanted in it (clipped to the statement)."""
+        starts, ends, n = self.starts, self.ends, len(self.starts)
+        per: dict[int, list[tuple[int, int]]] = {}
+        for a, b in self.want_state:
+            if b <= a:
+                b = a + 1
+            k = max(bisect.bisect_right(starts, a) - 1, 0)
+            while k < n and starts[k] < b:
+                if ends[k] > a:
+                    per.setdefault(k, []).append((max(a, starts[k]), min(b, ends[k])))
+                k += 1
+        out = {}
+        for k, spans in per.items():
+            merged: list[tuple[int, int]] = []
+            for a, b in sorted(set(spans)):
+                if merged and a <= merged[-1][1]:
+                    merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+                else:
+                    merged.append((a, b))
+            out[k] = merged
+        return out
+
     def model(self) -> SourceModel:
         """The model of the selected statements (the full ``analyze`` model after a fallback)."""
         key = (frozenset(self.selected), len(self.want), len(self.want_state))
@@ -530,11 +563,14 @@ class ScopedAnalyzer:
             return self._model
         # per statement, each query group covers the span of the ranges wanted inside it (one cursor
         # per statement and group); wanted ranges only grow, so only the new ones are folded in
-        lo, hi, slo, shi = self._spans
+        lo, hi, _, _ = self._spans
         self._fold(self.want, 0, lo, hi)
-        self._fold(self.want_state, 1, slo, shi)
         scoped = [(root, (self._byte(lo[k]), self._byte(hi[k]))) for k, root in zip(chunks, roots) if k in lo]
-        state = [(root, (self._byte(slo[k]), self._byte(shi[k]))) for k, root in zip(chunks, roots) if k in slo]
+        # state is read at each site (a cursor per site): a span over far-apart sites of one long
+        # statement would match every identifier and assignment between them
+        sites = self._state_sites()
+        state = [(root, tuple((self._byte(a), self._byte(b)) for a, b in sites[k]))
+                 for k, root in zip(chunks, roots) if k in sites]
         self._model = model_from_roots(self.text, self.data, self.off, self.script_ranges, scoped, self.html_bindings,
                                        self._queries, state)
         self._model_key = key
