@@ -13,7 +13,7 @@ from tasks.store import StageStore
 from tests.fixtures.rubrics.support import offline_items, publish_queries
 
 REPO = Path(__file__).resolve().parent.parent
-N, CHUNK = 1500, 10
+N, CHUNK = 600, 10
 
 
 def _texts() -> dict[str, str]:
