@@ -107,7 +107,7 @@ def main() -> None:
             stats["localised_findings"] += sum(1 for f in trace.findings if f.direct_spans)
             if trace.scope is not None:
                 stats["parsed"] += trace.scope.parsed_chars
-                stats["script"] += sum(e - s for s, e in trace.scope.script_ranges)
+                stats["script"] += trace.scope.script_chars
                 stats["fallback"] += trace.scope.fallback
         run = (dt, dc, t_attr, c_attr, stats)
         best = run if best is None or run[1] < best[1] else best

@@ -13,6 +13,11 @@ alignment use. The patterns are the ``.scm`` files in ``queries/`` (table-driven
 - event bindings: ``addEventListener``, ``on*`` properties and HTML ``on*`` attributes, with the
   handler's range (an inline function, or the named function it refers to).
 
+The query files are matched in two groups (``QUERY_GROUPS``: structure and state), each group in
+one traversal. ``model_from_roots`` builds the model from any set of parsed program roots, each
+with the byte range its queries are limited to: ``analyze`` gives it every script whole; the scoped
+analyzer (``tasks.attribution.scope``, used by ``api.attribute``) only the statements it needs.
+
 Strings and comments never produce relations: tree-sitter does not see code inside them (the paper
 masks them with regexes; a parser makes that exact). Like the paper's analyzer this approximates
 selected code-property relations; it is not a program analysis: names are not resolved by scope

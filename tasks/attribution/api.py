@@ -6,8 +6,14 @@ through source relations (``expand``), and returned as an ``AttributionTrace`` w
 SOURCE coordinates ``[a, b)`` with ``h`` kept beside them; ``FindingTrace.direct_spans_response()``
 and ``context_spans_response()`` give RESPONSE offsets ``[h + a, h + b)``.
 
+The source is analysed in scope by default (``tasks.attribution.scope``: only the top-level
+statements the relations reach are parsed and queried; the trace is the same as with
+``scoped=False``, the whole-page analysis). ``trace.scope`` says what that analysis did.
+
 ``token_weights(trace, offsets, advantage)`` turns a trace into per-token weights by the rule in
-``tasks.attribution.tokens``; ``score_additions(...)`` is what ``rubricrl score`` adds to its output.
+``tasks.attribution.tokens`` (``offsets`` as a list of pairs or the ``(T, 2)`` array of
+``tokens.token_offsets_array``, the training hot path); ``score_additions(...)`` is what
+``rubricrl score`` adds to its output.
 
 Run: ``python -c "from tasks.attribution.api import attribute; ..."``; tests in tests/test_attr_*.py.
 """
@@ -26,7 +32,7 @@ from tasks.attribution.analyzer import SourceModel, analyze
 from tasks.attribution.expand import ContextSpan, Relation, expand, merge_intervals
 from tasks.attribution.locate import AnchorResult, Scorer, locate, proximity
 from tasks.attribution.normalize import NormalizedFinding, normalize
-from tasks.attribution.scope import ScopedAnalyzer, anchor_callees, anchor_needs
+from tasks.attribution.scope import ScopedAnalyzer, ScopeStats, anchor_callees, anchor_needs
 from tasks.attribution.tokens import (
     CONTEXT, DIRECT, Status, load_tokenizer, token_membership, token_offsets, weights_from_membership,
 )
@@ -62,7 +68,7 @@ class AttributionTrace:
     h: int
     source_len: int
     findings: list[FindingTrace] = field(default_factory=list)
-    scope: ScopedAnalyzer | None = field(default=None, repr=False, compare=False)  # what was analysed, if scoped
+    scope: ScopeStats | None = field(default=None, repr=False, compare=False)  # what the scoped analysis did
 
     @property
     def status(self) -> Status:
@@ -204,7 +210,7 @@ def attribute(response: str, html_offset: int, diagnosis: Diagnosis | dict, conf
         located.append((f, anchors, sorted({s for a in anchors for s in a.spans})))
     if scope is not None and any(direct for _, _, direct in located):
         model = scope_for_expansion(scope, [(f, direct) for f, _, direct in located if direct], cfg)
-    trace.scope = scope
+    trace.scope = scope.stats() if scope is not None else None
     for f, anchors, direct in located:
         context, relations = (expand(model, f, direct, window=cfg.window_chars, call_depth=cfg.call_depth)
                               if direct else ([], []))
@@ -213,7 +219,7 @@ def attribute(response: str, html_offset: int, diagnosis: Diagnosis | dict, conf
     return trace
 
 
-def token_weights(trace: AttributionTrace | None, offsets: list[tuple[int, int]], advantage: float,
+def token_weights(trace: AttributionTrace | None, offsets: list[tuple[int, int]] | np.ndarray, advantage: float,
                   config: AttributionConfig | None = None) -> np.ndarray | None:
     """(T,) weights for the response tokens with these character spans; None for a missing diagnosis
     (no reward: the response is dropped, paper B.4)."""
