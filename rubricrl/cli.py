@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-PIPELINE = ["synthesize-queries"]
+PIPELINE = ["synthesize-queries", "build-rubrics", "generate-sft"]
 
 
 def _store(args: argparse.Namespace):
@@ -29,6 +29,14 @@ def _flow(name: str):
         from flows.synthesize_queries import synthesize_queries
 
         return synthesize_queries
+    if name == "build-rubrics":
+        from flows.build_rubrics import build_rubrics
+
+        return build_rubrics
+    if name == "generate-sft":
+        from flows.generate_sft import generate_sft
+
+        return generate_sft
     raise ValueError(f"unknown flow {name!r}; choose from {', '.join(PIPELINE)}")
 
 

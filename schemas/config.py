@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from schemas.config_attribution import AttributionConfig
 from schemas.config_env import EnvConfig
 from schemas.config_llm import LLMConfig
+from schemas.config_rubrics import RubricsConfig
 from schemas.config_selection import SelectionConfig
 from schemas.config_sft import SFTConfig
 
@@ -49,6 +50,7 @@ class Config(_Section):
     data_dir: Path = Field(Path("data"), description="Stage outputs and catalog.duckdb")
     llm: LLMConfig = Field(default_factory=LLMConfig)
     synth: SynthConfig = Field(default_factory=SynthConfig)
+    rubrics: RubricsConfig = Field(default_factory=RubricsConfig)
     env: EnvConfig = Field(default_factory=EnvConfig)
     attribution: AttributionConfig = Field(default_factory=AttributionConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
@@ -66,7 +68,7 @@ class Config(_Section):
 
 
 PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
-    "demo": {"synth": {"n_queries": 200, "n_personas": 60, "chunk_size": 50},
+    "demo": {"synth": {"n_queries": 200, "n_personas": 60, "chunk_size": 50}, "rubrics": {"chunk_size": 50},
              "sft": {"max_queries": 24, "chunk_size": 12, "steps": 4, "max_seq_len": 1024}},
     "full": {},
 }

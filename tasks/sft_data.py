@@ -63,7 +63,7 @@ def answer_chunk(tasks: list[Task], meta: dict[str, dict[str, Any]], teachers: d
     rows = []
     for teacher, provider in teachers.items():
         reqs = [teacher_request(t, teacher, max_tokens, temperature) for t in tasks]
-        results = provider.complete_many(reqs, concurrency=concurrency)
+        results = provider.complete_bulk(reqs, concurrency=concurrency)
         inputs = [ScoreInput(f"{t.query_id}:{teacher}", t, r.output.text, None if judge else _no_findings())
                   for t, r in zip(tasks, results) if r.output is not None]
         scored = {s.key: s.to_json() for s in score_batch(inputs, provider=judge, cfg=env)} if inputs else {}

@@ -141,7 +141,7 @@ def synthesize_chunk(indices: list[int], seed: int, personas: list[Persona], min
     reqs = [LLMRequest(stage=STAGE, key=f"q{s.index:06d}", prompt=PROMPT, variables=prompt_variables(s),
                        output_model=QueryDraft, offline_rule=offline_query, max_tokens=1024, temperature=1.0)
             for s in specs]
-    results = provider.complete_many(reqs, concurrency=concurrency)
+    results = provider.complete_bulk(reqs, concurrency=concurrency)
     version = reqs[0].template.version if reqs else ""
     rows = []
     for s, r in zip(specs, results):

@@ -203,7 +203,7 @@ def build_part(sd: StageDef, contexts: list[QueryContext], provider: Provider, s
             counts.upstream_missing += 1
         else:
             todo.append((ctx, h))
-    results = provider.complete_many([request_for(sd, c, settings, prompt_dir) for c, _ in todo], concurrency)
+    results = provider.complete_bulk([request_for(sd, c, settings, prompt_dir) for c, _ in todo], concurrency)
     for (ctx, h), res in zip(todo, results):
         rows = result_rows(sd, ctx, res, h, version)
         counts.computed += 1
