@@ -83,12 +83,22 @@ def test_vllm_tracks_weights_after_update(tiny):
 
 
 def test_grpo_steps_with_vllm_engine(tmp_path):
-    from training.config import demo_config
-    from training.grpo import run_grpo
-    from training.toy import pattern_reward
+    """Through the launcher entry, in its own process (vLLM owns process-group teardown at exit)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    cfg = demo_config(rollout={"engine": "vllm", "max_new_tokens": 8, "instruction": "Write one HTML file."},
-                      run={"out_dir": str(tmp_path), "steps": 2})
-    summary = run_grpo(cfg, pattern_reward)
+    repo = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR",
+                                                            "MASTER_PORT")}
+    proc = subprocess.run([sys.executable, "-m", "training", "--set", f"run.out_dir={tmp_path}", "--set", "run.steps=2",
+                           "--set", "rollout.engine=vllm", "--set", "rollout.max_new_tokens=8",
+                           "--set", "rollout.instruction=Write one HTML file."],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["rollout_engine"] == "vllm" and summary["steps_run"] == 2
     assert all(h["loss/tokens"] > 0 for h in summary["history"])
+    assert (tmp_path / "final_model" / "model.safetensors").exists()

@@ -330,14 +330,15 @@ def run_grpo(config: TrainRLConfig, score_fn: ScoreFn, queries: list[dict[str, s
                          m["loss/policy"], m["time/step_s"])
             if (step + 1) % config.run.save_every == 0 or step + 1 == config.run.steps:
                 last_saved = tr.save(step + 1)
+        if config.run.steps > tr.start_step:
+            state = dict(named_weights(tr.engine))  # collective under ZeRO-3
+            if tr.rank == 0:
+                final = tr.out / "final_model"
+                tr.engine.module.save_pretrained(final, state_dict=state, safe_serialization=True)
+                tr.tokenizer.save_pretrained(final)
     finally:
         tr.writer.close()
-    if config.run.steps > tr.start_step:
-        state = dict(named_weights(tr.engine))  # collective under ZeRO-3
-        if tr.rank == 0:
-            final = tr.out / "final_model"
-            tr.engine.module.save_pretrained(final, state_dict=state, safe_serialization=True)
-            tr.tokenizer.save_pretrained(final)
+        tr.rollout.close()
     summary = {
         "steps_run": len(history), "start_step": tr.start_step, "end_step": config.run.steps,
         "out_dir": str(tr.out), "tensorboard": str(tr.out / "tensorboard"), "records": str(tr.out / "records"),

@@ -16,6 +16,7 @@ import argparse
 import importlib
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -71,13 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     summary = run_grpo(cfg, score_fn)
     import torch.distributed as dist
 
-    if not dist.is_initialized() or dist.get_rank() == 0:
+    if int(os.environ.get("RANK", "0")) == 0:
         short = {k: v for k, v in summary.items() if k != "history"}
         if summary["history"]:
             short["last_metrics"] = summary["history"][-1]
         print(json.dumps(short, indent=2, default=str))
         print(f"TensorBoard logs: {summary['tensorboard']}\nstep records (Parquet): {summary['records']}")
-    if dist.is_initialized():
+    if dist.is_initialized() and summary["rollout_engine"] != "vllm":  # vLLM's exit hook destroys the groups itself
         dist.destroy_process_group()
     return 0
 

@@ -73,6 +73,9 @@ class RolloutEngine(Protocol):
     def sync_weights(self, named_params: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Load the trainer's new weights (after each optimiser step)."""
 
+    def close(self) -> None:
+        """Release the engine (called once, at the end of the job)."""
+
 
 def _cut_at_eos(ids: list[int], eos_ids: set[int]) -> tuple[list[int], bool]:
     for k, t in enumerate(ids):
@@ -132,6 +135,9 @@ class TransformersEngine:
     def sync_weights(self, named_params: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Nothing to do: generation runs on the module being trained."""
 
+    def close(self) -> None:
+        """Nothing held beyond the training module."""
+
 
 def vllm_environment() -> None:
     """In-process vLLM settings; must run before ``vllm`` is imported."""
@@ -184,3 +190,7 @@ class VLLMEngine:
         weights = ((name, t.detach()) for name, t in named_params)
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         self.llm.reset_prefix_cache()
+
+    def close(self) -> None:
+        """Kept alive on purpose: vLLM's exit hook tears its engine and process groups down; shutting it
+        down earlier would also destroy the trainer's default group, which later jobs in this process use."""
