@@ -45,6 +45,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--provider", choices=("auto", "offline", "anthropic"), default="auto",
                    help="judge provider when no --diagnosis (auto: anthropic if ANTHROPIC_API_KEY is set)")
     p.add_argument("--base-url", default=None, help="API base URL for the judge provider (e.g. a local server)")
+    p.add_argument("--advantage", type=float, default=None,
+                   help="response advantage A: with --tokenizer, adds token_weights and token_offsets")
+    p.add_argument("--tokenizer", type=Path, default=None, help="a Hugging Face tokenizer directory (with --advantage)")
 
 
 def _read_text(path: Path, what: str) -> str:
@@ -92,6 +95,14 @@ def run(args: argparse.Namespace) -> int:
     from tasks.env.judge import parse_diagnosis
     from tasks.env.score import score_response
 
+    if (args.advantage is None) != (args.tokenizer is None):
+        print("rubricrl score: token weights need both --advantage A and --tokenizer DIR; pass both or neither",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.tokenizer is not None and not (args.tokenizer / "tokenizer.json").exists():
+        print(f"rubricrl score: tokenizer directory {args.tokenizer} has no tokenizer.json; pass a Hugging Face "
+              "tokenizer directory", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         task = load_task(args.task)
         response = _read_text(args.response, "response")
@@ -122,8 +133,28 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:  # e.g. no browser installed: the message names the fix
         print(f"rubricrl score: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+    out = result.to_json()
+    if args.advantage is not None:
+        out.update(token_fields(response, result, args.advantage, args.tokenizer))
+    print(json.dumps(out, ensure_ascii=False, indent=2))
     return EXIT_OK
+
+
+def token_fields(response: str, result: Any, advantage: float, tokenizer_dir: Path) -> dict[str, Any]:
+    """``token_weights`` / ``token_offsets`` (response character offsets) by the sign rule of paper 3.5."""
+    from tasks.attribution.api import AttributionTrace, token_weights
+    from tasks.attribution.tokens import load_tokenizer, token_offsets_array
+
+    tok = load_tokenizer(tokenizer_dir)
+    ids = tok.encode(response, add_special_tokens=False).ids
+    offsets = token_offsets_array(ids, tok, expected_text=response)
+    spans = [[int(a), int(b)] for a, b in offsets]
+    if result.reward is None:  # missing diagnosis: no reward, the response is dropped from its group (B.4)
+        return {"token_weights": None, "token_offsets": spans}
+    # no HTML, or gates decided without findings: empty attribution sets, ordinary sign rule
+    trace = result.attribution if result.attribution is not None else AttributionTrace(h=0, source_len=0)
+    weights = token_weights(trace, offsets, float(advantage))
+    return {"token_weights": [round(float(w), 6) for w in weights], "token_offsets": spans}
 
 
 def main(argv: list[str] | None = None) -> int:

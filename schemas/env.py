@@ -27,6 +27,10 @@ FINDING_TYPE = pa.struct([
     pa.field("code_quotes", pa.list_(pa.string())), pa.field("related_symbols", pa.list_(pa.string())),
     pa.field("state_variables", pa.list_(pa.string())), pa.field("context_hints", pa.list_(pa.string())),
     pa.field("explanation", pa.string()),
+    pa.field("key", pa.string()),  # layer.severity.index, the attribution key
+    pa.field("direct_spans", pa.list_(pa.list_(pa.int64()))),  # response offsets [start, end)
+    pa.field("context_spans", pa.list_(pa.struct([pa.field("start", pa.int64()), pa.field("end", pa.int64()),
+                                                   pa.field("reason", pa.string())]))),
 ])
 
 JUDGMENTS_SCHEMA = pa.schema([

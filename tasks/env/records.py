@@ -44,6 +44,12 @@ def tier(r: ScoreResult) -> str:
     return "valid"
 
 
+def _finding_row(f: dict[str, Any]) -> dict[str, Any]:
+    row = {k: f.get(k) for k in _FINDING_KEYS}
+    row["context_spans"] = [{"start": a, "end": b, "reason": why} for a, b, why in f.get("context_spans") or []]
+    return row
+
+
 def judgment_row(r: ScoreResult) -> dict[str, Any]:
     ev, g = r.evidence, r.gates
     return {
@@ -56,7 +62,7 @@ def judgment_row(r: ScoreResult) -> dict[str, Any]:
         "gate_browser": g.get("browser"), "runtime_status": ev.get("runtime_status"),
         "n_syntax_errors": len(ev.get("syntax_errors", [])), "n_page_errors": len(ev.get("page_errors", [])),
         "n_blocked_requests": len(ev.get("blocked_requests", [])),
-        "findings": [{k: f.get(k) for k in _FINDING_KEYS} for f in r.findings],
+        "findings": [_finding_row(f) for f in r.findings],
         "evidence_json": json.dumps(ev, ensure_ascii=False),
     }
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from schemas.config_attribution import AttributionConfig
 from schemas.config_env import EnvConfig
 from schemas.judge import Diagnosis
 from schemas.rubric import Task
+from tasks.attribution.api import AttributionTrace, attribute
 from tasks.env.extract import Extraction, extract_html
 from tasks.env.judge import (build_judge_request, findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
                              rubric_severities)
@@ -49,6 +51,7 @@ class ScoreResult:
     gates: dict[str, bool | None] = field(default_factory=dict)
     rubric_score: float | None = None
     html_length: int = 0
+    attribution: AttributionTrace | None = None  # spans behind the findings (paper B.3), source coordinates
 
     def to_json(self) -> dict[str, Any]:
         """The ``rubricrl score`` contract (its keys first), plus the judge record and the gates."""
@@ -108,7 +111,7 @@ def _judge_record(res: LLMResult | None, given: bool) -> dict[str, Any]:
 
 def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, rt: RuntimeEvidence | None,
             diag: Diagnosis | None, dropped: list[dict[str, Any]], judge: dict[str, Any], cfg: EnvConfig,
-            kind: str) -> ScoreResult:
+            kind: str, attribution: AttributionConfig | None = None) -> ScoreResult:
     """Gates and reward from our evidence and the (normalized) diagnosis; pure."""
     levels = inp.task.rubric.level_of()
     if ex is None or st is None:
@@ -125,12 +128,17 @@ def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, r
     severities = rubric_severities(diag) if diag else None
     score = rubric_score(levels, severities, cfg.reward) if severities is not None else None
     r = reward(kind, True, source_valid, runtime_valid, levels, severities, cfg.reward)
+    trace = attribute(inp.response, ex.offset, diag, attribution) if diag is not None else None
+    spans = {f.key: {"direct_spans": f.direct_spans_response(), "context_spans": f.context_spans_response()}
+             for f in trace.findings} if trace is not None else None
     return ScoreResult(inp.key, inp.task.query_id, True, source_valid, runtime_valid, r, kind, ex.offset,
-                       findings_list(diag), evidence_dict(ex, st, rt, dropped), judge, gates, score, len(ex.html))
+                       findings_list(diag, spans), evidence_dict(ex, st, rt, dropped), judge, gates, score,
+                       len(ex.html), trace)
 
 
 def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, runtime: BrowserRuntime | None = None,
-                cfg: EnvConfig | None = None, reward_kind: str | None = None) -> list[ScoreResult]:
+                cfg: EnvConfig | None = None, reward_kind: str | None = None,
+                attribution: AttributionConfig | None = None) -> list[ScoreResult]:
     """Score many responses: one browser pass and one concurrent judge pass for the whole batch."""
     cfg = cfg or EnvConfig()
     kind = reward_kind or cfg.reward_kind
@@ -172,7 +180,7 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
             judges[j] = _judge_record(res, False)
             if res.output is not None:
                 diags[j], dropped[j] = normalize_diagnosis(res.output, inputs[j].task.rubric)  # type: ignore[arg-type]
-    return [combine(inputs[j], exs[j], sts[j], rts[j], diags[j], dropped[j], judges[j], cfg, kind)
+    return [combine(inputs[j], exs[j], sts[j], rts[j], diags[j], dropped[j], judges[j], cfg, kind, attribution)
             for j in range(len(inputs))]
 
 
