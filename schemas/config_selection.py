@@ -2,6 +2,8 @@
 variance threshold. Queries whose probe rewards are all equal carry zero advantage and are never chosen."""
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -14,5 +16,16 @@ class SelectionConfig(BaseModel):
     w_levels: float = Field(0.5, ge=0, le=1, description="Share of discrimination from distinct reward levels vs std")
     coverage_strength: float = Field(1.0, ge=0, description="How fast a category's or persona's repeated picks lose value")
     max_candidates: int | None = Field(None, ge=1, description="Probe at most this many candidate queries (None = all)")
+    probe_max_new_tokens: int = Field(16384, ge=1, description="Generation length limit of a probe response")
+    probe_max_prompt_tokens: int = Field(4096, ge=8, description="Longer prompts are cut from the left")
+    probe_temperature: float = Field(1.0, gt=0.0, description="Sampling temperature of the probes (untruncated)")
+    probe_chunk_size: int = Field(64, ge=1, description="Candidate queries per resumable probe part")
+    seed: int = Field(0, description="Probe sampling seed (per part: seed + part index)")
     schedule_cron: str = Field("0 2 * * *", description="Nightly re-selection (cron)")
     schedule_timezone: str = Field("UTC", description="Time zone of the cron schedule")
+
+
+# The demo profile (issue 7: a tiny model, few candidates, a few probe samples, short responses).
+SELECTION_DEMO_OVERRIDES: dict[str, Any] = {"target_size": 6, "probe_samples": 4, "max_candidates": 12,
+                                            "probe_max_new_tokens": 48, "probe_max_prompt_tokens": 768,
+                                            "probe_chunk_size": 6}

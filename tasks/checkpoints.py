@@ -1,0 +1,57 @@
+"""Where the policy checkpoints are, and which is the newest (select-rl-queries and evaluate use it).
+
+Policy checkpoints are Hugging Face model directories (config, weights, tokenizer files):
+``<data_dir>/checkpoints/sft/final_model`` (train-sft) and ``<data_dir>/checkpoints/rl-<UTC time>/final_model``
+(train-rl). The newest one (by modification time of its ``config.json``) is "the current policy" of
+paper D.2's nightly re-selection; when there is none the flows fall back to the tiny random model
+and say so in logs and rows.
+
+Run: ``newest_policy(Path("data"))``.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+CHECKPOINTS = "checkpoints"
+FINAL = "final_model"
+
+
+def is_model_dir(path: Path) -> bool:
+    """A Hugging Face model directory: a ``config.json`` and at least one weights file."""
+    weights = any(path.glob("*.safetensors")) or any(path.glob("pytorch_model*.bin"))
+    return (path / "config.json").is_file() and weights
+
+
+def policy_dirs(data_dir: Path | str) -> list[Path]:
+    """Every ``<data_dir>/checkpoints/*/final_model`` that is a complete model directory, oldest first."""
+    root = Path(data_dir) / CHECKPOINTS
+    if not root.is_dir():
+        return []
+    found = [d / FINAL for d in root.iterdir() if d.is_dir() and is_model_dir(d / FINAL)]
+    # Ties in mtime (coarse file systems) fall back to the name, so the order is total.
+    return sorted(found, key=lambda p: ((p / "config.json").stat().st_mtime_ns, str(p)))
+
+
+def newest_policy(data_dir: Path | str) -> Path | None:
+    """The newest policy checkpoint under ``<data_dir>/checkpoints``, or ``None`` when there is none."""
+    dirs = policy_dirs(data_dir)
+    return dirs[-1] if dirs else None
+
+
+def model_identity(path: Path) -> str:
+    """A short hash of a model directory's files (names, sizes, mtimes): changes when the weights do."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in Path(path).rglob("*") if p.is_file()):
+        st = f.stat()
+        h.update(f"{f.relative_to(path)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()[:16]
+
+
+def held_out(query_id: str, percent: float) -> bool:
+    """Whether a query belongs to the evaluation split: a stable hash of its id, so the split never
+    moves when queries are added, and select-rl-queries never trains on what evaluate scores."""
+    if not 0 <= percent <= 100:
+        raise ValueError(f"held-out percent {percent} must be within [0, 100]; set evaluation.heldout_percent")
+    bucket = int(hashlib.sha256(query_id.encode()).hexdigest()[:8], 16) % 10_000
+    return bucket < percent * 100
