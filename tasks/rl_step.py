@@ -1,0 +1,72 @@
+"""One GRPO step's environment work: score the rollouts (gates, judge, hierarchical reward) and
+attribute every finding to the generated tokens (paper 3.4, B.3, B.4).
+
+Returns per response the reward (``None`` = missing: the trainer drops it), the nominal diagnostic
+markers w̄ per generated token id (3.0 direct, 1.5 contextual, 1.0 other; the trainer applies the
+sign rule because it computes the advantages), ``uniform`` for findings that could not be localised,
+and the judgments / rewards / attributions rows for the stages. Token spans come from the generated
+ids (``token_offsets_array``), never from re-tokenising the text.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from schemas.attribution import ATTRIBUTIONS_SCHEMA
+from schemas.config_attribution import AttributionConfig
+from schemas.config_env import EnvConfig
+from schemas.rubric import Task
+from tasks.attribution.api import AttributionTrace, trace_row
+from tasks.attribution.tokens import token_membership, token_offsets_array, weights_from_membership
+from tasks.env.records import tables
+from tasks.env.score import ScoreInput, score_batch
+from tasks.llm.base import Provider
+
+
+@dataclass
+class StepScore:
+    rewards: list[float | None]
+    markers: list[list[float]]
+    uniform: list[bool]
+    passed: list[bool]
+    tier: list[str]
+    judgments: pa.Table
+    rewards_table: pa.Table
+    attributions: pa.Table
+    time_score_s: float
+    time_attribute_s: float
+
+
+def score_step(rollout_ids: list[str], query_ids: list[str], responses: list[str], token_ids: list[list[int]],
+               tasks: dict[str, Task], tokenizer: Any, *, provider: Provider | None, env: EnvConfig,
+               attribution: AttributionConfig) -> StepScore:
+    missing = sorted({q for q in query_ids if q not in tasks})
+    if missing:
+        raise ValueError(f"rollouts name queries without a task: {missing[:5]}; train on the rl_queries stage")
+    t0 = time.perf_counter()
+    results = score_batch([ScoreInput(k, tasks[q], r) for k, q, r in zip(rollout_ids, query_ids, responses)],
+                          provider=provider, cfg=env, attribution=attribution)
+    judgments, rewards = tables(results, env, env.reward_kind)
+    t1 = time.perf_counter()
+    markers, uniform, rows = [], [], []
+    for res, ids, text in zip(results, token_ids, responses):
+        offsets = token_offsets_array(ids, tokenizer, expected_text=text)
+        trace = res.attribution if res.attribution is not None else AttributionTrace(h=res.html_offset or 0,
+                                                                                       source_len=res.html_length)
+        membership = token_membership(offsets, trace.direct_response(), trace.context_response())
+        # advantage -1 gives the nominal markers (3.0 / 1.5 / 1.0); the trainer applies the sign rule
+        w = weights_from_membership(membership, -1.0, trace.status, attribution.model_copy(update={"mode": "sign"}))
+        markers.append(np.asarray(w, dtype=float).tolist())
+        uniform.append(trace.status == "unlocalised")
+        rows.append(trace_row(trace, res.key, res.query_id, offsets=[tuple(map(int, o)) for o in offsets],
+                              config=attribution))
+    tier = rewards.column("tier").to_pylist()
+    passed = [bool(r.format_valid and r.source_valid and r.runtime_valid
+                   and not any(f["layer"] == "rubric_alignment" and f["severity"] in ("critical", "major")
+                               for f in r.findings)) for r in results]
+    return StepScore([r.reward for r in results], markers, uniform, passed, tier, judgments, rewards,
+                     pa.Table.from_pylist(rows, schema=ATTRIBUTIONS_SCHEMA), t1 - t0, time.perf_counter() - t1)
