@@ -157,7 +157,7 @@ def build_rubrics(profile: str = "demo", sets: list[str] | None = None, force: b
     summaries = [stage_summary(o, {k: v for k, v in o.manifest.stats.items() if k not in ("rows",)})
                  for o in outcomes]
     cov = coverage_summary(fc.store.read("rubric_references"), fc.store.read("rubric_items"))
-    publish_artifact("build-rubrics", summaries, notes=coverage_markdown(cov))
+    publish_artifact("build-rubrics", summaries, notes=coverage_markdown(cov), fc=fc)
     print(f"rubric_items: {cov['items']} items for {cov['references']} queries; "
           f"{cov['queries_without_reference']} without a reference; uncovered must_cover: {cov['uncovered_must_cover']}")
     return {"stages": summaries, "coverage": cov}

@@ -55,8 +55,27 @@ def stage_summary(outcome: StageOutcome, extra: dict[str, Any] | None = None) ->
             "validation": m.validation.get("summary", ""), **(extra or {})}
 
 
-def publish_artifact(flow_name: str, summaries: list[dict[str, Any]], notes: str = "") -> None:
-    """One markdown artifact per flow run: row counts, validation, provider, cost per stage."""
+def publish_ledger(fc: FlowContext) -> dict[str, Any] | None:
+    """Publish the LLM ledger as the ``llm_calls`` stage; return this run's cost summary (None: no ledger)."""
+    from tasks.llm.ledger import publish_llm_calls, summarize
+
+    store = getattr(fc.provider, "store", None)
+    if store is None:
+        return None
+    publish_llm_calls(fc.store, store, fc.store.root / "validation")
+    rows = store.ledger_rows(_run_id())
+    return summarize(rows).get("total") if rows else None
+
+
+def publish_artifact(flow_name: str, summaries: list[dict[str, Any]], notes: str = "",
+                     fc: FlowContext | None = None) -> None:
+    """One markdown artifact per flow run: row counts, validation, provider, cost per stage; with ``fc``
+    the LLM ledger is published too (``llm_calls``) and this run's calls and cost are added."""
+    if fc is not None and (cost := publish_ledger(fc)) is not None:
+        line = (f"LLM calls this run: {cost['calls']} ({cost['missing']} missing, {cost['cached']} cached), "
+                f"{cost['input_tokens']} input / {cost['output_tokens']} output tokens, "
+                f"cost ${cost['cost_usd']:.4f} (provider {fc.provider.name})")
+        notes = f"{line}\n\n{notes}" if notes else line
     keys = sorted({k for s in summaries for k in s})
     order = ["stage", "rows", "validation", "provider", "cost_usd", "skipped", "resumed_parts", "made_parts", "version"]
     cols = [k for k in order if k in keys] + [k for k in keys if k not in order]

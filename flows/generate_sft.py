@@ -68,7 +68,7 @@ def generate_sft(profile: str = "demo", sets: list[str] | None = None, force: bo
     export = sft_data.export_chat(table, store.root / "exports" / "sft_train.parquet")
     rates = sft_data.rejection_rates(table)
     summary = stage_summary(out, {"rejected": out.manifest.stats.get("rejected", ""), "export": str(export)})
-    publish_artifact("generate-sft", [summary], notes=f"Chat-format export: `{export}`\n{_rates_markdown(rates)}")
+    publish_artifact("generate-sft", [summary], notes=f"Chat-format export: `{export}`\n{_rates_markdown(rates)}", fc=fc)
     logger.info("sft_answers: %d answers, %s rejected; export %s", out.manifest.row_count,
                 out.manifest.stats.get("rejected"), export)
     return {"stages": [summary], "export": str(export), "rejection_rates": rates}

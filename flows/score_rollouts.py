@@ -106,6 +106,6 @@ def score_rollouts(profile: str = "demo", sets: list[str] | None = None, rollout
     table = fc.store.read("rewards")
     missing = table.column("reward").null_count
     summaries = [stage_summary(judg), stage_summary(rew, {"missing_rewards": missing})]
-    publish_artifact("score-rollouts", summaries)
+    publish_artifact("score-rollouts", summaries, fc=fc)
     print(f"rewards: {table.num_rows} rows, {missing} missing (judge failures)")
     return {"stages": summaries, "missing_rewards": missing}

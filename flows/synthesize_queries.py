@@ -51,7 +51,7 @@ def synthesize_queries(profile: str = "demo", sets: list[str] | None = None, for
         for e in errors:
             logger.error("ingest %s: %s (line skipped; the good lines were kept)", s.ingest_path, e)
         summary = stage_summary(out, {"ingest_errors": len(errors)})
-        publish_artifact("synthesize-queries", [summary])
+        publish_artifact("synthesize-queries", [summary], fc=fc)
         return {"stages": [summary], "ingest_errors": [str(e) for e in errors]}
 
     personas = synthesize.sample_personas(s.n_personas, s.seed)
@@ -90,7 +90,7 @@ def synthesize_queries(profile: str = "demo", sets: list[str] | None = None, for
     md = coverage.coverage_markdown(counts)
     summaries = [stage_summary(cand, {"missing": cand.manifest.stats.get("missing", 0)}),
                  stage_summary(queries, {"near_duplicates_removed": info.get("near_duplicates_removed", "")})]
-    publish_artifact("synthesize-queries", summaries, notes=f"Coverage plot: `{png}`\n\n{md}")
+    publish_artifact("synthesize-queries", summaries, notes=f"Coverage plot: `{png}`\n\n{md}", fc=fc)
     print(f"queries: {queries.manifest.row_count} rows "
           f"({info.get('near_duplicates_removed', 0)} near-duplicates removed); coverage plot {png}")
     return {"stages": summaries, "coverage_png": str(png)}

@@ -170,7 +170,7 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
              f"Policy in: `{policy or 'tiny random model'}`; policy out: `{ckpt}`  \n"
              f"Mode: {summary.get('mode')}; steps {summary.get('steps_run')}; last step: reward/mean "
              f"{last.get('reward/mean', float('nan')):.4f}, loss/policy {last.get('loss/policy', float('nan')):.5f}")
-    publish_artifact("train-rl", rows, notes=notes)
+    publish_artifact("train-rl", rows, notes=notes, fc=fc)
     print(f"train-rl: {summary.get('steps_run')} steps in {run_dir}; TensorBoard logs {summary['tensorboard']}; "
           f"step stages: rollouts, judgments, rewards, attributions, train_steps")
     return {"run_dir": str(run_dir), "tensorboard": summary["tensorboard"], "policy_out": str(ckpt),

@@ -101,6 +101,36 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+def cmd_cost(args: argparse.Namespace) -> int:
+    """The ledger and cost of what ran in this data dir, and with --dry-run an estimate for a profile."""
+    from pathlib import Path as _P
+
+    from schemas.config import load_config
+    from tasks.llm.cache import CallStore
+    from tasks.llm.ledger import print_ledger_summary
+
+    cfg = load_config(args.profile, sets=args.set)
+    path = _P(cfg.resolved_llm().store_path)
+    rows = []
+    if path.exists():
+        store = CallStore(path)
+        print(f"== ledger ({path})")
+        print_ledger_summary(store)
+        rows = store.ledger_rows()
+    else:
+        print(f"== ledger: none yet at {path} (run `make run` first)")
+    if args.dry_run:
+        from tasks.cost import estimate_profile, format_costs
+        from tasks.llm.anthropic_provider import DEFAULT_MODEL
+
+        model = cfg.llm.model or DEFAULT_MODEL
+        if model not in cfg.llm.prices:
+            raise ValueError(f"no price for model {model!r}; add llm.prices[{model!r}] to the config")
+        print(f"\n== dry run for profile {cfg.profile}")
+        print(format_costs(estimate_profile(cfg, rows, cfg.llm.prices[model]), model))
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from rubricrl.serve import serve, stop
 
@@ -140,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     i = common(sub.add_parser("ingest", help="ingest an external JSONL query file as the queries stage"))
     i.add_argument("file")
     i.set_defaults(fn=cmd_ingest)
+    c = common(sub.add_parser("cost", help="ledger and cost summary; --dry-run estimates a profile's calls and cost"))
+    c.add_argument("--dry-run", action="store_true", help="estimate the calls, tokens and cost of the profile")
+    c.set_defaults(fn=cmd_cost)
     sv = sub.add_parser("serve", help="start a local Prefect server and worker, deploy every flow")
     sv.add_argument("--port", type=int, default=int(os.environ.get("RUBRICRL_PREFECT_PORT", "4200")))
     sv.add_argument("--pool", default="rubricrl-process")
