@@ -55,7 +55,7 @@ def synthesize_queries(profile: str = "demo", sets: list[str] | None = None, for
         return {"stages": [summary], "ingest_errors": [str(e) for e in errors]}
 
     personas = synthesize.sample_personas(s.n_personas, s.seed)
-    n_candidates = math.ceil(s.n_queries * (1 + s.oversample))
+    n_candidates = math.ceil(round(s.n_queries * (1 + s.oversample), 6))  # round: 55000*1.08 is 59400.000…1
     chunks = {f"c{i:05d}": list(range(start, min(start + s.chunk_size, n_candidates)))
               for i, start in enumerate(range(0, n_candidates, s.chunk_size))}
 

@@ -25,7 +25,7 @@ RUBRIC_STAGES = ("expansions", "requirements", "modules", "rubric_candidates", "
 def call_counts(cfg: Config) -> dict[str, int]:
     s = cfg.synth
     n_q = s.n_queries
-    counts = {"query_candidates": math.ceil(n_q * (1 + s.oversample))}
+    counts = {"query_candidates": math.ceil(round(n_q * (1 + s.oversample), 6))}
     counts.update({st: n_q for st in RUBRIC_STAGES})
     n_sft = min(n_q, cfg.sft.max_queries or n_q)
     counts["sft_answers"] = n_sft * max(1, len(cfg.sft.teachers))
