@@ -1,0 +1,167 @@
+"""select-rl-queries (paper D.2, nightly): probe the current policy on candidate queries, keep the
+discriminative ones where it is weak, with coverage across categories, capabilities and personas.
+
+Stages: ``probe_rollouts`` (k responses per candidate from the newest policy checkpoint, which every
+row records) -> ``probe_judgments`` + ``probe_rewards`` (the environment, schemas/env.py) ->
+``rl_queries`` (selected queries with every score component and the reason; train-rl reads it). The
+artifact lists the selection's diff against the previous ``rl_queries`` (added, kept, dropped).
+
+Candidates are the queries with a rubric reference outside the evaluation split
+(``evaluation.heldout_percent``), the first ``selection.max_candidates`` by query id. Departure: probe
+and evaluation judgments go to their own stages (``probe_*``) so the RL job's ``judgments`` and
+``rewards`` are never overwritten by a selection run.
+
+Run: ``rubricrl run --only select-rl-queries`` or ``prefect deployment run select-rl-queries/nightly``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
+from flows.policy import PolicyRef, resolve_policy, sample_policy
+from schemas.config_eval import EvalConfig
+from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, rewards_suites
+from schemas.selection import PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_rollouts_suites, rl_queries_suites
+from tasks.checkpoints import held_out
+from tasks.env.records import reward_config_hash, score_rollouts_table
+from tasks.llm.prompts import load_prompt
+from tasks.probe_records import build_candidates, rl_query_rows
+from tasks.rubrics import load_tasks
+from tasks.selection import select, selection_diff
+from tasks.stage import StageSpec, run_stage
+from tasks.store import StageStore
+
+
+def eval_config(cfg: Any) -> EvalConfig:
+    """The ``evaluation`` section once the lead wires it; its documented defaults until then."""
+    return getattr(cfg, "evaluation", None) or EvalConfig()
+
+
+def query_meta(store: StageStore) -> dict[str, dict[str, Any]]:
+    cols = ["query_id", "category_ids", "capability_ids", "persona_id", "difficulty", "domain"]
+    return {r["query_id"]: r for r in store.read("queries", columns=cols).to_pylist()}
+
+
+def _probe(chunk: list[tuple[str, str]], policy: PolicyRef, n: int, max_new_tokens: int, max_prompt_tokens: int,
+           temperature: float, seed: int) -> pa.Table:
+    rows = sample_policy(policy.path, chunk, n, max_new_tokens=max_new_tokens, max_prompt_tokens=max_prompt_tokens,
+                         temperature=temperature, seed=seed)
+    for r in rows:
+        r.update(rollout_id=f"{r['query_id']}:p{r['sample']}", policy_checkpoint=str(policy.path),
+                 policy_kind=policy.kind, seed=seed)
+    return pa.Table.from_pylist(rows, schema=PROBE_ROLLOUTS_SCHEMA)
+
+
+probe_chunk = task(_probe, name="probe-policy", cache_policy=NO_CACHE)
+score_chunk = task(score_rollouts_table, name="score-probes", retries=1, retry_delay_seconds=[5], cache_policy=NO_CACHE)
+
+
+def _previous_selection(store: StageStore) -> set[str]:
+    if store.manifest("rl_queries") is None:
+        return set()
+    return set(store.read("rl_queries", columns=["query_id"]).column("query_id").to_pylist())
+
+
+def _diff_markdown(diff: dict[str, list[str]], rows: list[dict[str, Any]], shown: int = 20) -> str:
+    lines = [f"## Selection diff against the previous rl_queries: {len(diff['added'])} added, "
+             f"{len(diff['kept'])} kept, {len(diff['dropped'])} dropped", ""]
+    for k in ("added", "kept", "dropped"):
+        ids = diff[k]
+        lines.append(f"- **{k}** ({len(ids)}): {', '.join(ids[:shown])}{' ...' if len(ids) > shown else ''}")
+    lines += ["", "## Selected (pick order)", "", "| rank | query_id | discrimination | weakness | coverage | final | reason |",
+              "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['rank']} | {r['query_id']} | {r['discrimination']:.2f} | {r['weakness']:.2f} | "
+              f"{r['coverage_factor']:.2f} | {r['final_score']:.3f} | {r['reason']} |" for r in rows[:shown]]
+    return "\n".join(lines)
+
+
+@flow(name="select-rl-queries", log_prints=True)
+def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, force: bool = False,
+                      checkpoint: str | None = None) -> dict[str, Any]:
+    forward_library_logs()
+    fc = flow_context(profile, sets)
+    cfg, store, s = fc.cfg, fc.store, fc.cfg.selection
+    logger = get_run_logger()
+    heldout = eval_config(cfg).heldout_percent
+    tasks = [t for t in load_tasks(store) if not held_out(t.query_id, heldout)][: s.max_candidates]
+    if not tasks:
+        raise ValueError("no candidate queries: no rubric reference outside the evaluation split is published; run "
+                         "build-rubrics first (or lower evaluation.heldout_percent)")
+    meta = query_meta(store)
+    policy = resolve_policy(cfg.data_dir, checkpoint, cfg.train.model, cfg.train.run.seed)
+    logger.info("probing %d candidate queries x %d samples with policy %s (%s, %s)", len(tasks), s.probe_samples,
+                policy.path, policy.kind, policy.identity)
+    cs = s.probe_chunk_size
+    chunks = {f"c{i:05d}": [(t.query_id, t.query) for t in tasks[i * cs:(i + 1) * cs]]
+              for i in range(-(-len(tasks) // cs))}
+    inputs = {"rubric_references": store.version("rubric_references"), "queries": store.version("queries")}
+    common = dict(config=cfg.model_dump(mode="json"), force=force)
+
+    probes = run_stage(
+        store, StageSpec("probe_rollouts", PROBE_ROLLOUTS_SCHEMA, probe_rollouts_suites), part_keys=list(chunks),
+        make_part=lambda k: probe_chunk(chunks[k], policy, s.probe_samples, s.probe_max_new_tokens,
+                                        s.probe_max_prompt_tokens, s.probe_temperature, s.seed + list(chunks).index(k)),
+        provider="policy", config_hash=cfg.section_hash("selection"), inputs=inputs,
+        extra={"policy": str(policy.path), "policy_identity": policy.identity, "candidates": [t.query_id for t in tasks],
+               "prompt": load_prompt("generation").fingerprint}, **common)
+
+    rollouts = store.read("probe_rollouts")
+    task_by = {t.query_id: t for t in tasks}
+    scored: dict[str, tuple[pa.Table, pa.Table]] = {}
+
+    def scored_part(key: str) -> tuple[pa.Table, pa.Table]:
+        if key not in scored:  # one scoring pass serves both stages
+            ids = {q for q, _ in chunks[key]}
+            part = rollouts.filter(pc.is_in(rollouts.column("query_id"), value_set=pa.array(sorted(ids))))
+            scored[key] = score_chunk(part, {q: task_by[q] for q in ids}, provider=fc.provider, cfg=cfg.env)
+        return scored[key]
+
+    env_hash = reward_config_hash(cfg.env, cfg.env.reward_kind)
+    score_common = dict(provider=fc.provider.name, config_hash=env_hash,
+                        extra={"judge": [fc.provider.name, fc.provider.model], "env": cfg.section_hash("env")}, **common)
+    judg = run_stage(store, StageSpec("probe_judgments", JUDGMENTS_SCHEMA, judgments_suites), part_keys=list(chunks),
+                     make_part=lambda k: scored_part(k)[0], inputs={"probe_rollouts": probes.manifest.version},
+                     **score_common)
+    rmin, rmax = min(cfg.env.reward.format_invalid, 0.0), max(cfg.env.reward.rubric_max, 1.0)
+    rew = run_stage(store, StageSpec("probe_rewards", REWARDS_SCHEMA, lambda: rewards_suites(rmin, rmax)),
+                    part_keys=list(chunks), make_part=lambda k: scored_part(k)[1],
+                    inputs={"probe_rollouts": probes.manifest.version, "probe_judgments": judg.manifest.version},
+                    **score_common)
+
+    previous = _previous_selection(store)
+    cands = build_candidates(tasks, meta, store.read("probe_rewards").to_pylist(),
+                             store.read("probe_judgments", columns=["rollout_id", "gate_rubric_alignment",
+                                                                    "findings"]).to_pylist())
+    result = select(cands, s)
+    rows = rl_query_rows(result, tasks, meta, cands, str(policy.path), policy.kind)
+    sel = run_stage(store, StageSpec("rl_queries", RL_QUERIES_SCHEMA, rl_queries_suites), part_keys=["all"],
+                    make_part=lambda _k: pa.Table.from_pylist(rows, schema=RL_QUERIES_SCHEMA),
+                    provider=fc.provider.name, config_hash=cfg.section_hash("selection"),
+                    inputs={"probe_rewards": rew.manifest.version, "probe_judgments": judg.manifest.version},
+                    extra={"policy_identity": policy.identity},
+                    stats=lambda t: {"policy_checkpoint": str(policy.path), "policy_kind": policy.kind,
+                                     "candidates": len(cands)}, **common)
+    current = {r["query_id"] for r in rows}
+    diff = selection_diff(previous, current)
+    flat = sum(1 for x in result if x.base_score == 0)
+    if not rows:
+        logger.warning("no candidate is discriminative (all %d have equal probe rewards): rl_queries is empty; a "
+                       "stronger policy (train-sft) or more probe_samples / longer probe_max_new_tokens help", len(cands))
+    elif len(rows) < s.target_size:
+        logger.warning("only %d discriminative queries for a target of %d: probe more candidates", len(rows),
+                       s.target_size)
+    summaries = [stage_summary(probes, {"policy": policy.label}), stage_summary(judg), stage_summary(rew),
+                 stage_summary(sel, {"added": len(diff["added"]), "kept": len(diff["kept"]),
+                                     "dropped": len(diff["dropped"])})]
+    notes = (f"Policy: `{policy.path}` ({policy.kind}); {len(cands)} candidates, {flat} with all-equal probe rewards "
+             f"(never selected), {len(rows)} selected (target {s.target_size}).\n\n{_diff_markdown(diff, rows)}")
+    publish_artifact("select-rl-queries", summaries, notes=notes)
+    print(f"rl_queries: {len(rows)} selected of {len(cands)} candidates with policy {policy.label}; "
+          f"{len(diff['added'])} added, {len(diff['kept'])} kept, {len(diff['dropped'])} dropped")
+    return {"stages": summaries, "policy": str(policy.path), "policy_kind": policy.kind, "diff": diff,
+            "selected": len(rows), "candidates": len(cands), "all_equal": flat}

@@ -1,0 +1,122 @@
+"""From probe and evaluation judgments to selection candidates, ``rl_queries`` rows and ``eval_results`` rows.
+
+Pure functions over plain rows (the judgments/rewards stages of ``schemas/env.py``): the flows read the
+stages, these decide the numbers. A rubric item counts as judged for a response when the judge's
+rubric_alignment layer was decided for it, and as failed when its finding is critical or major (the
+binary reward's "unmet", paper 3.3); the paper's pass is a valid tier with no failed item.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from schemas.rubric import Task
+from tasks.selection import Candidate, Scored
+
+UNMET = ("critical", "major")
+
+
+def failed_items(judgment: dict[str, Any]) -> set[str]:
+    """Rubric item ids with a critical or major rubric_alignment finding in one judgment row."""
+    return {f["item_id"] for f in judgment.get("findings") or []
+            if f["layer"] == "rubric_alignment" and f["severity"] in UNMET and f.get("item_id")}
+
+
+def items_judged(judgment: dict[str, Any], n_items: int) -> int:
+    """The rubric's item count when the rubric layer was decided for this response, else 0."""
+    return n_items if judgment.get("gate_rubric_alignment") is not None else 0
+
+
+def build_candidates(tasks: list[Task], meta: dict[str, dict[str, Any]], rewards: list[dict[str, Any]],
+                     judgments: list[dict[str, Any]]) -> list[Candidate]:
+    """One Candidate per task: its probe rewards (sample order), categories, persona, judged/failed items."""
+    by_query: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rewards:
+        by_query[r["query_id"]].append(r)
+    judg = {j["rollout_id"]: j for j in judgments}
+    out = []
+    for t in tasks:
+        rows = sorted(by_query.get(t.query_id, []), key=lambda r: r["rollout_id"])
+        n_items = len(t.rubric.level_of())
+        total = failed = 0
+        for r in rows:
+            j = judg.get(r["rollout_id"])
+            if j is not None:
+                total += items_judged(j, n_items)
+                failed += len(failed_items(j)) if items_judged(j, n_items) else 0
+        m = meta.get(t.query_id, {})
+        out.append(Candidate(query_id=t.query_id, rewards=[r["reward"] for r in rows],
+                             category_ids=list(m.get("category_ids") or []),
+                             capability_ids=list(m.get("capability_ids") or []), persona_id=m.get("persona_id"),
+                             items_total=total, items_failed=failed))
+    return out
+
+
+def rl_query_rows(scored: list[Scored], tasks: list[Task], meta: dict[str, dict[str, Any]],
+                  cands: list[Candidate], policy_checkpoint: str, policy_kind: str) -> list[dict[str, Any]]:
+    """Rows of ``rl_queries`` for the selected queries, in pick order (highest final score first)."""
+    task_by = {t.query_id: t for t in tasks}
+    cand_by = {c.query_id: c for c in cands}
+    chosen = sorted((s for s in scored if s.selected), key=lambda s: (-s.final_score, s.query_id))
+    rows = []
+    for rank, s in enumerate(chosen, start=1):
+        t, c, m = task_by[s.query_id], cand_by[s.query_id], meta.get(s.query_id, {})
+        got = [x for x in c.rewards if x is not None]
+        rows.append({
+            "query_id": s.query_id, "query": t.query, "rubric_json": t.rubric.model_dump_json(),
+            "category_ids": c.category_ids, "capability_ids": c.capability_ids, "persona_id": c.persona_id,
+            "difficulty": m.get("difficulty"), "domain": m.get("domain"), "probe_samples": len(c.rewards),
+            "probe_rewards": c.rewards, "mean_reward": sum(got) / len(got) if got else None,
+            "distinct_levels": s.distinct_levels, "reward_std": s.reward_std, "discrimination": s.discrimination,
+            "weakness": s.weakness, "base_score": s.base_score, "coverage_factor": s.coverage_factor,
+            "final_score": s.final_score, "rank": rank, "reason": s.reason,
+            "policy_checkpoint": policy_checkpoint, "policy_kind": policy_kind,
+        })
+    return rows
+
+
+def passed(reward_row: dict[str, Any], judgment: dict[str, Any] | None) -> bool:
+    """The paper's pass: every gate passed (valid tier) and every rubric item met."""
+    if reward_row["tier"] != "valid" or judgment is None:
+        return False
+    return judgment.get("gate_rubric_alignment") is True and not failed_items(judgment)
+
+
+def eval_rows(model: str, model_path: str, model_kind: str, rollouts: list[dict[str, Any]],
+              rewards: list[dict[str, Any]], judgments: list[dict[str, Any]], tasks: dict[str, Task],
+              meta: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """``eval_results`` rows; ``rollouts`` carry rollout_id, query_id, run, response."""
+    rew = {r["rollout_id"]: r for r in rewards}
+    judg = {j["rollout_id"]: j for j in judgments}
+    out = []
+    for ro in rollouts:
+        r, j = rew[ro["rollout_id"]], judg.get(ro["rollout_id"])
+        n_items = len(tasks[ro["query_id"]].rubric.level_of())
+        m = meta.get(ro["query_id"], {})
+        out.append({
+            "eval_id": f"{model}:{ro['run']}:{ro['query_id']}", "model": model, "model_path": model_path,
+            "model_kind": model_kind, "run": ro["run"], "query_id": ro["query_id"],
+            "difficulty": m.get("difficulty") or "(none)", "domain": m.get("domain") or "(none)",
+            "response": ro["response"], "tier": r["tier"], "reward": r["reward"], "rubric_score": r["rubric_score"],
+            "passed": passed(r, j), "items_total": items_judged(j, n_items) if j else 0,
+            "items_failed": len(failed_items(j)) if j else 0, "judge_provider": r.get("provider"),
+        })
+    return out
+
+
+def summary_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows for ``tasks.evaluation.summarize``, whose tiers do not include ``missing`` (judge failed):
+    such a row keeps its pass (False) and no reward, and its tier is recounted by ``missing_rates``."""
+    return [{**r, "tier": "valid" if r["tier"] == "missing" else r["tier"]} for r in rows]
+
+
+def tier_rates(rows: list[dict[str, Any]], tiers: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """model -> ``tier/<t>`` -> percentage of rows in tier t, averaged over runs (the summarize rule)."""
+    runs: dict[str, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        runs[r["model"]][r["run"]].append(r["tier"])
+    out: dict[str, dict[str, float]] = {}
+    for model, by_run in runs.items():
+        out[model] = {f"tier/{t}": sum(100.0 * ts.count(t) / len(ts) for ts in by_run.values()) / len(by_run)
+                      for t in tiers}
+    return out
