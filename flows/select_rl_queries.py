@@ -34,7 +34,7 @@ from tasks.probe_records import build_candidates, rl_query_rows
 from tasks.rubrics import load_tasks
 from tasks.selection import select, selection_diff
 from tasks.stage import StageSpec, run_stage
-from tasks.store import StageStore
+from tasks.store import StageStore, fingerprint
 
 
 def eval_config(cfg: Any) -> EvalConfig:
@@ -59,6 +59,13 @@ def _probe(chunk: list[tuple[str, str]], policy: PolicyRef, n: int, max_new_toke
 
 probe_chunk = task(_probe, name="probe-policy", cache_policy=NO_CACHE)
 score_chunk = task(score_rollouts_table, name="score-probes", retries=1, retry_delay_seconds=[5], cache_policy=NO_CACHE)
+
+
+def probe_hash(s: Any) -> str:
+    """What the probes depend on (not the selection weights or target: changing those re-selects only)."""
+    keys = ("probe_samples", "max_candidates", "probe_max_new_tokens", "probe_max_prompt_tokens", "probe_temperature",
+            "probe_chunk_size", "seed")
+    return fingerprint(**{k: getattr(s, k) for k in keys})
 
 
 def _previous_selection(store: StageStore) -> set[str]:
@@ -106,7 +113,7 @@ def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, forc
         store, StageSpec("probe_rollouts", PROBE_ROLLOUTS_SCHEMA, probe_rollouts_suites), part_keys=list(chunks),
         make_part=lambda k: probe_chunk(chunks[k], policy, s.probe_samples, s.probe_max_new_tokens,
                                         s.probe_max_prompt_tokens, s.probe_temperature, s.seed + list(chunks).index(k)),
-        provider="policy", config_hash=cfg.section_hash("selection"), inputs=inputs,
+        provider="policy", config_hash=probe_hash(s), inputs=inputs,
         extra={"policy": str(policy.path), "policy_identity": policy.identity, "candidates": [t.query_id for t in tasks],
                "prompt": load_prompt("generation").fingerprint}, **common)
 

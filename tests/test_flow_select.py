@@ -1,0 +1,70 @@
+"""select-rl-queries end to end on the offline judge: an SFT-trained tiny policy is probed (real
+sampling), its responses scored by the environment, and the selection keeps only discriminative
+queries, records the policy checkpoint, and reports the diff against the previous selection."""
+import asyncio
+import json
+
+import duckdb
+
+from flows.select_rl_queries import select_rl_queries
+from tasks.checkpoints import held_out
+from tasks.store import StageStore
+from tests.fixtures.policy_data import build_references, trained_policy
+
+SETS = ["selection.target_size=6", "selection.probe_samples=4", "selection.max_candidates=12",
+        "selection.probe_max_new_tokens=80", "selection.probe_max_prompt_tokens=768", "selection.probe_chunk_size=6",
+        "env.runtime.enabled=false"]
+
+
+def test_selection_keeps_discriminative_queries_and_records_the_policy(prefect_harness, data_dir):
+    from prefect.client.orchestration import get_client
+
+    build_references(data_dir)
+    ckpt = trained_policy(data_dir)
+    out = select_rl_queries(profile="demo", sets=SETS)
+    assert out["policy"] == str(ckpt.resolve()) and out["policy_kind"] == "checkpoint"
+    store = StageStore(data_dir)
+    con = duckdb.connect(str(data_dir / "catalog.duckdb"), read_only=True)
+    rewards = dict(con.execute("select query_id, list(reward order by rollout_id) from probe_rewards group by 1").fetchall())
+    assert len(rewards) == 12 and all(len(v) == 4 for v in rewards.values())
+    assert not any(held_out(q, 10) for q in rewards)  # the evaluation split is never a candidate
+    assert con.execute("select count(distinct policy_checkpoint) from probe_rollouts").fetchone()[0] == 1
+    rows = store.read("rl_queries").to_pylist()
+    con.close()
+    flat = {q for q, v in rewards.items() if len({x for x in v if x is not None}) < 2}
+    spread = set(rewards) - flat
+    chosen = {r["query_id"] for r in rows}
+    assert spread and flat, rewards  # the trained policy gives both kinds of queries
+    assert chosen and not chosen & flat and chosen <= spread
+    assert len(chosen) == min(6, len(spread))
+    for r in rows:
+        assert r["policy_checkpoint"] == str(ckpt.resolve()) and r["policy_kind"] == "checkpoint"
+        assert r["distinct_levels"] >= 2 and 0 < r["coverage_factor"] <= 1 and r["final_score"] > 0
+        assert "reward levels" in r["reason"] and json.loads(r["rubric_json"])["initial_state"] is not None
+        assert r["probe_rewards"] == rewards[r["query_id"]]
+    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    assert out["diff"] == {"added": sorted(chosen), "kept": [], "dropped": []}
+
+    async def latest():
+        async with get_client() as c:
+            return await c.read_latest_artifacts()
+
+    art = [a for a in asyncio.run(latest()) if a.key == "select-rl-queries-summary"][0].data
+    assert "| rl_queries |" in art and "| probe_rollouts |" in art and f"{len(chosen)} added" in art
+
+    # The next night with a smaller target: the diff says what was kept and what was dropped.
+    again = select_rl_queries(profile="demo", sets=[*SETS, "selection.target_size=2"])
+    assert again["stages"][0]["skipped"] and again["stages"][2]["skipped"]  # same policy: probes re-used
+    diff = again["diff"]
+    assert len(diff["kept"]) == min(2, len(chosen)) and not diff["added"]
+    assert set(diff["kept"]) | set(diff["dropped"]) == chosen
+
+
+def test_random_policy_is_labelled_and_equal_rewards_select_nothing(prefect_harness, data_dir):
+    build_references(data_dir)
+    out = select_rl_queries(profile="demo", sets=[*SETS, "selection.probe_max_new_tokens=16"])
+    assert out["policy_kind"] == "tiny-random" and out["all_equal"] == out["candidates"] == 12
+    store = StageStore(data_dir)
+    assert store.manifest("rl_queries").row_count == 0
+    kinds = set(store.read("probe_rollouts", columns=["policy_kind"]).column("policy_kind").to_pylist())
+    assert kinds == {"tiny-random"}
