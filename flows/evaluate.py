@@ -165,7 +165,7 @@ def evaluate(profile: str = "demo", sets: list[str] | None = None, force: bool =
               f"runs per model: " + ", ".join(f"{m} {int(v['runs'] or 0)}" for m, v in summary.items()))
     (report_dir / "eval.md").write_text(f"{header}\n\n{md}\n\n![pass rates](eval.png)\n", encoding="utf-8")
     publish_artifact("evaluate", [stage_summary(out, {"models": len(specs)})],
-                     notes=f"Report: `{report_dir / 'eval.md'}`, plot `{png}`\n\n{md}")
+                     notes=f"Report: `{report_dir / 'eval.md'}`, plot `{png}`\n\n{md}", fc=fc)
     print(f"{header}\n{md}")
     return {"stages": [stage_summary(out)], "summary": summary, "report": str(report_dir / "eval.md"),
             "png": str(png), "models": [s["label"] for s in specs]}

@@ -13,6 +13,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
 from schemas.sft import SFT_ANSWERS_SCHEMA, sft_answers_suites
 from tasks import sft_data
+from tasks.checkpoints import held_out
 from tasks.llm import get_provider
 from tasks.llm.prompts import load_prompt
 from tasks.rubrics import load_tasks
@@ -37,7 +38,8 @@ def generate_sft(profile: str = "demo", sets: list[str] | None = None, force: bo
     fc = flow_context(profile, sets)
     cfg, store, s = fc.cfg, fc.store, fc.cfg.sft
     logger = get_run_logger()
-    tasks = load_tasks(store)
+    # the evaluation split (evaluation.heldout_percent) never becomes training data
+    tasks = [t for t in load_tasks(store) if not held_out(t.query_id, cfg.evaluation.heldout_percent)]
     if s.max_queries is not None:
         tasks = tasks[: s.max_queries]
     if not tasks:

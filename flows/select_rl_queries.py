@@ -167,7 +167,7 @@ def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, forc
                                      "dropped": len(diff["dropped"])})]
     notes = (f"Policy: `{policy.path}` ({policy.kind}); {len(cands)} candidates, {flat} with all-equal probe rewards "
              f"(never selected), {len(rows)} selected (target {s.target_size}).\n\n{_diff_markdown(diff, rows)}")
-    publish_artifact("select-rl-queries", summaries, notes=notes)
+    publish_artifact("select-rl-queries", summaries, notes=notes, fc=fc)
     print(f"rl_queries: {len(rows)} selected of {len(cands)} candidates with policy {policy.label}; "
           f"{len(diff['added'])} added, {len(diff['kept'])} kept, {len(diff['dropped'])} dropped")
     return {"stages": summaries, "policy": str(policy.path), "policy_kind": policy.kind, "diff": diff,

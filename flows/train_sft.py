@@ -156,7 +156,7 @@ def train_sft(profile: str = "demo", sets: list[str] | None = None, force: bool 
     table = "\n".join(["| step | loss/sft |", "|---|---|"] + [f"| {s} | {v:.4f} |" for s, v in losses])
     summary = stage_summary(out, {"checkpoint": str(dest), "examples": len(examples),
                                   "first_loss": round(losses[0][1], 4), "last_loss": round(losses[-1][1], 4)})
-    publish_artifact("train-sft", [summary], notes=f"Checkpoint: `{dest}`\n\nLoss curve: `{png}`\n\n{table}")
+    publish_artifact("train-sft", [summary], notes=f"Checkpoint: `{dest}`\n\nLoss curve: `{png}`\n\n{table}", fc=fc)
     print(f"train-sft: {len(losses)} steps, loss {losses[0][1]:.3f} -> {losses[-1][1]:.3f}; checkpoint {dest}")
     return {"stages": [summary], "checkpoint": str(dest), "loss_png": str(png), "losses": [v for _, v in losses],
             "resumed": job.get("resumed", False)}

@@ -14,7 +14,18 @@ import os
 import sys
 from pathlib import Path
 
-PIPELINE = ["synthesize-queries", "build-rubrics", "generate-sft"]
+PIPELINE = ["synthesize-queries", "build-rubrics", "generate-sft", "train-sft", "select-rl-queries", "train-rl",
+            "evaluate"]
+FLOWS = {  # flow name -> (module, function)
+    "synthesize-queries": ("flows.synthesize_queries", "synthesize_queries"),
+    "build-rubrics": ("flows.build_rubrics", "build_rubrics"),
+    "generate-sft": ("flows.generate_sft", "generate_sft"),
+    "train-sft": ("flows.train_sft", "train_sft"),
+    "select-rl-queries": ("flows.select_rl_queries", "select_rl_queries"),
+    "train-rl": ("flows.train_rl", "train_rl"),
+    "evaluate": ("flows.evaluate", "evaluate"),
+    "score-rollouts": ("flows.score_rollouts", "score_rollouts"),
+}
 
 
 def _store(args: argparse.Namespace):
@@ -25,19 +36,12 @@ def _store(args: argparse.Namespace):
 
 
 def _flow(name: str):
-    if name == "synthesize-queries":
-        from flows.synthesize_queries import synthesize_queries
+    import importlib
 
-        return synthesize_queries
-    if name == "build-rubrics":
-        from flows.build_rubrics import build_rubrics
-
-        return build_rubrics
-    if name == "generate-sft":
-        from flows.generate_sft import generate_sft
-
-        return generate_sft
-    raise ValueError(f"unknown flow {name!r}; choose from {', '.join(PIPELINE)}")
+    if name not in FLOWS:
+        raise ValueError(f"unknown flow {name!r}; choose from {', '.join(FLOWS)}")
+    module, fn = FLOWS[name]
+    return getattr(importlib.import_module(module), fn)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -158,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         return sp
 
     r = common(sub.add_parser("run", help="run the pipeline (or --only some flows)"))
-    r.add_argument("--only", action="append", choices=PIPELINE)
+    r.add_argument("--only", action="append", choices=list(FLOWS))
     r.add_argument("--force", action="store_true", help="rebuild stages even if current")
     r.set_defaults(fn=cmd_run)
     s = common(sub.add_parser("sql", help="run a SQL query over the stage catalog"))

@@ -18,9 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from schemas.config_attribution import AttributionConfig
 from schemas.config_env import EnvConfig
+from schemas.config_eval import EVAL_DEMO_OVERRIDES, EvalConfig
 from schemas.config_llm import LLMConfig
 from schemas.config_rubrics import RubricsConfig
-from schemas.config_selection import SelectionConfig
+from schemas.config_selection import SELECTION_DEMO_OVERRIDES, SelectionConfig
 from schemas.config_sft import SFTConfig
 from schemas.config_train import DEMO_OVERRIDES as TRAIN_DEMO
 from schemas.config_train import SFT_DEMO_OVERRIDES as TRAIN_SFT_DEMO
@@ -58,6 +59,7 @@ class Config(_Section):
     env: EnvConfig = Field(default_factory=EnvConfig)
     attribution: AttributionConfig = Field(default_factory=AttributionConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    evaluation: EvalConfig = Field(default_factory=EvalConfig)
     sft: SFTConfig = Field(default_factory=SFTConfig)
     train_sft: TrainSFTConfig = Field(default_factory=TrainSFTConfig)
     train: TrainRLConfig = Field(default_factory=TrainRLConfig)
@@ -75,16 +77,25 @@ class Config(_Section):
 
 PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
     "demo": {"synth": {"n_queries": 200, "n_personas": 60, "chunk_size": 50}, "rubrics": {"chunk_size": 50},
-             "sft": {"max_queries": 24, "chunk_size": 12}, "train_sft": TRAIN_SFT_DEMO, "train": TRAIN_DEMO},
+             "sft": {"max_queries": 24, "chunk_size": 12}, "train_sft": TRAIN_SFT_DEMO, "train": TRAIN_DEMO,
+             "selection": SELECTION_DEMO_OVERRIDES, "evaluation": EVAL_DEMO_OVERRIDES},
     "full": {},
 }
-
-
 def _deep_update(base: dict[str, Any], upd: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for k, v in upd.items():
         out[k] = _deep_update(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
     return out
+
+
+# The demo's tiny policy learns the (compact) offline teacher app by SFT, and is given enough new
+# tokens to finish it, so probe and GRPO samples differ in validity and selection has real choices.
+PROFILE_OVERRIDES["demo"] = _deep_update(PROFILE_OVERRIDES["demo"], {
+    "train_sft": {"run": {"epochs": 25}},
+    "selection": {"probe_max_new_tokens": 300},
+    "train": {"rollout": {"max_new_tokens": 300}},
+    "evaluation": {"max_new_tokens": 300},
+})
 
 
 def _set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
