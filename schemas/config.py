@@ -93,7 +93,7 @@ def _deep_update(base: dict[str, Any], upd: dict[str, Any]) -> dict[str, Any]:
 PROFILE_OVERRIDES["demo"] = _deep_update(PROFILE_OVERRIDES["demo"], {
     "train_sft": {"run": {"epochs": 25}},
     "selection": {"probe_max_new_tokens": 300},
-    "train": {"rollout": {"max_new_tokens": 300}},
+    "train": {"rollout": {"max_new_tokens": 300}, "optim": {"lr": 5e-5}},
     "evaluation": {"max_new_tokens": 300},
 })
 
