@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from tasks.attribution.analyzer import SourceModel
 from tasks.attribution.normalize import NormalizedFinding
+from tasks.attribution.tokens import merge_intervals
 
 
 @dataclass(frozen=True)
@@ -49,18 +50,6 @@ class ContextSpan:
     @property
     def reason(self) -> str:
         return "; ".join(self.reasons)
-
-
-def merge_intervals(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[list[int]] = []
-    for s, e in sorted(spans):
-        if e <= s:
-            continue
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return [(s, e) for s, e in out]
 
 
 def subtract(span: tuple[int, int], cuts: list[tuple[int, int]]) -> list[tuple[int, int]]:

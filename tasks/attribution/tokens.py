@@ -279,7 +279,7 @@ def token_membership(offsets: Sequence[tuple[int, int]], direct: Sequence[tuple[
     s, e = off[:, 0], off[:, 1]
     out = np.zeros(len(off), dtype=np.int8)
     for value, spans in ((CONTEXT, context), (DIRECT, direct)):
-        merged = _merge(spans)
+        merged = merge_intervals(spans)
         if not merged:
             continue
         a = np.asarray([m[0] for m in merged])
@@ -291,7 +291,8 @@ def token_membership(offsets: Sequence[tuple[int, int]], direct: Sequence[tuple[
     return out
 
 
-def _merge(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+def merge_intervals(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, overlapping or touching intervals merged; empty ones dropped."""
     out: list[list[int]] = []
     for s, e in sorted((int(s), int(e)) for s, e in spans):
         if e <= s:

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 from schemas.config_llm import RetryConfig
 from tasks.llm.base import LLMRequest, Provider, RawReply, Usage
 from tasks.llm.batch import BatchItem, BatchOutcome
-from tasks.llm.retry import Fault, auth_error, classify_status
+from tasks.llm.retry import SDKFaults
 
 DEFAULT_MODEL = "claude-opus-4-8"
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
@@ -50,7 +50,7 @@ def text_of(message: Any) -> str:
     return "".join(getattr(b, "text", "") for b in message.content)
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(SDKFaults, Provider):
     name = "anthropic"
 
     def __init__(self, model: str = DEFAULT_MODEL, base_url: str | None = None, max_retries: int = 6,
@@ -75,20 +75,6 @@ class AnthropicProvider(Provider):
     def _redact(self, text: str) -> str:
         return text.replace(self._key, "[redacted]") if self._key else text
 
-    def _guard(self, exc: Exception) -> Exception:
-        """401/403 become the clear auth error; everything else passes through (redacted)."""
-        sdk = self._sdk
-        if isinstance(exc, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
-            return auth_error(self.name, self.key_env, exc.status_code, self.base_url, self._redact(str(exc)))
-        return exc
-
-    def _classify(self, exc: BaseException) -> Fault | None:
-        sdk = self._sdk
-        if isinstance(exc, sdk.APIStatusError):
-            return classify_status(exc.status_code, dict(exc.response.headers))
-        if isinstance(exc, (sdk.APITimeoutError, sdk.APIConnectionError)):
-            return Fault(transient=True)
-        return super()._classify(exc)
 
     def _call(self, request: LLMRequest, system: str, messages: list[dict[str, str]]) -> RawReply:
         try:

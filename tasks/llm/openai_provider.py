@@ -23,7 +23,7 @@ from typing import Any, Iterator
 from schemas.config_llm import RetryConfig
 from tasks.llm.base import LLMRequest, Provider, RawReply, Usage, is_text_output
 from tasks.llm.batch import BatchItem, BatchOutcome
-from tasks.llm.retry import Fault, auth_error, call_with_retries, classify_status
+from tasks.llm.retry import SDKFaults, call_with_retries
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -58,7 +58,7 @@ def usage_from_dict(u: dict[str, Any] | None) -> Usage:
                  output_tokens=u.get("completion_tokens") or 0, cache_read_tokens=cached)
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(SDKFaults, Provider):
     name = "openai"
 
     def __init__(self, model: str | None = None, base_url: str | None = None, max_retries: int = 6,
@@ -91,19 +91,6 @@ class OpenAIProvider(Provider):
     def _redact(self, text: str) -> str:
         return text.replace(self._key, "[redacted]") if self._key and self._key != PLACEHOLDER_KEY else text
 
-    def _guard(self, exc: Exception) -> Exception:
-        sdk = self._sdk
-        if isinstance(exc, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
-            return auth_error(self.name, self.key_env, exc.status_code, self.base_url, self._redact(str(exc)))
-        return exc
-
-    def _classify(self, exc: BaseException) -> Fault | None:
-        sdk = self._sdk
-        if isinstance(exc, sdk.APIStatusError):
-            return classify_status(exc.status_code, dict(exc.response.headers))
-        if isinstance(exc, (sdk.APITimeoutError, sdk.APIConnectionError)):
-            return Fault(transient=True)
-        return super()._classify(exc)
 
     def _call(self, request: LLMRequest, system: str, messages: list[dict[str, str]]) -> RawReply:
         try:

@@ -13,7 +13,7 @@ import email.utils
 import random
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 from schemas.config_llm import RetryConfig
 
@@ -109,3 +109,32 @@ def auth_error(provider: str, key_env: str, status: int, base_url: str, detail: 
         f"{provider}: the API key in {key_env} {what} by {base_url} (HTTP {status}: {detail[:200]}); "
         f"set a valid key in {key_env} (or point llm.api_key_env at the variable that holds it), "
         "or choose provider 'offline'")
+
+
+class SDKFaults:
+    """Fault handling shared by the official anthropic and openai SDKs (their exception classes carry
+    the same names). Mix in before ``Provider``; the class sets ``_sdk`` to the SDK module and
+    defines ``_redact``."""
+
+    _sdk: Any
+    name: str
+    key_env: str
+    base_url: str
+
+    def _redact(self, text: str) -> str:  # pragma: no cover - every provider defines its own
+        return text
+
+    def _guard(self, exc: Exception) -> Exception:
+        """401/403 become the clear auth error; everything else passes through (redacted)."""
+        sdk = self._sdk
+        if isinstance(exc, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
+            return auth_error(self.name, self.key_env, exc.status_code, self.base_url, self._redact(str(exc)))
+        return exc
+
+    def _classify(self, exc: BaseException) -> Fault | None:
+        sdk = self._sdk
+        if isinstance(exc, sdk.APIStatusError):
+            return classify_status(exc.status_code, dict(exc.response.headers))
+        if isinstance(exc, (sdk.APITimeoutError, sdk.APIConnectionError)):
+            return Fault(transient=True)
+        return super()._classify(exc)  # type: ignore[misc]
