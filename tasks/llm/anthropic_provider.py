@@ -102,16 +102,7 @@ class AnthropicBatches:
         return len(json.dumps(self.request_body(item)).encode())
 
     def _do(self, fn: Any) -> Any:
-        from tasks.llm.retry import call_with_retries
-
-        def guarded() -> Any:
-            try:
-                return fn()
-            except Exception as e:
-                raise self.provider._guard(e) from None
-
-        p = self.provider
-        return call_with_retries(guarded, p._classify, p.retry, on_retry=p._on_retry)
+        return self.provider.call_guarded(fn)
 
     def submit(self, items: list[BatchItem]) -> str:
         bodies = [self.request_body(i) for i in items]

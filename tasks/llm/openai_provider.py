@@ -23,7 +23,7 @@ from typing import Any, Iterator
 from schemas.config_llm import RetryConfig
 from tasks.llm.base import LLMRequest, Provider, RawReply, Usage, is_text_output
 from tasks.llm.batch import BatchItem, BatchOutcome
-from tasks.llm.retry import SDKFaults, call_with_retries
+from tasks.llm.retry import SDKFaults
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -121,14 +121,7 @@ class OpenAIBatches:
         return len(json.dumps(self.line(item)).encode()) + 1
 
     def _do(self, fn: Any) -> Any:
-        def guarded() -> Any:
-            try:
-                return fn()
-            except Exception as e:
-                raise self.provider._guard(e) from None
-
-        p = self.provider
-        return call_with_retries(guarded, p._classify, p.retry, on_retry=p._on_retry)
+        return self.provider.call_guarded(fn)
 
     def submit(self, items: list[BatchItem]) -> str:
         data = "".join(json.dumps(self.line(i)) + "\n" for i in items).encode()

@@ -131,6 +131,17 @@ class SDKFaults:
             return auth_error(self.name, self.key_env, exc.status_code, self.base_url, self._redact(str(exc)))
         return exc
 
+    def call_guarded(self, fn: Callable[[], Any]) -> Any:
+        """``fn`` (one SDK call) with this provider's retries; a 401/403 becomes the clear auth error."""
+
+        def guarded() -> Any:
+            try:
+                return fn()
+            except Exception as e:
+                raise self._guard(e) from None
+
+        return call_with_retries(guarded, self._classify, self.retry, on_retry=self._on_retry)  # type: ignore[attr-defined]
+
     def _classify(self, exc: BaseException) -> Fault | None:
         sdk = self._sdk
         if isinstance(exc, sdk.APIStatusError):
