@@ -53,15 +53,19 @@ def bench_browser(n: int, concurrency: int) -> dict:
     from tasks.env.extract import extract_html
     from tasks.env.runtime import BrowserRuntime
 
+    # Small apps (clean, blocked network, throws on load), CDN apps (Chart.js; three.js on SwiftShader WebGL)
+    # and the ~30 KB script-heavy app of the static bench.
     mix = [extract_html((FIX / f).read_text()).html for f in ("clean.txt", "network.txt", "throws.txt")]
+    mix += [(FIX / f).read_text() for f in ("chart_cdn.html", "three_cdn.html")] + [make_app(0)]
     apps = [mix[i % len(mix)] for i in range(n)]
-    cfg = RuntimeConfig(concurrency=concurrency)
+    cfg = RuntimeConfig(concurrency=concurrency) if concurrency else RuntimeConfig()
     with BrowserRuntime(cfg) as rt:
         rt.check_many(apps[:concurrency])  # launch + warm
         t0 = time.perf_counter()
         evs = rt.check_many(apps)
         wall = time.perf_counter() - t0
-    return {"bench": "browser_runtime", "apps": n, "concurrency": concurrency, "settle_s": cfg.settle_s,
+    return {"bench": "browser_runtime", "apps": n, "concurrency": cfg.concurrency, "settle_s": cfg.settle_s,
+            "browser": cfg.executable_path,
             "apps_per_s": round(n / wall, 2), "statuses": {s: sum(e.status == s for e in evs) for s in
                                                            sorted({e.status for e in evs})},
             "cpus": os.cpu_count(), "goal": ">= 4 apps/s"}
@@ -106,7 +110,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--apps", type=int, default=200)
     ap.add_argument("--browser-apps", type=int, default=48)
-    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--concurrency", type=int, default=0, help="browser checks at once (0: env.runtime default)")
     ap.add_argument("--skip-browser", action="store_true")
     ap.add_argument("--skip-judge", action="store_true")
     args = ap.parse_args()

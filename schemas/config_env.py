@@ -67,11 +67,16 @@ class RuntimeConfig(_Section):
     """Runtime validity from loading the page in headless Chromium (Playwright)."""
 
     enabled: bool = Field(True, description="False (or --no-browser) skips the browser on machines without one")
-    executable_path: str = Field("/usr/bin/chromium", description="Debian's chromium; never `playwright install`")
+    executable_path: str = Field(
+        "/usr/lib/chromium/chromium-headless-shell",
+        description="Debian's chromium-headless-shell (the old headless mode Playwright itself uses; about 3x less "
+                    "CPU per app than full chromium's --headless, which preloads browser-UI renderers per context). "
+                    "/usr/bin/chromium also works. Never `playwright install`")
     load_timeout_s: float = Field(5.0, gt=0, description="Time for the load event; past it the app is runtime-invalid")
     settle_s: float = Field(0.5, ge=0, description="Time after load during which page errors still count")
     hard_limit_s: float = Field(10.0, gt=0, description="Wall limit for one app, whatever it does")
-    concurrency: int = Field(4, ge=1, le=64, description="Apps loaded at once in one browser (one context each)")
+    concurrency: int = Field(8, ge=1, le=64, description="Apps loaded at once in one browser (one context each); "
+                                                          "a check mostly waits (settle time), so this exceeds cores")
     swiftshader: bool = Field(True, description="Software WebGL (SwiftShader) so canvas/three.js apps run")
     console_errors_fail: bool = Field(False, description="console.error during load fails the gate (apps often log "
                                                          "handled errors, so by default they are recorded only)")

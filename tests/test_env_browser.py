@@ -1,4 +1,4 @@
-"""Real headless Chromium (Debian's /usr/bin/chromium through Playwright): the runtime gate and its sandbox."""
+"""Real headless Chromium (Debian's chromium-headless-shell through Playwright): the runtime gate and its sandbox."""
 from __future__ import annotations
 
 import os
@@ -19,7 +19,7 @@ from tasks.llm import get_provider
 FIX = Path(__file__).parent / "fixtures" / "env"
 CFG = RuntimeConfig(load_timeout_s=3.0, settle_s=0.3, hard_limit_s=6.0, concurrency=4)
 pytestmark = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
-                                reason="needs Debian's chromium: apt-get install -y chromium")
+                                reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh")
 needs_cdn = pytest.mark.skipif(not Path(CFG.cdn_dir).is_dir(),
                                reason="needs the CDN mirror: npm ci --prefix vendor/cdn --ignore-scripts")
 

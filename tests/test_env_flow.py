@@ -8,6 +8,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from schemas.config_env import RuntimeConfig
 from tasks.store import StageStore, fingerprint
 
 FIX = Path(__file__).parent / "fixtures" / "env"
@@ -32,8 +33,8 @@ def _inputs(data_dir: Path) -> StageStore:
 
 
 def test_score_rollouts_threads_with_browser(prefect_harness, data_dir):
-    if not Path("/usr/bin/chromium").exists():
-        pytest.skip("needs Debian's chromium: apt-get install -y chromium")
+    if not Path(RuntimeConfig().executable_path).exists():
+        pytest.skip("needs Debian's chromium-headless-shell: scripts/setup-system.sh")
     from flows.score_rollouts import score_rollouts
 
     store = _inputs(data_dir)

@@ -1,7 +1,8 @@
 """Runtime validity evidence (paper 3.3, stage 3) from loading the app in real headless Chromium.
 
 Beyond the paper, whose judge only simulates execution: the page is loaded by Playwright in Debian's
-``/usr/bin/chromium`` and we record uncaught page errors, console errors, a load timeout, a page that
+``chromium-headless-shell`` (Chromium's old headless mode, the build Playwright itself launches for
+headless runs; full ``chromium --headless`` costs about 3x the CPU per app) and we record uncaught page errors, console errors, a load timeout, a page that
 stops responding, a renderer crash and a blank body, during load and a short settle time.
 
 Sandbox, per app: a fresh browser context (own renderer process, no shared storage); the page is
@@ -113,9 +114,10 @@ def launch_args(cfg: RuntimeConfig, marker: str) -> list[str]:
     if cfg.swiftshader:
         # Software WebGL: disabling WebGL would make correct three.js apps fail.
         args += ["--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist"]
-    # Composite pages in software: with SwiftShader every page's frames otherwise go through the one GPU
-    # process, which serialises the batch (measured ~1.4 -> ~2.0 apps/s at concurrency 4 on 2 cores). WebGL
-    # itself still runs on SwiftShader in the GPU process (tests/test_env_browser.py loads three.js).
+    # Composite pages in software: with full chromium and SwiftShader every page's frames otherwise go through
+    # the one GPU process, which serialises the batch (measured ~1.4 -> ~2.0 apps/s at concurrency 4 on 2 cores);
+    # the headless shell measures the same either way. WebGL itself still runs on SwiftShader in the GPU
+    # process (tests/test_env_browser.py loads three.js).
     args.append("--disable-gpu-compositing")
     return args
 
@@ -126,7 +128,8 @@ class BrowserRuntime:
     def __init__(self, cfg: RuntimeConfig | None = None, mirror: CdnMirror | None = None) -> None:
         self.cfg = cfg or RuntimeConfig()
         if not Path(self.cfg.executable_path).exists():
-            raise ValueError(f"no browser at {self.cfg.executable_path}; install it (apt-get install -y chromium) "
+            raise ValueError(f"no browser at {self.cfg.executable_path}; install it (scripts/setup-system.sh, or "
+                             "apt-get install -y chromium-headless-shell) "
                              "or run with --no-browser / env.runtime.enabled=false")
         self.mirror = mirror or CdnMirror(self.cfg.cdn_dir)
         self.marker = uuid.uuid4().hex[:12]
