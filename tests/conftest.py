@@ -31,15 +31,3 @@ def data_dir(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("RUBRICRL_DATA_DIR", str(d))
     return d
 
-
-def pytest_sessionfinish(session, exitstatus):
-    """Stop Prefect's ephemeral servers while output is still captured.
-
-    A flow run outside ``prefect_harness`` starts one and leaves its ``stop`` to atexit, which then logs
-    into a stream pytest has already closed ("--- Logging error ---" at the end of every run).
-    """
-    import sys
-
-    server = sys.modules.get("prefect.server.api.server")
-    for instance in list(getattr(getattr(server, "SubprocessASGIServer", None), "_instances", {}).values()):
-        instance.stop()

@@ -18,10 +18,10 @@ BIN = Path(sys.executable).parent
 
 
 @pytest.mark.timeout(900)
-def test_nightly_select_schedule_visible_and_scheduled_run_completes(tmp_path):
+def test_nightly_select_schedule_visible_and_scheduled_run_completes(tmp_path, prefect_harness):
     port = _free_port()
     data = tmp_path / "data"
-    build_references(data)
+    build_references(data)  # in-process stage builds: on the harness's server, not a stray ephemeral one
     # The nightly runs the full profile; here it probes 4 candidates x 2 short samples of the tiny model.
     env = dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect"), RUBRICRL_DATA_DIR=str(data),
                PREFECT_API_URL=f"http://127.0.0.1:{port}/api", RUBRICRL_SELECTION__MAX_CANDIDATES="4",
