@@ -1,9 +1,7 @@
 """A real run killed with SIGKILL half way resumes: no lost and no duplicated rows."""
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -11,6 +9,7 @@ import pyarrow.compute as pc
 from tasks.llm.offline import OfflineProvider
 from tasks.store import StageStore
 from tasks.synthesize import sample_personas, synthesize_chunk
+from tests.fixtures.kill import kill_after_parts
 
 REPO = Path(__file__).resolve().parent.parent
 N, CHUNK = 6000, 50
@@ -27,16 +26,7 @@ def _cmd():
 def test_kill_minus_nine_then_resume(tmp_path):
     data = tmp_path / "data"
     env = dict(os.environ, RUBRICRL_DATA_DIR=str(data), PREFECT_HOME=str(tmp_path / "prefect"))
-    proc = subprocess.Popen(_cmd(), cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    build_parts = lambda: list((data / "stages" / "query_candidates").glob("_build-*/part-*.parquet"))  # noqa: E731
-    deadline = time.monotonic() + 240
-    while len(build_parts()) < 6 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    assert proc.poll() is None, "the run finished before it could be killed; raise N"
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    written = len(build_parts())
+    written = kill_after_parts(_cmd(), REPO, env, data / "stages" / "query_candidates", 6, 240)
     n_chunks = -(-int(N * 1.05) // CHUNK)
     assert 6 <= written < n_chunks
     store = StageStore(data)

@@ -1,15 +1,14 @@
 """kill -9 during stage 4 (rubric_candidates), then re-run: finishes with no lost or duplicated items."""
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pyarrow.compute as pc
 
 from tasks.llm.offline import OfflineProvider
 from tasks.store import StageStore
+from tests.fixtures.kill import kill_after_parts
 from tests.fixtures.rubrics.support import offline_items, publish_queries
 
 REPO = Path(__file__).resolve().parent.parent
@@ -33,16 +32,7 @@ def test_kill_minus_nine_in_stage_four_then_resume(tmp_path):
     texts = _texts()
     publish_queries(store, texts)
     env = dict(os.environ, RUBRICRL_DATA_DIR=str(data), PREFECT_HOME=str(tmp_path / "prefect"))
-    proc = subprocess.Popen(_cmd(), cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    parts = lambda: list((data / "stages" / "rubric_candidates").glob("_build-*/part-*.parquet"))  # noqa: E731
-    deadline = time.monotonic() + 400
-    while len(parts()) < 5 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    assert proc.poll() is None, "the run finished before it could be killed; raise N"
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    written = len(parts())
+    written = kill_after_parts(_cmd(), REPO, env, data / "stages" / "rubric_candidates", 5, 400)
     assert 5 <= written < N // CHUNK
     assert store.manifest("modules") is not None and store.manifest("rubric_candidates") is None
 
