@@ -285,6 +285,7 @@ def _errors(ev: InteractionEvidence, html: str, errors: list[dict[str, Any]], n_
         if off is None and e.get("filename") == APP_URL and e.get("line"):
             off = html_offset(html, int(e["line"]), int(e.get("column") or 1))
         e = {k: e.get(k) for k in ("action", "sync", "kind", "name", "message", "stack", "line", "column")} | {"offset": off}
+        e["message"] = re.sub(r"^Uncaught (\w+: )?", "", e["message"] or "")  # the name is its own field
         if e["action"] == IDLE:
             ev.idle_errors.append(e)
         elif 0 <= e["action"] <= n_actions:
@@ -292,3 +293,13 @@ def _errors(ev: InteractionEvidence, html: str, errors: list[dict[str, Any]], n_
     idle = {error_signature(e) for e in ev.idle_errors}
     for e in ev.errors:
         e["caused"] = error_signature(e) not in idle
+
+
+def shift_offsets(value: Any, h: int) -> Any:
+    """A copy of the evidence with every HTML offset moved into the response (+h, paper G.3) (pure)."""
+    if isinstance(value, dict):
+        return {k: (v + h if k in ("offset", "handler_offset") and isinstance(v, int) else shift_offsets(v, h))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [shift_offsets(v, h) for v in value]
+    return value

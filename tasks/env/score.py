@@ -20,7 +20,8 @@ from schemas.rubric import Task
 from tasks.attribution.api import AttributionTrace, attribute
 from tasks.env.extract import Extraction, extract_html
 from tasks.env.judge import (build_judge_request, findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
-                             rubric_severities)
+                             rubric_severities, with_observed_findings)
+from tasks.env.probe import interaction_failures, shift_offsets, summarize
 from tasks.env.rewards import reward, rubric_score
 from tasks.env.runtime import BrowserRuntime, RuntimeEvidence, shared_runtime
 from tasks.env.static import StaticEvidence, check_source
@@ -84,9 +85,19 @@ def evidence_dict(ex: Extraction | None, st: StaticEvidence | None, rt: RuntimeE
                           "runtime_status": rt.status if rt else None,
                           "blank_body": rt.blank_body if rt else None,
                           "runtime_error": rt.error if rt else None,
+                          "runtime_rechecked_from": rt.rechecked_from if rt else None,
+                          "interaction": interaction_output(rt.interaction, h) if rt else None,
                           "external_scripts": list(st.external_scripts) if st else [],
                           "dropped_findings": dropped}
     return ev
+
+
+def interaction_output(inter: dict[str, Any] | None, h: int) -> dict[str, Any] | None:
+    """The probe's evidence for ``evidence.interaction``: the summary (failures, dead controls, liveness)
+    first, then the full record; offsets into the response."""
+    if inter is None:
+        return None
+    return shift_offsets({**summarize(inter), "record": inter}, h)
 
 
 def local_evidence(st: StaticEvidence, rt: RuntimeEvidence | None) -> dict[str, Any]:
@@ -120,6 +131,9 @@ def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, r
                            evidence_dict(None, None, None, dropped), judge, {}, None, 0)
     gates: dict[str, bool | None] = dict(layer_gates(diag)) if diag else \
         {"static_check": None, "code_simulation": None, "rubric_alignment": None}
+    if diag is not None and rt is not None and cfg.runtime.probe.errors_fail:
+        # What the browser saw an interaction do is a finding whoever judged (an LLM may not run the code).
+        diag = with_observed_findings(diag, ex.html, interaction_failures(rt.interaction))
     rt_valid = rt.runtime_valid(cfg.runtime) if rt else None
     gates["tree_sitter"] = st.source_valid
     gates["browser"] = rt_valid
