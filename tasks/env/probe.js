@@ -273,6 +273,9 @@
     R.action = -2;  // after the run: errors from here on are not any action's
     return {log, elapsed_ms: performance.now() - t0};
   };
-  R.snapshot = () => ({rafs: R.rafs, draws: R.draws, mutations: R.mutations, hb: R.hb, canvas: canvasHash()});
+  // A visual sample without a screenshot (a screenshot costs the renderer a full frame and an encode):
+  // canvas pixels, DOM mutations (JS-driven motion writes styles or text) and running CSS/Web animations.
+  const running = () => { try { return document.getAnimations().filter((a) => a.playState === 'running').length; } catch (e) { return 0; } };
+  R.snapshot = () => ({rafs: R.rafs, draws: R.draws, mutations: R.mutations, hb: R.hb, canvas: canvasHash(), animations: running()});
   R.collect = () => ({errors: R.errors, dialogs: R.dialogs});
 })();

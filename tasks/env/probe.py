@@ -10,8 +10,9 @@ Python half here, after load and settle:
    elements with click/pointer listeners), text/number inputs to fill, selects to pick, canvases and
    pointer-listening elements to drag, and the keys the key handlers compare against (then arrows, space,
    enter);
-2. samples liveness: animation frames requested and a screenshot hash, twice, ``liveness_gap_s`` apart,
-   before any action (errors in this idle window are the app's own, never blamed on an action);
+2. samples liveness: animation frames requested and a visual sample (canvas pixels by a 16x16 hash, DOM
+   mutations, running CSS/Web animations), at load and after the settle time (at least ``liveness_gap_s``),
+   before any action; errors in that window are the app's own (they fail the load), never an action's;
 3. runs the plan in the page within ``budget_s`` (values seeded, so the same app gets the same actions), each
    action followed by one frame and a look at what changed (DOM mutations, canvas pixels by a 16x16 hash,
    draw calls, scroll, form values, dialogs); a page that stops answering is hung *by that action*;
@@ -27,7 +28,6 @@ controls and no motion are rubric evidence only (``tasks/env/judge.py``).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import re
 import time
@@ -158,16 +158,29 @@ def summarize(ev: InteractionEvidence | dict[str, Any] | None) -> dict[str, Any]
             "dialogs": len(d.get("dialogs") or []), "navigations": len(d.get("navigations") or [])}
 
 
+def liveness(a: dict[str, Any], b: dict[str, Any], gap_s: float) -> dict[str, Any]:
+    """Motion between two in-page samples ``gap_s`` apart (pure). ``visual_change``: canvas pixels, the DOM, or
+    a running CSS/Web animation; ``animated`` also counts animation frames and WebGL draws."""
+    live = {"rafs": b["rafs"] - a["rafs"], "draws": b["draws"] - a["draws"], "mutations": b["mutations"] - a["mutations"],
+            "canvas_change": a["canvas"] != b["canvas"], "running_animations": b.get("animations", 0), "gap_s": gap_s}
+    live["visual_change"] = bool(live["canvas_change"] or live["mutations"] or live["running_animations"])
+    live["animated"] = bool(live["visual_change"] or live["rafs"] or live["draws"])
+    return live
+
+
 # -- the run --------------------------------------------------------------------------------------------
-async def _shot(page: Any) -> str | None:
+async def idle_sample(page: Any, cfg: ProbeConfig) -> tuple[dict[str, Any], float] | None:
+    """The first liveness sample, right after load (errors from here on are tagged idle)."""
     try:
-        return hashlib.sha1(await page.screenshot(type="jpeg", quality=40, scale="css", timeout=2000)).hexdigest()
-    except Exception:  # a page busy past the timeout: no sample rather than a wrong one
+        snap = await asyncio.wait_for(page.evaluate("() => { window.__rrProbe.action = %d; "
+                                                    "return window.__rrProbe.snapshot(); }" % IDLE), cfg.hang_grace_s)
+        return snap, time.perf_counter()
+    except Exception:  # a page that does not answer now is judged by the load checks that follow
         return None
 
 
 async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSession, stack_offset: Any,
-                    viewport: dict[str, int]) -> InteractionEvidence:
+                    viewport: dict[str, int], idle: tuple[dict[str, Any], float] | None) -> InteractionEvidence:
     """Exercise a loaded page; never raises for the app's behaviour (a hang is evidence)."""
     ev = session.evidence
     ev.status = "ok"
@@ -178,18 +191,10 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
         plan = await asyncio.wait_for(page.evaluate("([m, k]) => window.__rrProbe.plan(m, k)",
                                                     [cfg.max_actions, cfg.max_keys]), grace)
         ev.planned = len(plan["actions"])
-        # Liveness first, before any action, so motion is the app's own; the idle window's errors are too.
-        a = await asyncio.wait_for(page.evaluate("() => { window.__rrProbe.action = %d; "
-                                                 "return window.__rrProbe.snapshot(); }" % IDLE), grace)
-        shot_a, ta = await _shot(page), time.perf_counter()
-        await asyncio.sleep(max(cfg.liveness_gap_s - (time.perf_counter() - ta), 0))
+        # Liveness first, before any action, so motion is the app's own.
         b = await asyncio.wait_for(page.evaluate("() => window.__rrProbe.snapshot()"), grace)
-        shot_b = await _shot(page)
-        ev.liveness = {"rafs": b["rafs"] - a["rafs"], "draws": b["draws"] - a["draws"],
-                       "mutations": b["mutations"] - a["mutations"], "gap_s": round(time.perf_counter() - ta, 3),
-                       "visual_change": None if shot_a is None or shot_b is None else shot_a != shot_b,
-                       "canvas_change": a["canvas"] != b["canvas"]}
-        ev.liveness["animated"] = bool(ev.liveness["rafs"] or ev.liveness["visual_change"] or ev.liveness["canvas_change"])
+        if idle is not None:
+            ev.liveness = liveness(idle[0], b, round(time.perf_counter() - idle[1], 3))
         try:
             run = await asyncio.wait_for(page.evaluate("([a, b, s]) => window.__rrProbe.run(a, b, s)",
                                                        [plan["actions"], int(cfg.budget_s * 1000), cfg.seed]),

@@ -43,7 +43,7 @@ from typing import Any
 
 from schemas.config_env import RuntimeConfig
 from tasks.env.cdn import CdnMirror
-from tasks.env.probe import PROBE_JS, ProbeSession, interaction_failures, run_probe
+from tasks.env.probe import PROBE_JS, ProbeSession, idle_sample, interaction_failures, run_probe
 
 # Plain http, treated as a secure context by a flag: an https page would block http subresources as mixed
 # content before our routes see them, and those attempts must be recorded like any other.
@@ -337,12 +337,16 @@ class BrowserRuntime:
             if not await self._still_loading(page, started):
                 ev.status = "load_timeout"
                 return
-        session.loaded = True
-        await asyncio.sleep(self.cfg.settle_s)
+        session.loaded, loaded_at = True, time.perf_counter()
+        idle = None
+        if probe.enabled:  # liveness is sampled across the settle time
+            await asyncio.sleep(probe.liveness_start_s)
+            idle = await idle_sample(page, probe)
+        await asyncio.sleep(max(self.cfg.settle_time_s() - (time.perf_counter() - loaded_at), 0.0))
         if ev.status != "ok":
             return
         try:
-            budget = max(self.cfg.hard_limit_s - self.cfg.load_timeout_s - self.cfg.settle_s, 1.0)
+            budget = max(self.cfg.hard_limit_s - self.cfg.load_timeout_s - self.cfg.settle_time_s(), 1.0)
             ev.blank_body = bool(await asyncio.wait_for(page.evaluate(_BLANK_JS), budget))
         except asyncio.TimeoutError:
             ev.status = "unresponsive"  # e.g. an infinite loop started by a timer after load
@@ -354,14 +358,14 @@ class BrowserRuntime:
         if ev.status != "ok":
             return
         if probe.enabled:
-            await run_probe(page, html, probe, session, lambda st: stack_offset(html, st), VIEWPORT)
+            await run_probe(page, html, probe, session, lambda st: stack_offset(html, st), VIEWPORT, idle)
         await self.after_probe(context, html, ev, extra)
 
     async def _still_loading(self, page: Any, started: float) -> bool:
         """Past the load timeout: a page whose main thread still answers is busy, not hung. It gets what is
         left of the hard limit (less settle and probe time) to fire its load event; True when it did."""
         probe = self.cfg.probe
-        reserve = self.cfg.settle_s + (probe.liveness_gap_s + probe.budget_s if probe.enabled else 0.0)
+        reserve = self.cfg.settle_time_s() + (probe.budget_s if probe.enabled else 0.0)
         left = self.cfg.hard_limit_s - reserve - (time.perf_counter() - started)
         if left <= 0.5:
             return False
