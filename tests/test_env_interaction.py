@@ -183,3 +183,16 @@ def _fails(ev):
     from tasks.env.probe import interaction_failures
 
     return interaction_failures(ev.interaction)
+
+
+def test_busy_but_progressing_load_is_not_hung():
+    # Eight parser-blocking scripts of 300 ms each: the load event comes after ~2.4 s, past a 1 s load timeout,
+    # but the main thread answers between them (the heartbeat). An endless loop at load never answers.
+    busy = "<script>{const t = Date.now(); while (Date.now() - t < 300) {}}</script>\n"
+    slow = "<html><body><h1>slow</h1>" + busy * 8 + "<p>done</p></body></html>"
+    loop = "<html><body><h1>x</h1><script>while (true) {}</script></body></html>"
+    cfg = RuntimeConfig(load_timeout_s=1.0, settle_s=0.3, hard_limit_s=8.0, concurrency=2)
+    with BrowserRuntime(cfg) as rt:
+        s, h = rt.check_many([slow, loop])
+    assert s.status == "ok" and s.duration_s > cfg.load_timeout_s
+    assert h.status == "load_timeout" and h.rechecked_from == "load_timeout"
