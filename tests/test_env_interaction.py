@@ -69,7 +69,7 @@ def test_errors_point_at_the_handler_line(scored):
     assert resp[a:b] == "document.getElementById('scoreboard').textContent = String(score);"
     fail, = scored["quiz_throws.txt"].evidence["interaction"]["failures"]
     assert fail["kind"] == "error" and fail["label"] == "Paris" and fail["name"] == "TypeError"
-    assert a <= fail["offset"] < b  # evidence offsets are response offsets too
+    assert resp[fail["offset"]:].startswith("= String(score);")  # the error's own position, a response offset
     key = (IX / "key_throws.html").read_text()
     fail, = scored["key_throws.html"].evidence["interaction"]["failures"]
     line_start = key.rfind("\n", 0, fail["offset"]) + 1  # the error's own position: inside that line
@@ -105,7 +105,19 @@ def test_probe_records_dialogs_stops_navigation_and_is_deterministic(runtime):
 <button id="p">Prop</button>
 <script>document.getElementById('p').onclick = () => { alert('hi'); location.href = 'https://example.org/x'; };</script>
 </body></html>"""
-    first, second = runtime.check_many([page, page])
+    # a key no default would press: the probe presses the keys the handler compares against
+    keys = """<html><body><p id="o">0</p><script>
+document.addEventListener('keydown', (e) => { if (e.key === 'p') { null.pause(); } });
+</script></body></html>"""
+    # a fetch the sandbox blocks rejects unhandled: recorded, never blamed on the app
+    net = """<html><body><button id="w">Weather</button><p id="o">?</p><script>
+document.getElementById('w').addEventListener('click', () => fetch('https://api.example.com/w').then((r) => r.json()));
+</script></body></html>"""
+    first, second, key, blocked = runtime.check_many([page, page, keys, net])
+    (f,) = _fails(key)
+    assert f["label"] == "p" and f["action_kind"] == "key" and keys[f["offset"]:].startswith("pause()")
+    assert blocked.runtime_valid(CFG) is True and _fails(blocked) == []
+    assert [e["kind"] for e in blocked.interaction["errors"]] == ["rejection"]
     assert first.status == "ok" and first.runtime_valid(CFG) is True
     inter = first.interaction
     assert [d["type"] for d in inter["dialogs"]] == ["confirm", "alert"]

@@ -40,6 +40,8 @@ from schemas.config_env import ProbeConfig
 PROBE_JS = (Path(__file__).with_name("probe.js")).read_text(encoding="utf-8")
 MARK = "\u0000rr:"
 IDLE, AFTER = -3, -2  # action tags of errors seen before the first action / after the run
+_BLOCKED_NET = re.compile(r"Failed to fetch|NetworkError|ERR_BLOCKED_BY_CLIENT|ERR_NAME_NOT_RESOLVED|"
+                          r"ERR_FAILED|Load failed|WebSocket", re.I)
 _CLICK_TYPES = {"click", "mousedown", "mouseup", "pointerdown", "pointerup", "touchstart", "touchend", "dblclick"}
 
 
@@ -297,7 +299,9 @@ def _errors(ev: InteractionEvidence, html: str, errors: list[dict[str, Any]], n_
             ev.errors.append(e)
     idle = {error_signature(e) for e in ev.idle_errors}
     for e in ev.errors:
-        e["caused"] = error_signature(e) not in idle
+        # A request the sandbox blocked is not the app's fault: a rejected fetch is recorded, never blamed.
+        blocked = e["kind"] == "rejection" and _BLOCKED_NET.search(e["message"] or "") is not None
+        e["caused"] = error_signature(e) not in idle and not blocked
 
 
 def shift_offsets(value: Any, h: int) -> Any:
