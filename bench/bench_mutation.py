@@ -151,7 +151,7 @@ def main() -> None:
     dead = lambda ev: len((ev.interaction or {}).get("dead_controls") or [])  # noqa: E731
     animated = lambda ev: bool(((ev.interaction or {}).get("liveness") or {}).get("animated"))  # noqa: E731
     per_kind: dict[str, dict] = {}
-    missed = []
+    missed, unreachable = [], 0
     for (name, kind, site, _), ev in zip(jobs, evs):
         if kind == "none":
             continue
@@ -159,14 +159,16 @@ def main() -> None:
         seen = {x["type"] for x in (b.interaction or {}).get("listeners") or []}
         event = site.split()[0].removeprefix("on")
         if kind != "anim_stops" and event not in seen:
-            continue  # the handler is never registered (no element to bind): no fault to find
+            unreachable += 1  # the handler is never registered (no element to bind): no fault to find
+            continue
         if kind == "throw":
             hit = bool(interaction_failures(ev.interaction)) or ev.status == "page_error"
         elif kind == "no_input":
             hit = dead(ev) > dead(b)
         else:
             if not animated(b):
-                continue  # the unmutated app does not animate while idle: nothing to stop
+                unreachable += 1  # the unmutated app does not animate while idle: nothing to stop
+                continue
             hit = not animated(ev)
         k = per_kind.setdefault(kind, {"mutants": 0, "detected": 0})
         k["mutants"] += 1
@@ -176,7 +178,7 @@ def main() -> None:
     for k in per_kind.values():
         k["rate"] = round(k["detected"] / k["mutants"], 3) if k["mutants"] else None
     false_alarms = [n for n, ev in base.items() if interaction_failures(ev.interaction)]
-    print(json.dumps({"bench": "interaction_mutation", "apps": len(apps), "mutants": len(jobs) - len(apps),
+    print(json.dumps({"bench": "interaction_mutation", "apps": len(apps), "mutants": len(jobs) - len(apps), "unreachable_mutants": unreachable,
                       "detection": per_kind, "missed": missed[:20],
                       "false_alarms_on_unmutated": false_alarms,
                       "unmutated_invalid": [n for n, ev in base.items() if ev.runtime_valid(cfg) is not True],
