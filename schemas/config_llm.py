@@ -83,7 +83,14 @@ class LLMConfig(_Section):
     budget_usd: float | None = Field(None, gt=0.0, description="Stop sending calls once this much is spent")
     store_path: str = Field("llm/llm.sqlite", description="SQLite file: response cache, ledger, batch ids (relative: under data_dir)")
     cache: bool = Field(True, description="Content-addressed response cache (offline calls are never cached)")
-    json_mode: bool = Field(False, description="openai: send response_format json_object (vLLM, OpenAI support it)")
+    json_mode: bool = Field(False, description="openai, structured_outputs off: send response_format json_object")
+    structured_outputs: bool = Field(
+        True, description="Send each structured call's JSON schema (openai: response_format json_schema strict; "
+                          "anthropic: output_config.format), so the server constrains the reply")
+    schema_max_string_chars: int | None = Field(
+        None, ge=1, description="Bound every free string in the schema sent (a weak model looping inside a string "
+                                "still closes the object); None = unbounded")
+    schema_max_items: int | None = Field(None, ge=1, description="Bound every list in the schema sent; None = unbounded")
     chars_per_token: float = Field(4.0, gt=0.0, description="Dry-run token estimate: characters per token")
     retry: RetryConfig = Field(default_factory=RetryConfig)
     batch: BatchConfig = Field(default_factory=BatchConfig)
