@@ -73,6 +73,22 @@ class BatchConfig(_Section):
     discount: float = Field(0.5, gt=0.0, le=1.0, description="Batch price as a fraction of the normal price")
 
 
+class ServerConfig(_Section):
+    """An OpenAI-compatible vLLM server started by ``rubricrl serve-judge`` (``tasks/llm/vllm_server.py``)."""
+
+    host: str = Field("127.0.0.1", description="Listen address; 127.0.0.1 keeps the server on this machine")
+    port: int = Field(8000, ge=1, le=65535, description="Listen port")
+    max_model_len: int | None = Field(None, ge=256, description="Context length; None = the model's own")
+    dtype: str = Field("auto", description="vLLM --dtype (auto, float32, bfloat16, float16)")
+    structured_backend: Literal["xgrammar", "guidance"] = Field(
+        "xgrammar", description="vLLM's structured-output backend (both support compact JSON)")
+    compact_json: bool = Field(
+        True, description="No whitespace between JSON tokens under the grammar: a weak model cannot pad a reply "
+                          "with blanks until max_tokens runs out")
+    cpu_kvcache_gb: int = Field(2, ge=1, description="KV cache on a CPU-only machine (VLLM_CPU_KVCACHE_SPACE)")
+    start_timeout_s: float = Field(600.0, gt=0.0, description="Give up waiting for the server to answer")
+
+
 class LLMConfig(_Section):
     provider: ProviderName = Field("auto", description="auto = anthropic when its key is set, else offline")
     model: str | None = Field(None, description="Model name; None = the provider's default")
@@ -93,6 +109,7 @@ class LLMConfig(_Section):
     schema_max_items: int | None = Field(None, ge=1, description="Bound every list in the schema sent; None = unbounded")
     chars_per_token: float = Field(4.0, gt=0.0, description="Dry-run token estimate: characters per token")
     retry: RetryConfig = Field(default_factory=RetryConfig)
+    server: ServerConfig = Field(default_factory=ServerConfig)
     batch: BatchConfig = Field(default_factory=BatchConfig)
     prices: dict[str, Prices] = Field(default_factory=default_prices)
 
