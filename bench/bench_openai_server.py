@@ -7,8 +7,8 @@
 2. First-try schema-valid rate, from the ledger (``first_try_valid``), with and without structured
    outputs, same requests and max_tokens.
 
-Same schema bounds as the server test (strings <= 8 characters, lists <= 1 item) so a random
-model's reply closes. The response cache is off (every call reaches the server). Skips, naming the
+Same tiny judge and schema bounds as the server test (``tests/fixtures/open_judge.py``) so a
+random model's reply closes. The response cache is off (every call reaches the server). Skips, naming the
 install, where vLLM is missing. On CPU the server start takes ~85 s of the run.
 
 Run: ``.venv/bin/python bench/bench_openai_server.py`` (about 5 minutes on 2 loaded CPU cores), or
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import socket
 import sys
 import tempfile
 import time
@@ -28,17 +27,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # the response fixtures live under tests/
 
+from tests.fixtures.open_judge import (JUDGE_MAX_TOKENS, MAX_ITEMS, MAX_LEN, MAX_STRING_CHARS, RESPONSES,  # noqa: E402
+                                       free_port)
+
 FIX = REPO / "tests" / "fixtures" / "env"
-RESPONSES = ["clean.txt", "throws.txt", "syntax_error.txt", "network.txt", "truncated.txt", "infinite_loop.txt",
-             "chart_cdn.html"]
-MAX_LEN = 8192
-MAX_TOKENS = 2000
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+JUDGED = [r for r in RESPONSES if r != "no_html.txt"]  # every one reaches the judge
 
 
 def _requests(n: int, tag: str):
@@ -48,9 +41,9 @@ def _requests(n: int, tag: str):
 
     task = json.loads((FIX / "task_counter.json").read_text())
     t = task_from_row({"query_id": task["query_id"], "query": task["query"], "rubric": task["rubric"]})
-    cfg = JudgeConfig(max_tokens=MAX_TOKENS)
+    cfg = JudgeConfig(max_tokens=JUDGE_MAX_TOKENS)
     # A per-request comment makes every prompt distinct (no prefix-cache shortcut for repeats).
-    return [build_judge_request(t, (FIX / RESPONSES[i % len(RESPONSES)]).read_text() + f"\n<!-- {tag}-{i} -->",
+    return [build_judge_request(t, (FIX / JUDGED[i % len(JUDGED)]).read_text() + f"\n<!-- {tag}-{i} -->",
                                 key=f"{tag}-{i}", cfg=cfg) for i in range(n)]
 
 
@@ -60,7 +53,7 @@ def _provider(base_url: str, model: str, store_path: Path, structured: bool):
     from tasks.llm.cache import CallStore
 
     cfg = LLMConfig(provider="openai", base_url=base_url, model=model, cache=False, structured_outputs=structured,
-                    schema_max_string_chars=8, schema_max_items=1, store_path=str(store_path),
+                    schema_max_string_chars=MAX_STRING_CHARS, schema_max_items=MAX_ITEMS, store_path=str(store_path),
                     prices={model: Prices(input=0, output=0, cache_read=0, cache_write=0)})
     return get_provider(config=cfg, store=CallStore(store_path))
 
@@ -83,7 +76,7 @@ def main() -> int:
         root = Path(tmp)
         model = build_tiny_model(root / "tiny-judge", max_positions=MAX_LEN)
         started = time.perf_counter()
-        with VLLMServer(model, ServerConfig(port=_free_port(), max_model_len=MAX_LEN),
+        with VLLMServer(model, ServerConfig(port=free_port(), max_model_len=MAX_LEN),
                         log_path=root / "server.log") as server:
             print(f"server {server.base_url} ready in {time.perf_counter() - started:.1f} s (model {server.name})")
             print("concurrency  requests  wall_s  requests/s  output_tokens/s  first_try_valid")
@@ -97,7 +90,7 @@ def main() -> int:
                 s = summarize(p.store.ledger_rows())["total"]
                 print(f"{c:>11}  {n:>8}  {wall:6.1f}  {n / wall:10.2f}  {s['output_tokens'] / wall:15.0f}  "
                       f"{s['first_try_valid']}/{s['calls']}")
-            print(f"\nfirst-try schema-valid rate ({args.valid_calls} judge calls, max_tokens {MAX_TOKENS}, "
+            print(f"\nfirst-try schema-valid rate ({args.valid_calls} judge calls, max_tokens {JUDGE_MAX_TOKENS}, "
                   "concurrency 8, from the ledger)")
             for structured in (True, False):
                 p = _provider(server.base_url, server.name, root / f"v{structured}.sqlite", structured)

