@@ -5,6 +5,7 @@
     rubricrl stages | catalog | config
     rubricrl ingest FILE.jsonl
     rubricrl serve            # local Prefect server + process worker + every deployment
+    rubricrl serve-judge MODEL_DIR   # vLLM OpenAI-compatible server for an open judge (llm.provider=openai)
 """
 from __future__ import annotations
 
@@ -143,6 +144,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(port=args.port, pool=args.pool, once=args.no_wait)
 
 
+def cmd_serve_judge(args: argparse.Namespace) -> int:
+    from schemas.config import load_config
+    from tasks.llm.vllm_server import serve_judge
+
+    server = load_config(args.profile, sets=args.set).llm.server
+    updates = {k: v for k, v in (("port", args.port), ("max_model_len", args.max_model_len)) if v is not None}
+    return serve_judge(args.model_dir, server.model_copy(update=updates), name=args.name, log_path=args.log)
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     """``rubricrl score``: the environment's contract; the env section comes from the project config."""
     from rubricrl import score_cmd
@@ -183,6 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--no-wait", action="store_true", help="deploy and return, leaving server and worker running")
     sv.add_argument("--stop", action="store_true", help="stop a server and worker started with --no-wait")
     sv.set_defaults(fn=cmd_serve)
+    j = common(sub.add_parser("serve-judge", help="serve a model directory with vLLM's OpenAI-compatible server "
+                                                   "on 127.0.0.1 and print the --set items that use it"))
+    j.add_argument("model_dir", help="Hugging Face model directory (config.json, weights, tokenizer)")
+    j.add_argument("--port", type=int, default=None, help="listen port (default llm.server.port)")
+    j.add_argument("--name", default=None, help="served model name (default: the directory's name)")
+    j.add_argument("--max-model-len", type=int, default=None, help="context length (default: the model's)")
+    j.add_argument("--log", default=None, help="server log file (default: a temporary file, printed)")
+    j.set_defaults(fn=cmd_serve_judge)
     from rubricrl import score_cmd
 
     score_cmd.add_parser(sub).set_defaults(fn=cmd_score)

@@ -73,6 +73,22 @@ class BatchConfig(_Section):
     discount: float = Field(0.5, gt=0.0, le=1.0, description="Batch price as a fraction of the normal price")
 
 
+class ServerConfig(_Section):
+    """An OpenAI-compatible vLLM server started by ``rubricrl serve-judge`` (``tasks/llm/vllm_server.py``)."""
+
+    host: str = Field("127.0.0.1", description="Listen address; 127.0.0.1 keeps the server on this machine")
+    port: int = Field(8000, ge=1, le=65535, description="Listen port")
+    max_model_len: int | None = Field(None, ge=256, description="Context length; None = the model's own")
+    dtype: str = Field("auto", description="vLLM --dtype (auto, float32, bfloat16, float16)")
+    structured_backend: Literal["xgrammar", "guidance"] = Field(
+        "xgrammar", description="vLLM's structured-output backend (both support compact JSON)")
+    compact_json: bool = Field(
+        True, description="No whitespace between JSON tokens under the grammar: a weak model cannot pad a reply "
+                          "with blanks until max_tokens runs out")
+    cpu_kvcache_gb: int = Field(2, ge=1, description="KV cache on a CPU-only machine (VLLM_CPU_KVCACHE_SPACE)")
+    start_timeout_s: float = Field(600.0, gt=0.0, description="Give up waiting for the server to answer")
+
+
 class LLMConfig(_Section):
     provider: ProviderName = Field("auto", description="auto = anthropic when its key is set, else offline")
     model: str | None = Field(None, description="Model name; None = the provider's default")
@@ -83,9 +99,17 @@ class LLMConfig(_Section):
     budget_usd: float | None = Field(None, gt=0.0, description="Stop sending calls once this much is spent")
     store_path: str = Field("llm/llm.sqlite", description="SQLite file: response cache, ledger, batch ids (relative: under data_dir)")
     cache: bool = Field(True, description="Content-addressed response cache (offline calls are never cached)")
-    json_mode: bool = Field(False, description="openai: send response_format json_object (vLLM, OpenAI support it)")
+    json_mode: bool = Field(False, description="openai, structured_outputs off: send response_format json_object")
+    structured_outputs: bool = Field(
+        True, description="Send each structured call's JSON schema (openai: response_format json_schema strict; "
+                          "anthropic: output_config.format), so the server constrains the reply")
+    schema_max_string_chars: int | None = Field(
+        None, ge=1, description="Bound every free string in the schema sent (a weak model looping inside a string "
+                                "still closes the object); None = unbounded")
+    schema_max_items: int | None = Field(None, ge=1, description="Bound every list in the schema sent; None = unbounded")
     chars_per_token: float = Field(4.0, gt=0.0, description="Dry-run token estimate: characters per token")
     retry: RetryConfig = Field(default_factory=RetryConfig)
+    server: ServerConfig = Field(default_factory=ServerConfig)
     batch: BatchConfig = Field(default_factory=BatchConfig)
     prices: dict[str, Prices] = Field(default_factory=default_prices)
 

@@ -6,9 +6,12 @@ the LLM layer's single corrective retry covers it (paper B.4).
 """
 from __future__ import annotations
 
-from typing import Literal
+import copy
+from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+
+from schemas.llm_schema import base_schema
 
 Severity = Literal["critical", "major", "minor"]
 LayerName = Literal["static_check", "code_simulation", "rubric_alignment"]
@@ -65,6 +68,30 @@ class Diagnosis(BaseModel):
                     f"rubric_alignment.{sev} names unknown rubric id {f.item_id!r}; use one of {sorted(valid)}"
                 )
         return self
+
+    @classmethod
+    def llm_json_schema(cls, context: Mapping[str, Any]) -> dict[str, Any]:
+        """The schema sent to the judge: what ``_check`` demands, said in JSON schema so a server that
+        enforces it cannot produce a reply ``_check`` rejects. Each layer carries its own name;
+        rubric findings name one existing rubric id (``valid_ids``), or any non-empty id without it."""
+        schema = base_schema(cls)
+        defs = schema["$defs"]
+        valid = context.get("valid_ids")
+        rubric_finding = copy.deepcopy(defs["Finding"])
+        rubric_finding["properties"]["item_id"] = (
+            {"type": "string", "enum": sorted(valid)} if valid else {"type": "string", "minLength": 1})
+        defs["RubricFinding"] = rubric_finding
+        for name in LAYERS:
+            layer = copy.deepcopy(defs["Layer"])
+            layer["properties"]["name"] = {"type": "string", "const": name}
+            if name == "rubric_alignment":
+                for sev in SEVERITIES:
+                    lst = {**layer["properties"][sev], "items": {"$ref": "#/$defs/RubricFinding"}}
+                    layer["properties"][sev] = {**lst, "maxItems": 0} if valid is not None and not valid else lst
+            defs[f"Layer_{name}"] = layer
+            schema["properties"][name] = {"$ref": f"#/$defs/Layer_{name}"}
+        del defs["Layer"]
+        return schema
 
     def layers(self) -> list[Layer]:
         return [self.static_check, self.code_simulation, self.rubric_alignment]

@@ -4,6 +4,7 @@ A logical call is one ``Provider.complete``: the first round trip plus, when the
 usable, the one corrective retry (``attempts`` = 2). Tokens and cost add up both round trips.
 ``cached`` is true when every round trip came from the response cache and nothing was billed;
 ``batch`` when the first round trip was answered by a Message Batch (billed at the batch discount).
+``first_try_valid``: the first reply was schema-valid (what structured outputs buy shows here).
 ``status``: ok | missing (unusable after the corrective retry) | error (transport failure after
 retries) | budget (not sent: the run's budget was spent).
 """
@@ -37,6 +38,8 @@ LLM_CALLS_SCHEMA = pa.schema([
     pa.field("cost_usd", pa.float64(), nullable=False),
     pa.field("cached", pa.bool_(), nullable=False),
     pa.field("batch", pa.bool_(), nullable=False),
+    # The first reply validated (no corrective retry); null on rows written before it was recorded.
+    pa.field("first_try_valid", pa.bool_(), nullable=True),
 ])
 
 

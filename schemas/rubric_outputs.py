@@ -6,10 +6,11 @@ layer's single corrective retry covers it, and a second failure is recorded as m
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
+from schemas.llm_schema import IdFields, base_schema, with_known_ids
 from schemas.rubric import RubricItem, RubricLevel, Scope
 
 RequirementType = Literal["state", "interaction", "rule", "calculation", "output", "constraint"]
@@ -24,6 +25,12 @@ FILTER_ACTIONS: tuple[str, ...] = ("keep", "merge", "split", "refine", "remove")
 
 class _Out(BaseModel):
     model_config = ConfigDict(extra="ignore")
+    # The fields ``_check_known`` checks, so the schema sent to the model names only known ids.
+    KNOWN_ID_FIELDS: ClassVar[IdFields] = {}
+
+    @classmethod
+    def llm_json_schema(cls, context: Mapping[str, Any]) -> dict[str, Any]:
+        return with_known_ids(base_schema(cls), context, cls.KNOWN_ID_FIELDS)
 
 
 def _check_known(kind: str, ids: list[str], info: ValidationInfo | None, key: str, where: str) -> None:
@@ -97,6 +104,7 @@ class Module(_Out):
 
 
 class ModuleMap(_Out):
+    KNOWN_ID_FIELDS: ClassVar[IdFields] = {("Module", "covered_requirement_ids"): "requirement_ids"}
     modules: list[Module] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -121,6 +129,8 @@ class Candidate(_Out):
 
 
 class CandidateSet(_Out):
+    KNOWN_ID_FIELDS: ClassVar[IdFields] = {("Candidate", "covered_requirement_ids"): "requirement_ids",
+                                           ("Candidate", "source_module"): "module_names"}
     candidates: list[Candidate] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -152,6 +162,11 @@ class UnsupportedItem(_Out):
 
 
 class FinalReference(_Out):
+    KNOWN_ID_FIELDS: ClassVar[IdFields] = {("FinalItem", "covered_requirement_ids"): "requirement_ids",
+                                           ("FinalItem", "from_candidates"): "candidate_ids",
+                                           ("", "uncovered_requirement_ids"): "requirement_ids",
+                                           ("Decision", "candidate_ids"): "candidate_ids",
+                                           ("UnsupportedItem", "candidate_id"): "candidate_ids"}
     initial_state: list[FinalItem]
     dynamic: list[FinalItem]
     decisions: list[Decision] = Field(default_factory=list)

@@ -1,35 +1,20 @@
 """The score-rollouts flow end to end on the offline provider: threads (with the browser) and local Ray."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 import pytest
 
 from schemas.config_env import RuntimeConfig
-from tasks.store import StageStore, fingerprint
+from tasks.store import StageStore
+from tests.fixtures.env_inputs import publish_rollouts
 
-FIX = Path(__file__).parent / "fixtures" / "env"
 NAMES = ["clean.txt", "throws.txt", "syntax_error.txt", "no_html.txt", "network.txt"]
 
 
-def _publish(store: StageStore, stage: str, table: pa.Table) -> None:
-    build = store.begin(stage, fingerprint(stage=stage, rows=table.num_rows), table.schema)
-    build.write_part("all", table)
-    build.publish(provider="test", config_hash="test", inputs={}, config={}, validation={})
-
-
 def _inputs(data_dir: Path) -> StageStore:
-    store = StageStore(data_dir)
-    task = json.loads((FIX / "task_counter.json").read_text())
-    _publish(store, "rl_queries", pa.table({"query_id": [task["query_id"]], "query": [task["query"]],
-                                            "rubric_json": [json.dumps(task["rubric"])]}))
-    _publish(store, "rollouts", pa.table({"rollout_id": [f"r{i}" for i in range(len(NAMES))],
-                                          "query_id": [task["query_id"]] * len(NAMES),
-                                          "response": [(FIX / n).read_text() for n in NAMES]}))
-    return store
+    return publish_rollouts(data_dir, NAMES)
 
 
 def test_score_rollouts_threads_with_browser(prefect_harness, data_dir):

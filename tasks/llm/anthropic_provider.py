@@ -8,6 +8,9 @@ Retries are ours (``tasks/llm/retry.py``; the SDK's are off). The key is read fr
 variable named by ``llm.api_key_env`` (default ``ANTHROPIC_API_KEY``), handed to the SDK and never
 logged, stored or put in an error message.
 
+Structured outputs (``tasks/llm/structured.py``): each structured call sends
+``output_config.format`` (json_schema), the SDK's schema-constrained output.
+
 Run against a local fake: ``AnthropicProvider(base_url="http://127.0.0.1:PORT")`` (see tests/fakes).
 """
 from __future__ import annotations
@@ -20,13 +23,15 @@ from schemas.config_llm import RetryConfig
 from tasks.llm.base import LLMRequest, Provider, RawReply, Usage
 from tasks.llm.batch import BatchItem, BatchOutcome
 from tasks.llm.retry import SDKFaults
+from tasks.llm.structured import StructuredOutputs, anthropic_output_config
 
 DEFAULT_MODEL = "claude-opus-4-8"
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
-def message_params(model: str, request: LLMRequest, system: str, messages: list[dict[str, str]]) -> dict[str, Any]:
+def message_params(model: str, request: LLMRequest, system: str, messages: list[dict[str, str]],
+                   output_config: dict[str, Any] | None = None) -> dict[str, Any]:
     """The Messages API body of one round trip (also the ``params`` of a batch request)."""
     turns: list[dict[str, Any]] = [dict(m) for m in messages]
     if len(turns) > 1:  # corrective retry: cache the original prompt so the retry pays the read price
@@ -37,6 +42,8 @@ def message_params(model: str, request: LLMRequest, system: str, messages: list[
     params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens, "messages": turns}
     if system:
         params["system"] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+    if output_config is not None:
+        params["output_config"] = output_config
     return params
 
 
@@ -50,7 +57,7 @@ def text_of(message: Any) -> str:
     return "".join(getattr(b, "text", "") for b in message.content)
 
 
-class AnthropicProvider(SDKFaults, Provider):
+class AnthropicProvider(StructuredOutputs, SDKFaults, Provider):
     name = "anthropic"
 
     def __init__(self, model: str = DEFAULT_MODEL, base_url: str | None = None, max_retries: int = 6,
@@ -78,10 +85,14 @@ class AnthropicProvider(SDKFaults, Provider):
 
     def _call(self, request: LLMRequest, system: str, messages: list[dict[str, str]]) -> RawReply:
         try:
-            msg = self._client.messages.create(**message_params(self.model, request, system, messages))
+            msg = self._client.messages.create(**message_params(self.model, request, system, messages,
+                                                                self.output_config(request)))
         except Exception as e:
             raise self._guard(e) from None
         return RawReply(text_of(msg), usage_of(msg.usage))
+
+    def output_config(self, request: LLMRequest) -> dict[str, Any] | None:
+        return anthropic_output_config(self.request_schema(request))
 
     def batch_backend(self) -> "AnthropicBatches":
         return AnthropicBatches(self)
@@ -96,7 +107,8 @@ class AnthropicBatches:
 
     def request_body(self, item: BatchItem) -> dict[str, Any]:
         return {"custom_id": item.key,
-                "params": message_params(self.provider.model, item.request, item.system, item.messages)}
+                "params": message_params(self.provider.model, item.request, item.system, item.messages,
+                                         self.provider.output_config(item.request))}
 
     def item_bytes(self, item: BatchItem) -> int:
         return len(json.dumps(self.request_body(item)).encode())

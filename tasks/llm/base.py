@@ -94,6 +94,7 @@ class LLMResult:
     cost_usd: float = 0.0
     batch: bool = False
     status: str = ""  # ok | missing | error | budget; derived when left empty
+    first_try_valid: bool = False  # the first reply validated, no corrective retry needed
 
     def __post_init__(self) -> None:
         if not self.status:
@@ -126,19 +127,21 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 def parse_json(text: str) -> Any:
     """The JSON object in a reply: bare, or in a fenced block, or the outermost braces."""
+    # strict=False: raw control characters inside strings are accepted; grammar engines (xgrammar)
+    # emit them, and they harm nothing downstream.
     text = text.strip()
     try:
-        return json.loads(text)
+        return json.loads(text, strict=False)
     except json.JSONDecodeError:
         pass
     for m in _FENCE.finditer(text):
         try:
-            return json.loads(m.group(1))
+            return json.loads(m.group(1), strict=False)
         except json.JSONDecodeError:
             continue
     start, end = text.find("{"), text.rfind("}")
     if start != -1 and end > start:
-        return json.loads(text[start : end + 1])
+        return json.loads(text[start : end + 1], strict=False)
     raise json.JSONDecodeError("no JSON object in the reply", text, 0)
 
 
@@ -332,7 +335,7 @@ class Provider(ABC):
         error: str | None = None
         status = "missing"
         output: BaseModel | None = None
-        attempts = 0
+        attempts, first_valid = 0, False
         for attempt in (1, 2):
             key = first_key if attempt == 1 else self.trip_key(request, system, messages)
             trip = self._cached_trip(key)
@@ -358,6 +361,7 @@ class Provider(ABC):
             all_cached &= trip.cached
             batch |= trip.batch and attempt == 1
             output, error = validate_reply(request, trip.reply.text)
+            first_valid = first_valid or (attempt == 1 and output is not None)
             if output is not None:
                 status = "ok"
                 break
@@ -370,7 +374,7 @@ class Provider(ABC):
             ]
         result = LLMResult(request.key, self.name, self.model, output, error, attempts, usage,
                            time.perf_counter() - started + queued, cached=all_cached and attempts > 0,
-                           cost_usd=round(cost, 9), batch=batch, status=status)
+                           cost_usd=round(cost, 9), batch=batch, status=status, first_try_valid=first_valid)
         self._record(result, request, template, first_key)
         return result
 

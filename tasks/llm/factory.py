@@ -12,6 +12,7 @@ from pathlib import Path
 from schemas.config_llm import LLMConfig
 from tasks.llm.base import Provider
 from tasks.llm.cache import CallStore
+from tasks.llm.structured import StructuredOutputs
 
 PROVIDERS = ("auto", "offline", "anthropic", "openai")
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -51,6 +52,8 @@ def make_provider(name: str | None = None, model: str | None = None, base_url: s
         provider = OpenAIProvider(model=model, base_url=base_url, max_retries=cfg.retry.max_retries,
                                   timeout_s=cfg.retry.timeout_s, json_mode=cfg.json_mode,
                                   api_key_env=cfg.api_key_env or DEFAULT_KEY_ENV["openai"])
+    if isinstance(provider, StructuredOutputs):
+        provider.set_structured(cfg.structured_outputs, cfg.schema_max_string_chars, cfg.schema_max_items)
     prices = cfg.price(provider.model)  # a model without a price fails here, before any call
     if store is None and (name != "offline" or explicit_config):
         store = CallStore(Path(cfg.store_path))

@@ -79,6 +79,7 @@ def ledger_row(result: "LLMResult", *, run_id: str, stage: str, prompt: str, pro
         "input_tokens": u.input_tokens, "output_tokens": u.output_tokens, "cache_read_tokens": u.cache_read_tokens,
         "cache_write_tokens": u.cache_write_tokens, "latency_s": round(result.latency_s, 6),
         "cost_usd": result.cost_usd, "cached": result.cached, "batch": result.batch,
+        "first_try_valid": result.first_try_valid,
     }
 
 
@@ -101,7 +102,8 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     Tokens count only billed round trips (cache hits re-use earlier tokens and pay nothing).
     """
     out: dict[str, dict[str, Any]] = defaultdict(lambda: {"calls": 0, "ok": 0, "missing": 0, "error": 0, "budget": 0,
-                                                          "cached": 0, "batch": 0, **{k: 0 for k in _SUM}})
+                                                          "cached": 0, "batch": 0, "first_try_valid": 0,
+                                                          **{k: 0 for k in _SUM}})
     for r in rows:
         for name in (r["stage"], "total"):
             s = out[name]
@@ -109,6 +111,7 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             s[r["status"]] += 1
             s["cached"] += bool(r["cached"])
             s["batch"] += bool(r["batch"])
+            s["first_try_valid"] += bool(r.get("first_try_valid"))  # rows written before it existed: unknown
             if not r["cached"]:
                 for k in _SUM:
                     s[k] += r[k]
@@ -132,13 +135,13 @@ def result_summary(results: Iterable["LLMResult"]) -> dict[str, Any]:
 
 
 def format_summary(summary: dict[str, dict[str, Any]]) -> str:
-    head = ("stage", "calls", "ok", "missing", "error", "budget", "cached", "batch", "in_tok", "out_tok", "cache_rd",
-            "cache_wr", "cost_usd")
+    head = ("stage", "calls", "ok", "missing", "error", "budget", "cached", "batch", "valid_1st", "in_tok", "out_tok",
+            "cache_rd", "cache_wr", "cost_usd")
     lines = [head]
     for stage in sorted(summary, key=lambda s: (s == "total", s)):
         s = summary[stage]
         lines.append((stage, *(str(s[k]) for k in ("calls", "ok", "missing", "error", "budget", "cached", "batch",
-                                                    "input_tokens", "output_tokens", "cache_read_tokens",
+                                                    "first_try_valid", "input_tokens", "output_tokens", "cache_read_tokens",
                                                     "cache_write_tokens")), f"{s['cost_usd']:.4f}"))
     widths = [max(len(r[i]) for r in lines) for i in range(len(head))]
     return "\n".join("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))

@@ -11,6 +11,10 @@ Message batches: the OpenAI Batch API (JSONL file upload, ``/v1/batches``, outpu
 used by ``complete_bulk`` when ``batches=True`` (OpenAI itself); a vLLM server has no batch API,
 so the default for a custom ``base_url`` is off and bulk stages use bounded concurrency.
 
+Structured outputs (``tasks/llm/structured.py``): each structured call sends ``response_format``
+json_schema strict with the schema of its output model; ``json_mode`` (``json_object``) is the
+fallback when structured outputs are switched off.
+
 Run: ``OpenAIProvider(model="Qwen/Qwen3-8B", base_url="http://gpu-box:8000/v1")``.
 """
 from __future__ import annotations
@@ -21,9 +25,10 @@ import os
 from typing import Any, Iterator
 
 from schemas.config_llm import RetryConfig
-from tasks.llm.base import LLMRequest, Provider, RawReply, Usage, is_text_output
+from tasks.llm.base import LLMRequest, Provider, RawReply, Usage
 from tasks.llm.batch import BatchItem, BatchOutcome
 from tasks.llm.retry import SDKFaults
+from tasks.llm.structured import StructuredOutputs, openai_response_format
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -32,12 +37,12 @@ PLACEHOLDER_KEY = "not-needed"
 
 
 def chat_params(model: str, request: LLMRequest, system: str, messages: list[dict[str, str]],
-                json_mode: bool) -> dict[str, Any]:
+                response_format: dict[str, Any] | None) -> dict[str, Any]:
     turns = ([{"role": "system", "content": system}] if system else []) + [dict(m) for m in messages]
     params: dict[str, Any] = {"model": model, "messages": turns, "max_tokens": request.max_tokens,
                               "temperature": request.temperature}
-    if json_mode and not is_text_output(request.output_model):
-        params["response_format"] = {"type": "json_object"}
+    if response_format is not None:
+        params["response_format"] = response_format
     return params
 
 
@@ -58,7 +63,7 @@ def usage_from_dict(u: dict[str, Any] | None) -> Usage:
                  output_tokens=u.get("completion_tokens") or 0, cache_read_tokens=cached)
 
 
-class OpenAIProvider(SDKFaults, Provider):
+class OpenAIProvider(StructuredOutputs, SDKFaults, Provider):
     name = "openai"
 
     def __init__(self, model: str | None = None, base_url: str | None = None, max_retries: int = 6,
@@ -95,11 +100,14 @@ class OpenAIProvider(SDKFaults, Provider):
     def _call(self, request: LLMRequest, system: str, messages: list[dict[str, str]]) -> RawReply:
         try:
             resp = self._client.chat.completions.create(
-                **chat_params(self.model, request, system, messages, self.json_mode))
+                **chat_params(self.model, request, system, messages, self.response_format(request)))
         except Exception as e:
             raise self._guard(e) from None
         text = resp.choices[0].message.content or "" if resp.choices else ""
         return RawReply(text, usage_of(resp.usage))
+
+    def response_format(self, request: LLMRequest) -> dict[str, Any] | None:
+        return openai_response_format(request, self.request_schema(request), self.json_mode)
 
     def batch_backend(self) -> "OpenAIBatches | None":
         return OpenAIBatches(self) if self.batches else None
@@ -115,7 +123,7 @@ class OpenAIBatches:
     def line(self, item: BatchItem) -> dict[str, Any]:
         p = self.provider
         return {"custom_id": item.key, "method": "POST", "url": "/v1/chat/completions",
-                "body": chat_params(p.model, item.request, item.system, item.messages, p.json_mode)}
+                "body": chat_params(p.model, item.request, item.system, item.messages, p.response_format(item.request))}
 
     def item_bytes(self, item: BatchItem) -> int:
         return len(json.dumps(self.line(item)).encode()) + 1

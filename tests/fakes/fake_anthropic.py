@@ -8,6 +8,7 @@ Batches: ``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}``,
 ``GET /v1/messages/batches/{id}/results`` (JSONL, in reverse order of submission, so clients must
 match by custom_id). A batch ends after ``polls_to_end`` status reads, never while ``hold`` is set.
 ``batch_outcome(custom_id, params)`` picks succeeded / errored / expired / canceled per item.
+A malformed ``output_config.format`` (see ``structured_check``) is a 400, as the API answers it.
 
 Usage (also for other engineers' benches)::
 
@@ -24,6 +25,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from tests.fakes.structured_check import anthropic_format_problem
 from tests.fakes.http_fake import FakeHTTPAPI, Reply, Response, Scripted, json_response
 
 Outcome = Callable[[str, dict[str, Any]], str]
@@ -108,6 +110,10 @@ class FakeAnthropic(FakeHTTPAPI):
 
     def route(self, method: str, path: str, headers: dict[str, str], body: Any) -> Response:
         if method == "POST" and path == "/v1/messages":
+            problem = anthropic_format_problem(body.get("output_config"))
+            if problem:
+                return json_response(400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                                      "message": problem}})
             return self.model_call(body, lambda text: json_response(200, self.message(body, text)),
                                    lambda s: json_response(s.status, self.error_body(s), s.headers))
         if method == "POST" and path == "/v1/messages/batches":
@@ -115,6 +121,10 @@ class FakeAnthropic(FakeHTTPAPI):
             if scripted is not None:
                 return json_response(scripted.status, self.error_body(scripted), scripted.headers)
             ids = [r["custom_id"] for r in body["requests"]]
+            problems = [p for r in body["requests"] if (p := anthropic_format_problem(r["params"].get("output_config")))]
+            if problems:
+                return json_response(400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                                      "message": problems[0]}})
             if len(set(ids)) != len(ids):
                 return json_response(400, {"type": "error", "error": {"type": "invalid_request_error",
                                                                       "message": "duplicate custom_id"}})

@@ -3,7 +3,8 @@
 Chat: ``POST /v1/chat/completions``; usage is simulated (prompt tokens = characters / 4; a system
 prompt seen before counts as ``prompt_tokens_details.cached_tokens``, like automatic prefix caching).
 Batch API: ``POST /v1/files`` (multipart JSONL), ``POST /v1/batches``, ``GET /v1/batches/{id}``,
-``GET /v1/files/{id}/content``. A batch completes after ``polls_to_end`` status reads (never while
+``GET /v1/files/{id}/content``. A malformed ``response_format`` (see ``structured_check``) is a
+400, as OpenAI answers it (a failed item in a batch). A batch completes after ``polls_to_end`` status reads (never while
 ``hold`` is set); succeeded lines go to the output file in reverse order, failed ones
 (``batch_outcome(custom_id, body) != "succeeded"``) to the error file.
 
@@ -22,6 +23,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from tests.fakes.structured_check import openai_format_problem
 from tests.fakes.http_fake import FakeHTTPAPI, Reply, Response, Scripted, json_response
 
 Outcome = Callable[[str, dict[str, Any]], str]
@@ -89,7 +91,8 @@ class FakeOpenAI(FakeHTTPAPI):
             if not raw.strip():
                 continue
             line = json.loads(raw)
-            if self.batch_outcome(line["custom_id"], line["body"]) == "succeeded":
+            if (self.batch_outcome(line["custom_id"], line["body"]) == "succeeded"
+                    and not openai_format_problem(line["body"].get("response_format"))):
                 resp = {"status_code": 200, "request_id": "req", "body": self.completion(line["body"],
                                                                                          self.reply(line["body"]))}
                 ok_lines.append({"id": "batch_req", "custom_id": line["custom_id"], "response": resp, "error": None})
@@ -105,6 +108,10 @@ class FakeOpenAI(FakeHTTPAPI):
 
     def route(self, method: str, path: str, headers: dict[str, str], body: Any) -> Response:
         if method == "POST" and path == "/v1/chat/completions":
+            problem = openai_format_problem(body.get("response_format"))
+            if problem:  # what OpenAI answers for a malformed strict schema
+                return json_response(400, {"error": {"message": problem, "type": "invalid_request_error",
+                                                     "code": None, "param": "response_format"}})
             return self.model_call(body, lambda text: json_response(200, self.completion(body, text)),
                                    lambda s: json_response(s.status, self.error_body(s), s.headers))
         if method == "POST" and path == "/v1/files":
