@@ -196,7 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.fn(args) or 0)
+        rc = int(args.fn(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at interpreter exit
+        return rc
     except BrokenPipeError:
         # the reader went away (`rubricrl stages | head -3`): stop quietly; point stdout at /dev/null so the
         # interpreter's final flush does not raise again
