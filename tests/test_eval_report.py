@@ -10,6 +10,7 @@ from flows.evaluate import evaluate
 from schemas.config_env import RuntimeConfig
 from tasks.rubrics import load_tasks
 from tasks.checkpoints import held_out
+from tasks.llm.cache import CallStore
 from tasks.store import StageStore
 from tasks.teacher import offline_teacher_answer
 from tests.fakes.fake_openai import FakeOpenAI
@@ -44,7 +45,9 @@ def report(prefect_harness, tmp_path_factory):
 
 def test_three_generators_one_row_per_generator_query_run(report):
     data, tasks, out, calls = report
-    assert len(tasks) >= 2 and calls == 2 * len(tasks)  # two runs are two samples, not one cached answer
+    assert len(tasks) >= 2 and calls == 2 * len(tasks)
+    ledger = [r for r in CallStore(data / "llm" / "llm.sqlite").ledger_rows() if r["stage"] == "eval_generations"]
+    assert len({r["cache_key"] for r in ledger}) == 2 * len(tasks)  # two runs are two samples, not one cached answer
     rows = StageStore(data).read("eval_results").to_pylist()
     ids = [(r["model"], r["query_id"], r["run"]) for r in rows]
     assert len(ids) == len(set(ids)) == (2 + 1 + 2) * len(tasks)
