@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.env.extract import extract_html
+from tasks.evaluation import fmt_delta
 
 THUMB_W, THUMB_H, THUMB_SCALE = 320, 220, 0.4  # a thumbnail renders the app at 1/THUMB_SCALE its size
 
@@ -38,7 +39,7 @@ def table_html(summary: dict[str, dict[str, float | None]], baseline: str | None
         cells = "".join(f"<td>{_fmt(summary[m].get(k))}</td>" for m in models)
         for m in others:
             a, b = summary[m].get(k), summary[baseline].get(k) if baseline else None
-            cells += f"<td>{'—' if a is None or b is None else f'{a - b:+.2f}'}</td>"
+            cells += f"<td>{fmt_delta(a, b)}</td>"
         body.append(f"<tr><th scope='row'>{html.escape(k)}</th>{cells}</tr>")
     return f"<table class='t1'><thead><tr><th>metric</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 

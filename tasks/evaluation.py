@@ -68,6 +68,14 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
     return out
 
 
+def fmt_delta(a: float | None, b: float | None) -> str:
+    """``a - b`` signed to two decimals; a float residue below the last digit shows as +0.00, not -0.00."""
+    if a is None or b is None:
+        return "—"
+    d = a - b
+    return f"{0.0 if abs(d) < 0.005 else d:+.2f}"
+
+
 def markdown_table(summary: dict[str, dict[str, float | None]], baseline: str | None = None) -> str:
     """Metrics as rows, models as columns; with ``baseline``, a delta column per other model."""
     models = list(summary)
@@ -81,7 +89,7 @@ def markdown_table(summary: dict[str, dict[str, float | None]], baseline: str | 
         deltas = []
         for m in others:
             a, b = summary[m].get(k), summary[baseline].get(k) if baseline else None
-            deltas.append("—" if a is None or b is None else f"{a - b:+.2f}")
+            deltas.append(fmt_delta(a, b))
         lines.append("| " + " | ".join([k, *map(fmt, vals), *deltas]) + " |")
     return "\n".join(lines)
 
