@@ -160,3 +160,27 @@ def test_sigterm_to_serve_stops_server_and_worker(tmp_path):
         for pid in pids.values():
             if _alive(pid):
                 os.killpg(pid, signal.SIGKILL)
+
+
+def test_evaluate_on_the_ingested_benchmark_reports_its_categories(ingested, monkeypatch, tmp_path):
+    work, _env_, _p = ingested
+    from flows.build_rubrics import build_rubrics
+    from flows.evaluate import evaluate
+    from tasks.rubrics import load_tasks
+    from tasks.store import StageStore
+    from tasks.teacher import offline_teacher_answer
+
+    monkeypatch.setenv("RUBRICRL_DATA_DIR", str(work / "data"))
+    build_rubrics(profile="demo")  # current after the test above: no work
+    folder = tmp_path / "teacher"
+    folder.mkdir()
+    for t in load_tasks(StageStore(work / "data")):
+        (folder / f"{t.query_id}.txt").write_text(offline_teacher_answer(t))
+    out = evaluate(profile="demo", sets=["env.runtime.enabled=false"], models=[str(folder)], benchmark="ingested",
+                   runs=1)
+    rows = StageStore(work / "data").read("eval_results").to_pylist()
+    assert sorted(r["query_id"] for r in rows) == [f"ext-90000{k}" for k in range(1, 6)]
+    assert {r["category"] for r in rows} == {"User Interaction", "Data Management", "Content Presentation"}
+    assert "pass/category=User Interaction" in out["summary"]["teacher"]
+    with pytest.raises(ValueError, match="allowed: heldout, ingested"):
+        evaluate(profile="demo", sets=["env.runtime.enabled=false"], models=[str(folder)], benchmark="mine")
