@@ -103,6 +103,8 @@ def build_stages(store: StageStore, provider: Provider, rcfg: RubricsConfig, *, 
         raise ValueError("the queries stage has no query text; run synthesize-queries (or ingest a file) first")
     chunks = pipeline.chunk_query_ids(ids, rcfg.chunk_size)
     inputs = {"queries": store.version("queries")}
+    if store.manifest("benchmark_queries") is not None:  # given checklist items enter rubric_references
+        inputs["benchmark_queries"] = store.version("benchmark_queries")
     part_cfg = {"chunk_size": rcfg.chunk_size, "max_queries": rcfg.max_queries}
     outcomes: list[StageOutcome] = []
     req_table: list[pa.Table] = []

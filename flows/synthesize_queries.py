@@ -4,7 +4,9 @@ Run: ``rubricrl run --only synthesize-queries`` or ``prefect deployment run synt
 """
 from __future__ import annotations
 
+import hashlib
 import math
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -13,6 +15,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
+from schemas.benchmark import BENCHMARK_SCHEMA, benchmark_suites
 from schemas.queries import CANDIDATES_SCHEMA, QUERIES_SCHEMA, candidates_suites, queries_suites
 from tasks import coverage, synthesize
 from tasks.dedup import near_duplicates
@@ -31,6 +34,30 @@ def _suites(factory):
     return lambda: factory(cats, caps)
 
 
+def _ingest(fc: Any, path: str, force: bool, common: dict[str, Any]) -> dict[str, Any]:
+    """An external set as the ``queries`` stage, its labels and given checklist items as ``benchmark_queries``."""
+    logger = get_run_logger()
+    got = ingest_jsonl(path)
+    source = {"file": path, "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest()}  # an edited file re-ingests
+    errors = [str(e) for e in got.errors]
+    out = run_stage(fc.store, StageSpec("queries", QUERIES_SCHEMA, _suites(queries_suites)), part_keys=["all"],
+                    make_part=lambda _k: got.queries, inputs=source, extra={"rows": got.queries.num_rows},
+                    force=force, stats=lambda t: {"ingest_errors": errors}, **common)
+    bench = run_stage(fc.store, StageSpec("benchmark_queries", BENCHMARK_SCHEMA, benchmark_suites),
+                      part_keys=["all"], make_part=lambda _k: got.benchmark, inputs=source,
+                      extra={"rows": got.benchmark.num_rows}, force=force,
+                      stats=lambda t: {"given_items": sum(len(x) for x in t.column("given_items").to_pylist())},
+                      **common)
+    for e in errors:
+        logger.error("ingest %s: %s (line skipped; the good lines were kept)", path, e)
+    summaries = [stage_summary(out, {"ingest_errors": len(errors)}),
+                 stage_summary(bench, {"given_items": bench.manifest.stats.get("given_items", 0)})]
+    publish_artifact("synthesize-queries", summaries, fc=fc)
+    print(f"ingested {out.manifest.row_count} queries with {bench.manifest.stats.get('given_items', 0)} given "
+          f"checklist items from {path}; {len(errors)} lines skipped")
+    return {"stages": summaries, "ingest_errors": errors}
+
+
 @flow(name="synthesize-queries", log_prints=True)
 def synthesize_queries(profile: str = "demo", sets: list[str] | None = None, force: bool = False) -> dict[str, Any]:
     forward_library_logs()
@@ -44,15 +71,7 @@ def synthesize_queries(profile: str = "demo", sets: list[str] | None = None, for
                  "model": fc.provider.model}
 
     if s.ingest_path:
-        table, errors = ingest_jsonl(s.ingest_path)
-        out = run_stage(store, StageSpec("queries", QUERIES_SCHEMA, _suites(queries_suites)), part_keys=["all"],
-                        make_part=lambda _k: table, inputs={"file": s.ingest_path}, extra={"rows": table.num_rows},
-                        force=force, stats=lambda t: {"ingest_errors": [str(e) for e in errors]}, **common)
-        for e in errors:
-            logger.error("ingest %s: %s (line skipped; the good lines were kept)", s.ingest_path, e)
-        summary = stage_summary(out, {"ingest_errors": len(errors)})
-        publish_artifact("synthesize-queries", [summary], fc=fc)
-        return {"stages": [summary], "ingest_errors": [str(e) for e in errors]}
+        return _ingest(fc, s.ingest_path, force, common)
 
     personas = synthesize.sample_personas(s.n_personas, s.seed)
     n_candidates = math.ceil(round(s.n_queries * (1 + s.oversample), 6))  # round: 55000*1.08 is 59400.000…1

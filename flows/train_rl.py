@@ -34,6 +34,7 @@ from schemas.train_stages import rollouts_suites, train_steps_suites
 from tasks import rl_step
 from tasks.env.records import task_from_row
 from tasks.stage import StageSpec, run_stage
+from tasks.train_plots import write_run_plots
 from tasks.store import StageStore, atomic_write_table
 
 REPO = Path(__file__).resolve().parent.parent
@@ -163,15 +164,16 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
         ckpt.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(final, ckpt, dirs_exist_ok=True)
     outcomes = _publish_records(fc, run_dir, {"rl_queries": store.version("rl_queries")})
+    png = write_run_plots(store, run_dir, fc.cfg.attribution)
     hist = summary.get("history", [])
     rows = [stage_summary(o) for o in outcomes]
     last = hist[-1] if hist else {}
-    notes = (f"Run dir: `{run_dir}`  \nTensorBoard: `tensorboard --logdir {summary['tensorboard']}`  \n"
+    notes = (f"Run dir: `{run_dir}`  \nPlots: [{png.name}]({png.as_uri()})  \nTensorBoard: `tensorboard --logdir {summary['tensorboard']}`  \n"
              f"Policy in: `{policy or 'tiny random model'}`; policy out: `{ckpt}`  \n"
              f"Mode: {summary.get('mode')}; steps {summary.get('steps_run')}; last step: reward/mean "
              f"{last.get('reward/mean', float('nan')):.4f}, loss/policy {last.get('loss/policy', float('nan')):.5f}")
     publish_artifact("train-rl", rows, notes=notes, fc=fc)
     print(f"train-rl: {summary.get('steps_run')} steps in {run_dir}; TensorBoard logs {summary['tensorboard']}; "
           f"step stages: rollouts, judgments, rewards, attributions, train_steps")
-    return {"run_dir": str(run_dir), "tensorboard": summary["tensorboard"], "policy_out": str(ckpt),
+    return {"run_dir": str(run_dir), "tensorboard": summary["tensorboard"], "policy_out": str(ckpt), "png": str(png),
             "stages": rows, "history": hist}

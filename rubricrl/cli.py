@@ -63,7 +63,8 @@ def _print_where(args: argparse.Namespace) -> None:
     for m in store.published():
         print(f"  {m.stage:<20} {m.row_count:>8} rows  provider={m.provider:<9} {store.stage_dir(m.stage) / m.version}")
     cat = store.root / "catalog.duckdb"
-    print(f"\nOpen them in DuckDB:  duckdb {cat} -c \"select count(*) from queries\"")
+    duckdb_cli = Path(sys.executable).parent / "duckdb"
+    print(f"\nOpen them in DuckDB:  {duckdb_cli} {cat} -c \"select count(*) from queries\"")
     print(f"                 or:  rubricrl sql \"select domain, count(*) from queries group by 1\"")
 
 
@@ -97,8 +98,11 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    from schemas.config import load_config
+
     path = Path(args.file).resolve()
-    result = _flow("synthesize-queries")(profile=args.profile, sets=[*(args.set or []), f"synth.ingest_path={path}"],
+    profile = load_config(args.profile, sets=args.set).profile  # --profile omitted: the default profile by name
+    result = _flow("synthesize-queries")(profile=profile, sets=[*(args.set or []), f"synth.ingest_path={path}"],
                                          force=True)
     errors = result.get("ingest_errors", [])
     for e in errors:
@@ -210,7 +214,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.fn(args) or 0)
+        rc = int(args.fn(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at interpreter exit
+        return rc
+    except BrokenPipeError:
+        # the reader went away (`rubricrl stages | head -3`): stop quietly; point stdout at /dev/null so the
+        # interpreter's final flush does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (ValueError, FileNotFoundError, LookupError, RuntimeError) as e:
         print(f"rubricrl {args.command}: {e}", file=sys.stderr)
         return 2

@@ -1,7 +1,8 @@
 """``rubricrl score``: score one response against one task and print the JSON contract to stdout.
 
     rubricrl score --task TASK.json --response RESPONSE.txt [--diagnosis DIAGNOSIS.json]
-                   [--no-browser] [--reward hierarchical|binary] [--provider auto|offline|anthropic]
+                   [--no-browser] [--reward hierarchical|binary] [--provider auto|offline|anthropic|openai]
+                   [--model NAME] [--base-url URL]
 
 Output: {"format_valid", "source_valid", "runtime_valid", "reward", "html_offset", "findings",
 "evidence": {"syntax_errors", "page_errors", ...}, ...}; offsets are character offsets into the response.
@@ -18,6 +19,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from tasks.llm.factory import PROVIDERS
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -42,8 +45,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-browser", action="store_true", help="skip the headless-browser runtime check")
     p.add_argument("--reward", choices=("hierarchical", "binary"), default=None,
                    help="reward kind (default: env.reward_kind, hierarchical)")
-    p.add_argument("--provider", choices=("auto", "offline", "anthropic"), default="auto",
+    p.add_argument("--provider", choices=PROVIDERS, default="auto",
                    help="judge provider when no --diagnosis (auto: anthropic if ANTHROPIC_API_KEY is set)")
+    p.add_argument("--model", default=None, help="judge model (needed for openai: the name the endpoint serves)")
     p.add_argument("--base-url", default=None, help="API base URL for the judge provider (e.g. a local server)")
     p.add_argument("--advantage", type=float, default=None,
                    help="response advantage A: with --tokenizer, adds token_weights and token_offsets")
@@ -123,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         from tasks.llm import get_provider
 
         try:
-            provider = get_provider(args.provider, **({"base_url": args.base_url} if args.base_url else {}))
+            provider = get_provider(args.provider, model=args.model, base_url=args.base_url)
         except ValueError as e:
             print(f"rubricrl score: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT

@@ -25,7 +25,6 @@ def _prefect() -> str:
 def _env(port: int) -> dict[str, str]:
     env = dict(os.environ)
     env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"
-    env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     env.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "rubricrl")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return env
@@ -72,7 +71,14 @@ def stop(env: dict[str, str] | None = None) -> int:
     return 0
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    # a service manager stops us with SIGTERM: unwind like Ctrl-C so the finally block stops server and worker
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def serve(port: int = 4200, pool: str = "rubricrl-process", once: bool = False) -> int:
+    if not once:
+        signal.signal(signal.SIGTERM, _terminate)
     env = _env(port)
     home = _home(env)
     logs = home / "logs"
@@ -82,6 +88,8 @@ def serve(port: int = 4200, pool: str = "rubricrl-process", once: bool = False) 
                               cwd=REPO, stdout=open(logs / "server.log", "ab"), stderr=subprocess.STDOUT,
                               start_new_session=True)
     worker = None
+    pidfile = home / "rubricrl-serve.json"
+    pidfile.write_text(json.dumps({"server": server.pid}))  # `serve --stop` works from the first second on
     try:
         _wait_healthy(port, server)
         _run([prefect, "work-pool", "create", pool, "--type", "process", "--overwrite"], env)
@@ -89,7 +97,7 @@ def serve(port: int = 4200, pool: str = "rubricrl-process", once: bool = False) 
         worker = subprocess.Popen([prefect, "worker", "start", "--pool", pool], env=env, cwd=REPO,
                                   stdout=open(logs / "worker.log", "ab"), stderr=subprocess.STDOUT,
                                   start_new_session=True)
-        (home / "rubricrl-serve.json").write_text(json.dumps({"server": server.pid, "worker": worker.pid}))
+        pidfile.write_text(json.dumps({"server": server.pid, "worker": worker.pid}))
         print(f"Prefect UI: http://127.0.0.1:{port}  (logs in {logs})")
         print(f"Run a deployment: PREFECT_API_URL={env['PREFECT_API_URL']} prefect deployment run synthesize-queries/demo")
         if once:
@@ -105,4 +113,4 @@ def serve(port: int = 4200, pool: str = "rubricrl-process", once: bool = False) 
             for p in (worker, server):
                 if p is not None and p.poll() is None:
                     os.killpg(p.pid, signal.SIGTERM)
-            (home / "rubricrl-serve.json").unlink(missing_ok=True)
+            pidfile.unlink(missing_ok=True)

@@ -5,17 +5,23 @@ The lead wires :class:`EvalConfig` into ``schemas/config.py`` as the ``evaluatio
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 
 class EvalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
-    models: list[str] = Field(default_factory=list, description="Policy checkpoints (HF directories) or folders of "
-                                                                 "responses (<query_id>.txt, or run-<k>/<query_id>.txt "
-                                                                 "per sampling run); empty = the newest policy. The "
-                                                                 "first is the baseline of the delta columns")
+    models: list[str] = Field(default_factory=list, description="Generators: policy checkpoints (HF directories), "
+                                                                 "folders of responses (<query_id>.txt, or "
+                                                                 "run-<k>/<query_id>.txt per sampling run), or API "
+                                                                 "models (api:anthropic/<model>, "
+                                                                 "api:openai/<model>@<base_url>); empty = the newest "
+                                                                 "policy. The first is the baseline of the delta "
+                                                                 "columns")
+    benchmark: Literal["heldout", "ingested"] = Field("heldout", description="Queries to evaluate on: our held-out "
+                                                                              "split, or the ingested benchmark set "
+                                                                              "(rubricrl ingest FILE.jsonl)")
     heldout_percent: float = Field(10.0, ge=0, le=100, description="Share of queries with references held out for "
                                                                    "evaluation (stable hash of the query id); "
                                                                    "select-rl-queries never picks them")

@@ -71,6 +71,7 @@ ITEMS_SCHEMA = pa.schema([
     pa.field("requirement", _S), pa.field("verification", _S), pa.field("source_module", _S),
     pa.field("covered_requirement_ids", _L), pa.field("query_evidence", _S), pa.field("rubric_level", _S),
     pa.field("input_hash", _S), pa.field("provider", _S), pa.field("model", _S), pa.field("prompt_version", _S),
+    pa.field("given", pa.bool_()),  # copied from an ingested benchmark's checklist (source_module 'given')
 ])
 
 

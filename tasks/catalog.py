@@ -14,12 +14,16 @@ from tasks.store import StageStore
 
 log = logging.getLogger(__name__)
 CATALOG = "catalog.duckdb"
+# The file is written in the storage format of the pinned ``duckdb`` CLI (pyproject: duckdb-cli==1.5.6), so
+# ``.venv/bin/duckdb data/catalog.duckdb`` opens it; the Python package (2.x) reads and writes that format too.
+STORAGE_VERSION = "v1.5.0"
 
 
 def _connect(path: Path, read_only: bool = False, attempts: int = 8) -> duckdb.DuckDBPyConnection:
+    config = {} if read_only else {"storage_compatibility_version": STORAGE_VERSION}
     for i in range(attempts):
         try:
-            return duckdb.connect(str(path), read_only=read_only)
+            return duckdb.connect(str(path), read_only=read_only, config=config)
         except duckdb.IOException as e:
             if "lock" not in str(e).lower() or i == attempts - 1:
                 raise RuntimeError(f"{path} is locked by another process ({e}); close other duckdb sessions on it, "
@@ -37,6 +41,12 @@ def refresh_catalog(store: StageStore) -> Path:
     path = store.root / CATALOG
     store.root.mkdir(parents=True, exist_ok=True)
     con = _connect(path)
+    if _storage_version(con) != f"{STORAGE_VERSION}+":
+        # a catalog written by an older release of this code, in a format the CLI cannot read: it holds only
+        # views, so it is rebuilt rather than migrated
+        con.close()
+        path.unlink()
+        con = _connect(path)
     try:
         published = {m.stage: m for m in store.published()}
         existing = {r[0] for r in con.execute(
@@ -49,6 +59,11 @@ def refresh_catalog(store: StageStore) -> Path:
     finally:
         con.close()
     return path
+
+
+def _storage_version(con: duckdb.DuckDBPyConnection) -> str | None:
+    row = con.execute("SELECT tags FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    return (row[0] or {}).get("storage_version") if row else None
 
 
 def query(store: StageStore, sql: str) -> tuple[list[str], list[tuple]]:

@@ -100,8 +100,22 @@ def eval_rows(model: str, model_path: str, model_kind: str, rollouts: list[dict[
             "response": ro["response"], "tier": r["tier"], "reward": r["reward"], "rubric_score": r["rubric_score"],
             "passed": passed(r, j), "items_total": items_judged(j, n_items) if j else 0,
             "items_failed": len(failed_items(j)) if j else 0, "judge_provider": r.get("provider"),
+            "category": m.get("category") or "(none)", "output_tokens": ro.get("output_tokens"),
+            "generation_s": ro.get("generation_s"), "top_findings": top_findings(j),
         })
     return out
+
+
+SEVERITY_ORDER = ("critical", "major", "minor")
+TOP_FINDINGS = 3  # findings per response shown in the report
+
+
+def top_findings(judgment: dict[str, Any] | None) -> list[str]:
+    """The most severe findings of one response as one line each (``severity layer item: description``)."""
+    fs = sorted((judgment or {}).get("findings") or [], key=lambda f: SEVERITY_ORDER.index(f["severity"])
+                if f["severity"] in SEVERITY_ORDER else len(SEVERITY_ORDER))
+    return [f"{f['severity']} {f['layer']}{' ' + f['item_id'] if f.get('item_id') else ''}: {f['description']}"
+            for f in fs[:TOP_FINDINGS]]
 
 
 def summary_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

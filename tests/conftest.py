@@ -11,7 +11,6 @@ import pytest
 _HOME = tempfile.mkdtemp(prefix="rubricrl-prefect-")
 os.environ.setdefault("PREFECT_HOME", _HOME)
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.pop("ANTHROPIC_API_KEY", None)  # tests never reach the real API
 
 REPO = Path(__file__).resolve().parent.parent

@@ -29,7 +29,7 @@ def test_side_by_side_deltas(tmp_path):
     md = markdown_table(summarize(rows), baseline="sft")
     line = next(l for l in md.splitlines() if l.startswith("| pass/overall"))
     assert "+100.00" in line
-    assert plot(summarize(rows), tmp_path / "p.png").stat().st_size > 1000
+    assert plot(rows, tmp_path / "p.png").stat().st_size > 1000
 
 
 def test_unknown_tier_is_rejected():

@@ -1,6 +1,13 @@
+"""Ingest of external query sets: WebGen-Bench and the generic JSONL; bad lines reported, good ones kept;
+given checklist items become rubric items marked given in build-rubrics."""
 import json
+from pathlib import Path
+
+import pyarrow.compute as pc
 
 from tasks.ingest import ingest_jsonl
+
+BENCH = Path(__file__).parent / "fixtures" / "benchmarks"
 
 
 def test_malformed_lines_are_reported_with_line_numbers_and_good_lines_kept(tmp_path):
@@ -11,10 +18,41 @@ def test_malformed_lines_are_reported_with_line_numbers_and_good_lines_kept(tmp_
         json.dumps({"id": "000003", "instruction": ""}),
         json.dumps({"id": "000004", "instruction": "Build a calculator web page."}),
         json.dumps({"id": "000001", "instruction": "Duplicate id here."}),
+        json.dumps({"id": "000006", "instruction": "A quiz app.", "ui_instruct": [{"expected_result": "no task"}]}),
+        json.dumps({"id": "000007", "query": "A timer app.", "checklist": "start, stop"}),
     ]
     f.write_text("\n".join(lines) + "\n")
-    table, errors = ingest_jsonl(f)
-    assert table.column("query_id").to_pylist() == ["ext-000001", "ext-000004"]
-    assert table.column("source").to_pylist() == ["external:test.jsonl"] * 2
-    assert [e.line for e in errors] == [2, 3, 5]
-    assert "not valid JSON" in str(errors[0]) and "line 2" in str(errors[0])
+    got = ingest_jsonl(f)
+    assert got.queries.column("query_id").to_pylist() == ["ext-000001", "ext-000004"]
+    assert got.queries.column("source").to_pylist() == ["external:test.jsonl"] * 2
+    assert [e.line for e in got.errors] == [2, 3, 5, 6, 7]
+    assert "not valid JSON" in str(got.errors[0]) and "line 2" in str(got.errors[0])
+    assert "test case 1 has no non-empty 'task'" in str(got.errors[3])
+    assert "'checklist' must be a list" in str(got.errors[4])
+
+
+def test_webgen_bench_test_cases_become_given_items():
+    got = ingest_jsonl(BENCH / "webgen_sample.jsonl")
+    assert not got.errors and got.queries.num_rows == 5
+    rows = {r["query_id"]: r for r in got.benchmark.to_pylist()}
+    tip = rows["ext-900001"]
+    assert tip["format"] == "webgen-bench" and tip["category"] == "User Interaction"
+    assert tip["application_type"] == "Calculators" and tip["external_id"] == "900001"
+    assert tip["given_items"][0] == {"requirement": "Enter 100 as the bill and choose 15%.",
+                                     "verification": "The tip shows 15.00 and the total shows 115.00."}
+    assert sum(len(r["given_items"]) for r in rows.values()) == 12
+
+
+def test_generic_format_keeps_its_labels_and_only_our_domains_reach_queries():
+    got = ingest_jsonl(BENCH / "generic_sample.jsonl")
+    assert not got.errors
+    q = {r["query_id"]: r for r in got.queries.to_pylist()}
+    b = {r["query_id"]: r for r in got.benchmark.to_pylist()}
+    assert q["ext-g1"]["domain"] == "Tools" and q["ext-g1"]["difficulty"] == "easy"
+    # a domain/difficulty outside ours stays in benchmark_queries, not in the validated queries columns
+    assert q["ext-g2"]["domain"] is None and b["ext-g2"]["domain"] == "Astronomy" and b["ext-g2"]["difficulty"] == "expert"
+    assert b["ext-g1"]["format"] == "generic" and b["ext-g1"]["category"] == "Timers"
+    assert b["ext-g1"]["given_items"] == [
+        {"requirement": "Start begins counting time.", "verification": None},
+        {"requirement": "Lap adds the current time to a list.", "verification": "Click lap twice: two rows appear."}]
+    assert b["ext-g3"]["given_items"] == []

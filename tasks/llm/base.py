@@ -56,6 +56,7 @@ class LLMRequest:
     max_tokens: int = 4096
     temperature: float = 0.0
     prompt_dir: str | None = None  # None = tasks/prompts/; tests and benches point elsewhere
+    sample: int = 0  # k-th independent sample of the same request (evaluation runs): its own cache entry
 
     @property
     def template(self) -> PromptTemplate:
@@ -196,7 +197,7 @@ def trip_key(provider: str, model: str, request: LLMRequest, system: str, messag
     """The cache key of one round trip (see ``tasks/llm/cache.py`` for what it covers)."""
     return cache_key(provider=provider, model=model, template=request.template.fingerprint, system=system,
                      messages=messages, max_tokens=request.max_tokens, temperature=request.temperature,
-                     output_schema=schema_digest(request.output_model))
+                     output_schema=schema_digest(request.output_model), sample=request.sample)
 
 
 def new_run_id() -> str:

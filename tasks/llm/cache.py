@@ -46,11 +46,14 @@ def canonical_json(value: Any) -> str:
 
 
 def cache_key(*, provider: str, model: str, template: str, system: str, messages: list[dict[str, str]],
-              max_tokens: int, temperature: float, output_schema: dict[str, Any]) -> str:
+              max_tokens: int, temperature: float, output_schema: dict[str, Any], sample: int = 0) -> str:
     """sha256 over everything that changes the answer; 64 hex characters (also a valid batch custom_id)."""
+    sampling: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
+    if sample:  # sample 0 keeps the keys every earlier call was cached under
+        sampling["sample"] = sample
     payload = canonical_json({
         "provider": provider, "model": model, "template": template, "system": system, "messages": messages,
-        "sampling": {"max_tokens": max_tokens, "temperature": temperature}, "schema": output_schema,
+        "sampling": sampling, "schema": output_schema,
     })
     return hashlib.sha256(payload.encode()).hexdigest()
 

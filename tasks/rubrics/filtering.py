@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from schemas.benchmark import GIVEN_MODULE
 from schemas.rubric import Reference, RubricItem, compact, judge_payload
 from schemas.rubric_outputs import FinalItem, FinalReference
 from schemas.rubrics import REFERENCES_SCHEMA
@@ -122,6 +123,7 @@ def finalize(ctx: QueryContext, ans: FinalReference, min_chars: int = 3) -> dict
     ref = Reference(**{scope: [RubricItem(**{**i.model_dump(exclude={"from_candidates"}),
                                              "id": f"{SCOPE_PREFIX[scope]}{n + 1}"}) for n, i in enumerate(items)]
                        for scope, items in kept.items()})
+    ref.dynamic += given_rubric_items(ctx.given, start=len(ref.dynamic))
     new_ids: dict[str, list[str]] = {}
     for scope, items in kept.items():
         for i, r in zip(items, getattr(ref, scope)):
@@ -132,6 +134,17 @@ def finalize(ctx: QueryContext, ans: FinalReference, min_chars: int = 3) -> dict
             d["result_ids"] = [r for c in d["candidate_ids"] for r in new_ids.get(c, [])]
             d["result_ids"] = sorted(set(d["result_ids"]), key=lambda r: (r[0] != "I", int(r[1:] or 0)))
     return _reference_row(ctx, ans, ref, unsupported, decisions)
+
+
+def given_rubric_items(given: list[dict[str, Any]], start: int) -> list[RubricItem]:
+    """A benchmark's checklist items as dynamic rubric items after the derived ones, marked by their module.
+
+    They are kept whatever the model said: the benchmark, not the expanded query, is their evidence.
+    """
+    return [RubricItem(id=f"{SCOPE_PREFIX['dynamic']}{start + k + 1}", requirement=g["requirement"],
+                       verification=g.get("verification") or g["requirement"], source_module=GIVEN_MODULE,
+                       covered_requirement_ids=[], query_evidence=g["requirement"], rubric_level="correct_rule")
+            for k, g in enumerate(given)]
 
 
 def _reference_row(ctx: QueryContext, ans: FinalReference, ref: Reference, unsupported: list[dict[str, Any]],
@@ -168,7 +181,7 @@ def item_rows(ref_row: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     ref = Reference.model_validate_json(ref_row["reference_json"])
     meta = {k: ref_row[k] for k in ("query_id", "input_hash", "provider", "model", "prompt_version")}
-    return [{**meta, "scope": scope, "position": n, **item.model_dump()}
+    return [{**meta, "scope": scope, "position": n, **item.model_dump(), "given": item.source_module == GIVEN_MODULE}
             for n, (scope, item) in enumerate(ref.items())]
 
 

@@ -44,6 +44,7 @@ class QueryContext:
     requirements: list[dict[str, Any]] = field(default_factory=list)
     modules: list[dict[str, Any]] = field(default_factory=list)
     candidates: list[dict[str, Any]] = field(default_factory=list)
+    given: list[dict[str, Any]] = field(default_factory=list)  # a benchmark's checklist items (benchmark_queries)
 
 
 @dataclass(frozen=True)

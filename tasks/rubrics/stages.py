@@ -6,6 +6,7 @@ rubric_references (per-query final reference + reports) -> rubric_items (one row
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pyarrow as pa
@@ -14,8 +15,8 @@ from schemas.config_rubrics import RubricsConfig
 from schemas.rubrics import ITEMS_SCHEMA
 from tasks.llm.base import Provider
 from tasks.rubrics import decomposition, expansion, filtering, modules, requirements
-from tasks.rubrics.pipeline import (OK, PartCounts, PriorRows, QueryContext, StageDef, build_part, grouped, query_hash,
-                                    read_part)
+from tasks.rubrics.pipeline import (OK, PartCounts, PriorRows, QueryContext, StageDef, build_part, digest, grouped,
+                                    query_hash, read_part)
 from tasks.store import StageStore
 
 TRACE_FIELDS = ("core_objects", "actions", "states", "outputs", "hard_constraints", "underspecified", "causal_links")
@@ -44,16 +45,30 @@ def load_contexts(store: StageStore, index: int, key: str, query_ids: list[str],
     need = {"expansions": True, "requirements": index >= 2, "modules": index == 3, "rubric_candidates": index >= 4}
     read = {s: grouped(read_part(store, s, key, query_ids)) for s, on in need.items() if on}
     upstream = read[STAGE_NAMES[index - 1]]
+    given = given_items(store, query_ids) if STAGE_NAMES[index] == "rubric_references" else {}
     out = []
     for q in query_ids:
         status, h = _upstream(upstream.get(q))
+        if given.get(q):  # a changed checklist rebuilds this query's reference, nothing else
+            h = digest("given", h, json.dumps(given[q], sort_keys=True))
         exp = (read["expansions"].get(q) or [{}])[0]
         ok = lambda stage: [r for r in read.get(stage, {}).get(q, []) if r["status"] == OK]  # noqa: E731
         out.append(QueryContext(
             query_id=q, query=queries.get(q, ""), input_hash=h, status=status,
             expanded_query=exp.get("expanded_query") or "", trace={k: exp.get(k) for k in TRACE_FIELDS},
-            requirements=ok("requirements"), modules=ok("modules"), candidates=ok("rubric_candidates")))
+            requirements=ok("requirements"), modules=ok("modules"), candidates=ok("rubric_candidates"),
+            given=given.get(q, [])))
     return out
+
+
+def given_items(store: StageStore, query_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """query_id -> the given checklist items of an ingested benchmark (none when nothing was ingested)."""
+    if store.manifest("benchmark_queries") is None:
+        return {}
+    t = store.read("benchmark_queries", columns=["query_id", "given_items"])
+    wanted = set(query_ids)
+    return {q: items for q, items in zip(t.column("query_id").to_pylist(), t.column("given_items").to_pylist())
+            if q in wanted and items}
 
 
 def items_part(store: StageStore, key: str, query_ids: list[str]) -> pa.Table:

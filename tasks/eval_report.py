@@ -1,0 +1,111 @@
+"""The evaluation report as one self-contained HTML file (no server, no network: the plot is embedded
+as a data URI, every app is a sandboxed ``srcdoc`` frame without scripts).
+
+Sections: the Table-1 layout (metrics as rows, one column per generator, delta columns against the
+first), the spread plot, and one row per query with the generators' apps side by side, each with its
+reward, tier and top findings. A screenshot (``screenshot`` path in a row, when the browser check kept
+one) is shown instead of the frame.
+"""
+from __future__ import annotations
+
+import base64
+import html
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from tasks.env.extract import extract_html
+from tasks.evaluation import fmt_delta
+
+THUMB_W, THUMB_H, THUMB_SCALE = 320, 220, 0.4  # a thumbnail renders the app at 1/THUMB_SCALE its size
+
+
+def _img_uri(png: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()
+
+
+def _fmt(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f}"
+
+
+def table_html(summary: dict[str, dict[str, float | None]], baseline: str | None) -> str:
+    models = list(summary)
+    metrics = sorted({k for m in summary.values() for k in m}, key=lambda k: (k.split("/")[0] != "pass", k))
+    others = [m for m in models if baseline and m != baseline]
+    head = "".join(f"<th>{html.escape(m)}</th>" for m in models)
+    head += "".join(f"<th>Δ {html.escape(m)} − {html.escape(baseline or '')}</th>" for m in others)
+    body = []
+    for k in metrics:
+        cells = "".join(f"<td>{_fmt(summary[m].get(k))}</td>" for m in models)
+        for m in others:
+            a, b = summary[m].get(k), summary[baseline].get(k) if baseline else None
+            cells += f"<td>{fmt_delta(a, b)}</td>"
+        body.append(f"<tr><th scope='row'>{html.escape(k)}</th>{cells}</tr>")
+    return f"<table class='t1'><thead><tr><th>metric</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _thumb(row: dict[str, Any]) -> str:
+    shot = row.get("screenshot")
+    if shot and Path(shot).exists():
+        return f"<img class='shot' alt='screenshot' src='{_img_uri(Path(shot))}'>"
+    ext = extract_html(row.get("response") or "")
+    if ext is None:
+        return "<div class='noapp'>no HTML app in the response</div>"
+    # sandbox without allow-scripts: the app's first paint, no script runs inside the report
+    return (f"<div class='frame'><iframe sandbox='' loading='lazy' title='app' "
+            f"srcdoc='{html.escape(ext.html, quote=True)}'></iframe></div>")
+
+
+def _cell(row: dict[str, Any] | None) -> str:
+    if row is None:
+        return "<td class='missing'>not evaluated</td>"
+    finds = "".join(f"<li>{html.escape(f)}</li>" for f in row.get("top_findings") or [])
+    verdict = "pass" if row["passed"] else "fail"
+    return (f"<td class='{verdict}'>{_thumb(row)}<div class='meta'>reward <b>{_fmt(row['reward'])}</b> · "
+            f"tier <b>{html.escape(row['tier'])}</b> · {verdict}</div><ul>{finds}</ul></td>")
+
+
+def queries_html(rows: list[dict[str, Any]], run: int = 0) -> str:
+    """One row per query, one column per generator (sampling run ``run``)."""
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    by_q: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in rows:
+        if r["run"] == run:
+            by_q[r["query_id"]][r["model"]] = r
+    head = "".join(f"<th>{html.escape(m)}</th>" for m in models)
+    body = "".join(f"<tr><th scope='row'>{html.escape(q)}</th>{''.join(_cell(g.get(m)) for m in models)}</tr>"
+                   for q, g in sorted(by_q.items()))
+    return f"<table class='apps'><thead><tr><th>query</th>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+CSS = f"""
+body {{ font-family: system-ui, sans-serif; margin: 1.5em; color: #1b1f24; }}
+table {{ border-collapse: collapse; margin: 0.8em 0; }}
+th, td {{ border: 1px solid #ccd3db; padding: 4px 8px; vertical-align: top; font-size: 13px; }}
+.t1 td {{ text-align: right; font-variant-numeric: tabular-nums; }}
+td.pass {{ background: #eef8ee; }} td.fail {{ background: #fdf1f0; }} td.missing {{ color: #888; }}
+.frame {{ width: {THUMB_W}px; height: {THUMB_H}px; overflow: hidden; border: 1px solid #aaa; background: #fff; }}
+.frame iframe {{ width: {THUMB_W / THUMB_SCALE:.0f}px; height: {THUMB_H / THUMB_SCALE:.0f}px; border: 0;
+  transform: scale({THUMB_SCALE}); transform-origin: 0 0; }}
+img.shot {{ width: {THUMB_W}px; border: 1px solid #aaa; }}
+.noapp {{ width: {THUMB_W}px; height: {THUMB_H}px; display: flex; align-items: center; justify-content: center;
+  background: #eee; color: #666; }}
+ul {{ margin: 4px 0 0 1em; padding: 0; max-width: {THUMB_W}px; }}
+"""
+
+
+def write_report(path: Path, title: str, summary: dict[str, dict[str, float | None]], baseline: str | None,
+                 rows: list[dict[str, Any]], plot_png: Path) -> Path:
+    # a response that failed the format gate was never judged (judge_provider 'none')
+    judges = sorted({str(r["judge_provider"]) for r in rows if r.get("judge_provider") not in (None, "none")})
+    doc = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+           f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"
+           f"<p>judge: {html.escape(', '.join(judges))}</p>"
+           f"<h2>Table 1</h2>{table_html(summary, baseline)}"
+           f"<h2>Spread</h2><img class='plot' alt='reward and pass-rate spread' src='{_img_uri(plot_png)}'>"
+           f"<h2>Apps side by side (run 0)</h2>{queries_html(rows)}</body></html>")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(doc, encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,92 @@
+"""evaluate with three generators in one run (a folder of responses, a broken folder, an API model behind the
+fake OpenAI-compatible server) on the held-out queries: one eval_results row per (generator, query, run),
+Table-1 columns with tokens, time and spread; the HTML report renders in headless Chromium (tables, the
+plot, one app frame per query and generator) and a screenshot of it is kept beside it."""
+import os
+
+import pytest
+
+from flows.evaluate import evaluate
+from schemas.config_env import RuntimeConfig
+from tasks.rubrics import load_tasks
+from tasks.checkpoints import held_out
+from tasks.llm.cache import CallStore
+from tasks.store import StageStore
+from tasks.teacher import offline_teacher_answer
+from tests.fakes.fake_openai import FakeOpenAI
+from tests.fixtures.policy_data import ANSWER, build_references
+
+SETS = ["env.runtime.enabled=false", "evaluation.heldout_percent=40"]
+
+
+@pytest.fixture(scope="module")
+def report(prefect_harness, tmp_path_factory):
+    data = tmp_path_factory.mktemp("eval") / "data"
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RUBRICRL_DATA_DIR", str(data))
+    mp.setenv("OPENAI_API_KEY", "test-key")
+    build_references(data)
+    tasks = [t for t in load_tasks(StageStore(data)) if held_out(t.query_id, 40.0)]
+    good, bad = data.parent / "teacher", data.parent / "broken"
+    for r in (0, 1):
+        (good / f"run-{r}").mkdir(parents=True)
+        for t in tasks:
+            (good / f"run-{r}" / f"{t.query_id}.txt").write_text(offline_teacher_answer(t))
+    bad.mkdir()
+    for t in tasks:
+        (bad / f"{t.query_id}.txt").write_text("I cannot build that." if t is tasks[0] else ANSWER)
+    with FakeOpenAI(reply=lambda body: ANSWER) as api:
+        out = evaluate(profile="demo", sets=SETS, runs=2,
+                       models=[str(good), str(bad), f"api:openai/local@{api.base_url}/v1"])
+        calls = len(api.seen("/v1/chat/completions"))
+    mp.undo()
+    return data, tasks, out, calls
+
+
+def test_three_generators_one_row_per_generator_query_run(report):
+    data, tasks, out, calls = report
+    assert len(tasks) >= 2 and calls == 2 * len(tasks)
+    ledger = [r for r in CallStore(data / "llm" / "llm.sqlite").ledger_rows() if r["stage"] == "eval_generations"]
+    assert len({r["cache_key"] for r in ledger}) == 2 * len(tasks)  # two runs are two samples, not one cached answer
+    rows = StageStore(data).read("eval_results").to_pylist()
+    ids = [(r["model"], r["query_id"], r["run"]) for r in rows]
+    assert len(ids) == len(set(ids)) == (2 + 1 + 2) * len(tasks)
+    api = [r for r in rows if r["model"] == "openai/local"]
+    assert {r["model_kind"] for r in api} == {"api"} and all(r["output_tokens"] > 0 for r in api)
+    assert all(r["generation_s"] is not None and r["generation_s"] >= 0 for r in api)
+    folder = [r for r in rows if r["model"] == "teacher"]
+    assert all(r["output_tokens"] is None and r["generation_s"] is None for r in folder)  # not measured: not made up
+    assert all(r["category"] and r["category"] != "(none)" for r in rows)
+    s = out["summary"]
+    assert s["openai/local"]["tokens/output_mean"] > 0 and "tokens/output_mean" not in s["teacher"]
+    assert s["teacher"]["spread/pass/overall"] == pytest.approx(0.0)  # the same answers in both runs
+    assert any(k.startswith("pass/category=") for k in s["teacher"])
+    assert {r["judge_provider"] for r in rows if r["tier"] != "format_invalid"} == {"offline"}  # says it is offline
+
+
+def test_html_report_renders_in_headless_chromium(report):
+    from playwright.sync_api import sync_playwright
+
+    data, tasks, out, _ = report
+    html_path = data / "reports" / "eval" / "eval.html"
+    assert out["html"] == str(html_path)
+    shot = html_path.with_name("eval_report.png")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=RuntimeConfig().executable_path, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(html_path.as_uri())
+            t1 = page.locator("table.t1 tbody tr")
+            assert t1.count() > 10 and page.locator("table.t1 thead th").count() == 1 + 3 + 2  # metric, 3, 2 deltas
+            assert "judge: offline" in page.inner_text("body")
+            plot_ok = page.eval_on_selector("img.plot", "i => i.complete && i.naturalWidth > 100")
+            assert plot_ok
+            assert page.locator("table.apps tbody tr").count() == len(tasks)
+            assert page.locator("table.apps iframe").count() == 3 * len(tasks) - 1  # broken's first has no app
+            assert page.locator("table.apps .noapp").count() == 1
+            frame = page.frames[1]
+            assert frame.locator("button").count() >= 1  # the app's first paint is inside the thumbnail
+            page.screenshot(path=str(shot), full_page=True)
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 10_000
