@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import great_expectations as gx
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from schemas.validation import FrameSuite, rows, suite
 
@@ -18,7 +21,21 @@ def rollouts_suites() -> list[FrameSuite]:
         E.ExpectCompoundColumnsToBeUnique(column_list=["step", "group_id", "sample"]),
         E.ExpectColumnValuesToBeInSet(column="mode", value_set=TRAIN_MODES),
         E.ExpectColumnValuesToBeBetween(column="reward", min_value=0.0, max_value=1.0),
-    ), ["step", "query_id"])]
+    ), ["step", "query_id"]),
+        # One weight and one log-prob per prediction target: a shifted or truncated weight list would put the
+        # diagnostic weights on the wrong tokens.
+        FrameSuite("alignment", _aligned, suite(
+            "rollouts-alignment", E.ExpectColumnValuesToBeInSet(column="weights_aligned", value_set=[True]),
+            E.ExpectColumnValuesToBeInSet(column="logprobs_aligned", value_set=[True])), ["step", "query_id", "sample"])]
+
+
+def _aligned(table: pa.Table) -> pd.DataFrame:
+    n = pc.list_value_length(table.column("response_ids"))
+    return pd.DataFrame({
+        "step": table.column("step").to_pylist(), "query_id": table.column("query_id").to_pylist(),
+        "sample": table.column("sample").to_pylist(),
+        "weights_aligned": pc.equal(pc.list_value_length(table.column("token_weights")), n).to_pylist(),
+        "logprobs_aligned": pc.equal(pc.list_value_length(table.column("logprobs")), n).to_pylist()})
 
 
 def train_steps_suites() -> list[FrameSuite]:
