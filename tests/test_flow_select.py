@@ -31,6 +31,7 @@ def test_selection_keeps_discriminative_queries_and_records_the_policy(prefect_h
     assert con.execute("select count(distinct policy_checkpoint) from probe_rollouts").fetchone()[0] == 1
     rows = store.read("rl_queries").to_pylist()
     con.close()
+    assert {r["judge_provider"] for r in rows} == {"offline"}  # lineage: who judged the probes behind the scores
     flat = {q for q, v in rewards.items() if len({x for x in v if x is not None}) < 2}
     spread = set(rewards) - flat
     chosen = {r["query_id"] for r in rows}

@@ -26,7 +26,7 @@ from schemas.selection import (PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_r
 from schemas.sft import SFT_ANSWERS_SCHEMA, sft_answers_suites
 from schemas.sft_steps import SFT_STEPS_SCHEMA, sft_steps_suites
 from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
-from schemas.train_stages import rollouts_suites, train_steps_suites
+from schemas.train_stages import rollouts_suites, train_steps_suites, with_judge_provider
 from tasks.stage import StageSpec, run_stage
 from tasks.store import StageStore
 from tasks.validate import StageValidationError
@@ -81,6 +81,15 @@ _FINDING = {"layer": "rubric_alignment", "severity": "major", "item_id": "D1", "
 _ATTR_FINDING = {"key": "k", "layer": "rubric_alignment", "severity": "major", "item_id": "D1", "anchors": [],
                  "direct_spans": [{"start": 2, "end": 8}], "context_spans": [], "relations": []}
 
+ROLLOUTS, TRAIN_STEPS, ATTRIBUTIONS = (with_judge_provider(s) for s in (TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA,
+                                                                       ATTRIBUTIONS_SCHEMA))
+_RL_QUERY = {"query_id": "q1", "distinct_levels": 2, "discrimination": 0.5, "coverage_factor": 1.0, "final_score": 0.4,
+             "policy_kind": "checkpoint"}
+_ROLLOUT = {"step": 1, "query_id": "q1", "group_id": 0, "sample": 0, "mode": "full", "reward": 0.5,
+            "response_ids": [5, 6, 7], "logprobs": [-1.0, -1.0, -1.0], "token_weights": [1.0, 3.0, 1.0]}
+_ATTRIBUTION = {"response_id": "r1", "status": "localised", "html_offset": 0, "source_len": 100, "n_findings": 1,
+                "n_localised": 1, "weight_mode": "sign"}
+
 GATES = [
     Gate("query_candidates", QUERY_CANDIDATES_SCHEMA, lambda: query_candidates_suites(["interaction"], ["cap"]),
          {"query_id": "q1", "domain": "Games", "difficulty": "easy", "category_ids": ["interaction"],
@@ -127,23 +136,26 @@ GATES = [
     Gate("probe_rollouts", PROBE_ROLLOUTS_SCHEMA, probe_rollouts_suites,
          {"rollout_id": "q1:p0", "query_id": "q1", "n_tokens": 10, "policy_kind": "checkpoint"},
          {"rollout_id": "qbad:p0", "response": None}, "expect_column_values_to_not_be_null on 'response'"),
-    Gate("rl_queries", RL_QUERIES_SCHEMA, rl_queries_suites,
-         {"query_id": "q1", "distinct_levels": 2, "discrimination": 0.5, "coverage_factor": 1.0, "final_score": 0.4,
-          "policy_kind": "checkpoint"},
+    Gate("rl_queries", RL_QUERIES_SCHEMA, rl_queries_suites, _RL_QUERY,
          {"query_id": "qbad", "distinct_levels": 1},  # equal probe rewards: zero advantage for every response
          "expect_column_values_to_be_between on 'distinct_levels'"),
-    Gate("rollouts", TRAIN_ROLLOUTS_SCHEMA, rollouts_suites,
-         {"step": 1, "query_id": "q1", "group_id": 0, "sample": 0, "mode": "full", "reward": 0.5,
-          "response_ids": [5, 6, 7], "logprobs": [-1.0, -1.0, -1.0], "token_weights": [1.0, 3.0, 1.0]},
+    Gate("rollouts", ROLLOUTS, rollouts_suites, _ROLLOUT,
          {"step": 2, "query_id": "qbad", "token_weights": [1.0, 3.0]},  # one weight short: shifted onto wrong tokens
          "expect_column_values_to_be_in_set on 'weights_aligned'"),
-    Gate("train_steps", TRAIN_STEPS_SCHEMA, train_steps_suites, {"step": 1, "metric": "loss", "value": 0.3},
+    Gate("train_steps", TRAIN_STEPS, train_steps_suites, {"step": 1, "metric": "loss", "value": 0.3},
          {"step": 3, "metric": "loss", "value": float("nan")}, "expect_column_values_to_not_be_null on 'value'"),
-    Gate("attributions", ATTRIBUTIONS_SCHEMA, attributions_suites,
-         {"response_id": "r1", "status": "localised", "html_offset": 0, "source_len": 100, "n_findings": 1,
-          "n_localised": 1, "weight_mode": "sign", "findings": [_ATTR_FINDING]},
+    Gate("attributions", ATTRIBUTIONS, attributions_suites, {**_ATTRIBUTION, "findings": [_ATTR_FINDING]},
          {"response_id": "rbad", "findings": [{**_ATTR_FINDING, "direct_spans": [{"start": 90, "end": 130}]}]},
          "expect_column_pair_values_a_to_be_greater_than_b"),  # a span past the end of the source
+    # Lineage: rows derived from judgments without the judge's provider
+    Gate("rl_queries", RL_QUERIES_SCHEMA, rl_queries_suites, _RL_QUERY, {"query_id": "qbad", "judge_provider": None},
+         "expect_column_values_to_not_be_null on 'judge_provider'"),
+    Gate("rollouts", ROLLOUTS, rollouts_suites, _ROLLOUT, {"step": 2, "query_id": "qbad", "judge_provider": None},
+         "expect_column_values_to_not_be_null on 'judge_provider'"),
+    Gate("train_steps", TRAIN_STEPS, train_steps_suites, {"step": 1, "metric": "loss", "value": 0.3},
+         {"step": 3, "metric": "loss", "judge_provider": None}, "expect_column_values_to_not_be_null on 'judge_provider'"),
+    Gate("attributions", ATTRIBUTIONS, attributions_suites, _ATTRIBUTION, {"response_id": "rbad", "judge_provider": None},
+         "expect_column_values_to_not_be_null on 'judge_provider'"),
     Gate("eval_results", EVAL_RESULTS_SCHEMA, eval_results_suites,
          {"eval_id": "m:0:q1", "model_kind": "checkpoint", "run": 0, "tier": "valid", "rubric_score": 0.5},
          {"eval_id": "m:0:qbad", "tier": "passed-ish"}, "expect_column_values_to_be_in_set on 'tier'"),
