@@ -99,7 +99,7 @@ def test_grpo_steps_with_vllm_engine(tmp_path):
                            "--set", f"rollout.temperature={TEMPERATURE}", "--set", "optim.lr=0.01",
                            "--set", "run.save_every=1", "--set", "run.keep_checkpoints=2",
                            "--set", f"rollout.instruction={INSTRUCTION}"],
-                          cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=600)  # roomy: a loaded machine
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["rollout_engine"] == "vllm" and summary["steps_run"] == 2
