@@ -19,6 +19,7 @@ import argparse
 import os
 import random
 import time
+import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no paid call by accident
 
 os.environ.setdefault("RAYON_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

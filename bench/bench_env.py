@@ -16,6 +16,7 @@ import math
 import os
 import time
 from pathlib import Path
+import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no paid call by accident
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures" / "env"

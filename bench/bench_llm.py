@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no paid call by accident
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # the fakes live under tests/ (not an installed package)

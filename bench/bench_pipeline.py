@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no paid call by accident
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -20,7 +21,6 @@ from rubricrl.cli import PIPELINE  # noqa: E402
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, RUBRICRL_DATA_DIR=f"{tmp}/data", PREFECT_HOME=f"{tmp}/prefect")
-        env.pop("ANTHROPIC_API_KEY", None)
         times = {}
         for name in PIPELINE:
             t0 = time.perf_counter()

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no paid call by accident
 
 REPO = Path(__file__).resolve().parent.parent
 CHILD = """
@@ -46,7 +47,6 @@ def main() -> None:
     synth = [f"synth.n_queries={args.queries}"] if args.queries else []
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, RUBRICRL_DATA_DIR=f"{tmp}/data", PREFECT_HOME=f"{tmp}/prefect")
-        env.pop("ANTHROPIC_API_KEY", None)
         cmd = [sys.executable, "-m", "rubricrl.cli", "run", "--profile", args.profile, "--only", "synthesize-queries"]
         for s in synth:
             cmd += ["--set", s]

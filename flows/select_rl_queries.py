@@ -30,7 +30,7 @@ from schemas.selection import PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_ro
 from tasks.checkpoints import held_out
 from tasks.env.records import reward_config_hash, score_rollouts_table
 from tasks.llm.prompts import load_prompt
-from tasks.probe_records import build_candidates, rl_query_rows
+from tasks.probe_records import build_candidates, judge_providers, rl_query_rows
 from tasks.rubrics import load_tasks
 from tasks.selection import select, selection_diff
 from tasks.stage import StageSpec, run_stage
@@ -141,11 +141,12 @@ def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, forc
                     **score_common)
 
     previous = _previous_selection(store)
-    cands = build_candidates(tasks, meta, store.read("probe_rewards").to_pylist(),
+    probe_rewards = store.read("probe_rewards").to_pylist()
+    cands = build_candidates(tasks, meta, probe_rewards,
                              store.read("probe_judgments", columns=["rollout_id", "gate_rubric_alignment",
                                                                     "findings"]).to_pylist())
     result = select(cands, s)
-    rows = rl_query_rows(result, tasks, meta, cands, str(policy.path), policy.kind)
+    rows = rl_query_rows(result, tasks, meta, cands, str(policy.path), policy.kind, judge_providers(probe_rewards))
     sel = run_stage(store, StageSpec("rl_queries", RL_QUERIES_SCHEMA, rl_queries_suites), part_keys=["all"],
                     make_part=lambda _k: pa.Table.from_pylist(rows, schema=RL_QUERIES_SCHEMA),
                     provider=fc.provider.name, config_hash=cfg.section_hash("selection"),

@@ -30,7 +30,7 @@ from schemas.attribution import ATTRIBUTIONS_SCHEMA, attributions_suites
 from schemas.config import load_config
 from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, rewards_suites
 from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
-from schemas.train_stages import rollouts_suites, train_steps_suites
+from schemas.train_stages import JUDGE_PROVIDER, rollouts_suites, train_steps_suites, with_judge_provider
 from tasks import rl_step
 from tasks.env.records import task_from_row
 from tasks.stage import StageSpec, run_stage
@@ -106,16 +106,37 @@ def launch_job(cfg_path: Path, nproc: int, env: dict[str, str], log_path: Path) 
         raise RuntimeError(f"the GRPO job exited with code {res.returncode}; its log is {log_path}:\n{tail}")
 
 
+def step_judge_providers(records: Path) -> dict[str, str]:
+    """``step-NNNNNN`` -> the provider(s) of that step's judgments records (comma-joined when several)."""
+    found: dict[str, set[str]] = {}
+    for p in sorted((records / "judgments").glob("step-*.parquet")):
+        step = p.stem.split("-rank")[0]
+        found.setdefault(step, set()).update(x for x in pq.read_table(p, columns=["provider"]).column(0).to_pylist() if x)
+    return {k: ",".join(sorted(v)) for k, v in found.items()}
+
+
+def _with_lineage(table: pa.Table, provider: str | None) -> pa.Table:
+    return table.append_column(JUDGE_PROVIDER, pa.array([provider] * table.num_rows, pa.string()))
+
+
 def _publish_records(fc: Any, run_dir: Path, inputs: dict[str, str]) -> list[Any]:
-    specs = [("rollouts", TRAIN_ROLLOUTS_SCHEMA, rollouts_suites), ("train_steps", TRAIN_STEPS_SCHEMA, train_steps_suites),
-             ("judgments", JUDGMENTS_SCHEMA, judgments_suites),
-             ("rewards", REWARDS_SCHEMA, lambda: rewards_suites(0.0, fc.cfg.env.reward.rubric_max)),
-             ("attributions", ATTRIBUTIONS_SCHEMA, attributions_suites)]
+    lineage = step_judge_providers(run_dir / "records")
+    specs = [("rollouts", TRAIN_ROLLOUTS_SCHEMA, rollouts_suites, True),
+             ("train_steps", TRAIN_STEPS_SCHEMA, train_steps_suites, True),
+             ("judgments", JUDGMENTS_SCHEMA, judgments_suites, False),
+             ("rewards", REWARDS_SCHEMA, lambda: rewards_suites(0.0, fc.cfg.env.reward.rubric_max), False),
+             ("attributions", ATTRIBUTIONS_SCHEMA, attributions_suites, True)]
     outcomes = []
-    for name, schema, suites in specs:
+    for name, schema, suites, derived in specs:
         files = {p.stem: p for p in sorted((run_dir / "records" / name).glob("*.parquet"))}
-        outcomes.append(run_stage(fc.store, StageSpec(name, schema, suites), part_keys=list(files),
-                                  make_part=lambda k, files=files, schema=schema: pq.read_table(files[k], schema=schema),
+
+        def part(k: str, files=files, schema=schema, derived=derived) -> pa.Table:
+            table = pq.read_table(files[k], schema=schema)
+            return _with_lineage(table, lineage.get(k.split("-rank")[0])) if derived else table
+
+        stage_schema = with_judge_provider(schema) if derived else schema
+        outcomes.append(run_stage(fc.store, StageSpec(name, stage_schema, suites), part_keys=list(files),
+                                  make_part=part,
                                   provider=fc.provider.name, config=fc.cfg.model_dump(mode="json"),
                                   config_hash=fc.cfg.section_hash("train", "env", "attribution"),
                                   inputs={**inputs, "run": run_dir.name}, extra={"files": sorted(files)}))

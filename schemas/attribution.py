@@ -79,6 +79,7 @@ def _spans_frame(table: pa.Table) -> pd.DataFrame:
 
 
 def attributions_suites() -> list[FrameSuite]:
+    """The published stage, which carries ``judge_provider`` (added by train-rl, schemas/train_stages.py)."""
     E = gx.expectations
     return [
         FrameSuite("attributions", rows, suite(
@@ -90,6 +91,7 @@ def attributions_suites() -> list[FrameSuite]:
             E.ExpectColumnValuesToBeBetween(column="n_findings", min_value=0),
             E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="n_findings", column_B="n_localised", or_equal=True),
             E.ExpectColumnValuesToBeInSet(column="weight_mode", value_set=["sign", "unconditional"], mostly=1.0),
+            E.ExpectColumnValuesToNotBeNull(column="judge_provider"),
         ), ["response_id"]),
         FrameSuite("attribution_spans", _spans_frame, suite(
             "attribution_spans",

@@ -106,6 +106,10 @@ class RuntimeConfig(_Section):
     concurrency: int = Field(8, ge=1, le=64, description="Apps loaded at once in one browser (one context each); "
                                                           "a check mostly waits (settle time), so this exceeds cores")
     swiftshader: bool = Field(True, description="Software WebGL (SwiftShader) so canvas/three.js apps run")
+    network_namespace: bool = Field(
+        True, description="Run the browser in an empty network namespace (unshare; as root, or through a user "
+                          "namespace), the wall for sockets the request routes never see (WebRTC UDP, preconnect). "
+                          "False leaves those to Chromium's flags, which do not stop WebRTC's UDP")
     console_errors_fail: bool = Field(False, description="console.error during load fails the gate (apps often log "
                                                          "handled errors, so by default they are recorded only)")
     blank_body_fails: bool = Field(True, description="A page that renders nothing visible is runtime-invalid")

@@ -133,4 +133,14 @@ def rewards_suites(reward_min: float = 0.0, reward_max: float = 1.0) -> list[Fra
         E.ExpectColumnValuesToBeBetween(column="rubric_score", min_value=0.0, max_value=1.0),
         E.ExpectColumnValuesToNotBeNull(column="reward_config_hash"),
     )
-    return [FrameSuite("rows", rows, main, ["rollout_id"])]
+    # A null reward is how a response is dropped from training: only a failed judgment (tier missing) may have one,
+    # and a failed judgment must not carry a number.
+    consistent = suite("rewards-missing", E.ExpectColumnValuesToBeInSet(column="null_iff_missing", value_set=[True]))
+    return [FrameSuite("rows", rows, main, ["rollout_id"]),
+            FrameSuite("missing", _null_iff_missing, consistent, ["rollout_id"])]
+
+
+def _null_iff_missing(table: pa.Table):
+    df = table.select(["rollout_id", "reward", "tier"]).to_pandas()
+    df["null_iff_missing"] = df["reward"].isna() == (df["tier"] == "missing")
+    return df[["rollout_id", "null_iff_missing"]]

@@ -50,6 +50,7 @@ RL_QUERIES_SCHEMA = pa.schema([
     pa.field("reason", pa.string()),
     pa.field("policy_checkpoint", pa.string()),
     pa.field("policy_kind", pa.string()),
+    pa.field("judge_provider", pa.string()),  # who judged the probes behind the scores (offline | anthropic | ...)
 ])
 
 
@@ -82,4 +83,5 @@ def rl_queries_suites() -> list[FrameSuite]:
         E.ExpectColumnValuesToBeBetween(column="final_score", min_value=0.0, strict_min=True),
         E.ExpectColumnValuesToNotBeNull(column="reason"),
         E.ExpectColumnValuesToBeInSet(column="policy_kind", value_set=POLICY_KINDS),
+        E.ExpectColumnValuesToNotBeNull(column="judge_provider"),
     ), ["query_id"])]

@@ -41,4 +41,15 @@ def sft_answers_suites() -> list[FrameSuite]:
         E.ExpectColumnValuesToNotBeNull(column="rejected"),
         E.ExpectColumnValuesToBeInSet(column="reject_reason", value_set=REJECT_REASONS),
         E.ExpectColumnValuesToNotBeNull(column="provider"),
-    ), ["answer_id"])]
+    ), ["answer_id"]),
+        # The SFT export keeps exactly the accepted answers: a rejection without its reason (or a reason on an
+        # accepted answer) would hide why an answer is in or out.
+        FrameSuite("reasons", _reason_matches, suite(
+            "sft_answers-reasons", E.ExpectColumnValuesToBeInSet(column="reason_matches_rejected", value_set=[True])),
+            ["answer_id"])]
+
+
+def _reason_matches(table: pa.Table):
+    df = table.select(["answer_id", "rejected", "reject_reason"]).to_pandas()
+    df["reason_matches_rejected"] = df["rejected"].fillna(False).astype(bool) == df["reject_reason"].notna()
+    return df[["answer_id", "reason_matches_rejected"]]

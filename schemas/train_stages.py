@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import great_expectations as gx
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from schemas.validation import FrameSuite, rows, suite
 
 TRAIN_MODES = ["binary", "hierarchical", "full", "unconditional"]
+# Lineage: the stages derived from the judge's verdicts say which provider judged (offline rules or an LLM) in
+# every row, not only in the manifest, so a query over them cannot mix offline and LLM-judged rows unknowingly.
+JUDGE_PROVIDER = pa.field("judge_provider", pa.string())
+
+
+def with_judge_provider(schema: pa.Schema) -> pa.Schema:
+    """A per-step record schema as published: the job's columns plus ``judge_provider``."""
+    return schema.append(JUDGE_PROVIDER)
+
+
+def judge_provider_expectation() -> gx.expectations.Expectation:
+    return gx.expectations.ExpectColumnValuesToNotBeNull(column="judge_provider")
 
 
 def rollouts_suites() -> list[FrameSuite]:
@@ -18,7 +33,22 @@ def rollouts_suites() -> list[FrameSuite]:
         E.ExpectCompoundColumnsToBeUnique(column_list=["step", "group_id", "sample"]),
         E.ExpectColumnValuesToBeInSet(column="mode", value_set=TRAIN_MODES),
         E.ExpectColumnValuesToBeBetween(column="reward", min_value=0.0, max_value=1.0),
-    ), ["step", "query_id"])]
+        judge_provider_expectation(),
+    ), ["step", "query_id"]),
+        # One weight and one log-prob per prediction target: a shifted or truncated weight list would put the
+        # diagnostic weights on the wrong tokens.
+        FrameSuite("alignment", _aligned, suite(
+            "rollouts-alignment", E.ExpectColumnValuesToBeInSet(column="weights_aligned", value_set=[True]),
+            E.ExpectColumnValuesToBeInSet(column="logprobs_aligned", value_set=[True])), ["step", "query_id", "sample"])]
+
+
+def _aligned(table: pa.Table) -> pd.DataFrame:
+    n = pc.list_value_length(table.column("response_ids"))
+    return pd.DataFrame({
+        "step": table.column("step").to_pylist(), "query_id": table.column("query_id").to_pylist(),
+        "sample": table.column("sample").to_pylist(),
+        "weights_aligned": pc.equal(pc.list_value_length(table.column("token_weights")), n).to_pylist(),
+        "logprobs_aligned": pc.equal(pc.list_value_length(table.column("logprobs")), n).to_pylist()})
 
 
 def train_steps_suites() -> list[FrameSuite]:
@@ -28,4 +58,5 @@ def train_steps_suites() -> list[FrameSuite]:
         E.ExpectColumnValuesToNotBeNull(column="value"),
         E.ExpectCompoundColumnsToBeUnique(column_list=["step", "metric"]),
         E.ExpectColumnValuesToBeBetween(column="step", min_value=1),
+        judge_provider_expectation(),
     ), ["step", "metric"])]

@@ -52,9 +52,22 @@ def build_candidates(tasks: list[Task], meta: dict[str, dict[str, Any]], rewards
     return out
 
 
+def judge_providers(rewards: list[dict[str, Any]]) -> dict[str, str]:
+    """query_id -> the provider(s) that judged its probes (comma-joined when several did), from rewards rows."""
+    by_query: dict[str, set[str]] = defaultdict(set)
+    for r in rewards:
+        if r.get("provider"):
+            by_query[r["query_id"]].add(r["provider"])
+    return {q: ",".join(sorted(p)) for q, p in by_query.items()}
+
+
 def rl_query_rows(scored: list[Scored], tasks: list[Task], meta: dict[str, dict[str, Any]],
-                  cands: list[Candidate], policy_checkpoint: str, policy_kind: str) -> list[dict[str, Any]]:
-    """Rows of ``rl_queries`` for the selected queries, in pick order (highest final score first)."""
+                  cands: list[Candidate], policy_checkpoint: str, policy_kind: str,
+                  providers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Rows of ``rl_queries`` for the selected queries, in pick order (highest final score first).
+
+    ``providers``: query_id -> judge provider of its probes (``judge_providers``)."""
+    providers = providers or {}
     task_by = {t.query_id: t for t in tasks}
     cand_by = {c.query_id: c for c in cands}
     chosen = sorted((s for s in scored if s.selected), key=lambda s: (-s.final_score, s.query_id))
@@ -71,6 +84,7 @@ def rl_query_rows(scored: list[Scored], tasks: list[Task], meta: dict[str, dict[
             "weakness": s.weakness, "base_score": s.base_score, "coverage_factor": s.coverage_factor,
             "final_score": s.final_score, "rank": rank, "reason": s.reason,
             "policy_checkpoint": policy_checkpoint, "policy_kind": policy_kind,
+            "judge_provider": providers.get(s.query_id),
         })
     return rows
 

@@ -11,7 +11,9 @@ import pytest
 _HOME = tempfile.mkdtemp(prefix="rubricrl-prefect-")
 os.environ.setdefault("PREFECT_HOME", _HOME)
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
-os.environ.pop("ANTHROPIC_API_KEY", None)  # tests never reach the real API
+from tasks.llm.paid import drop_paid_keys  # noqa: E402
+
+drop_paid_keys()  # tests never reach a real API (a test that needs a key sets a dummy one for a local fake)
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -92,12 +92,16 @@ def test_css_structural_error_blocks_but_spec_lag_does_not():
 
 
 def test_html_errors_recorded_and_blocking_only_by_config():
-    html = "<html><body><div>x</div></span></body></html>"  # stray end tag
+    html = "<html><body><div>x</div></span></body></html>"  # stray end tag: browsers recover, nothing to record
     page = f"{html}<p>"
-    assert check_source(page).source_valid
-    strict = check_source("<html><body><div <<>></body></html>", StaticConfig(html_errors_fail=True))
-    html_errs = [e for e in strict.errors if e.language == "html"]
-    assert all(e.blocking for e in html_errs)
+    assert check_source(page).source_valid and check_source(page).errors == []
+    broken = "<html><body><div <<>></body></html>"
+    lenient, strict = check_source(broken), check_source(broken, StaticConfig(html_errors_fail=True))
+    for ev, blocking in ((lenient, False), (strict, True)):
+        html_errs = [(e.language, broken[e.start:e.end], e.line, e.column, e.blocking) for e in ev.errors]
+        assert html_errs == [("html", "<<", 1, 18, blocking), ("html", ">", 1, 21, blocking)]
+        assert all("html syntax error" in e.message for e in ev.errors)
+    assert lenient.source_valid and not strict.source_valid  # recorded always, blocking only by config
 
 
 def test_shifted_offsets_add_h():

@@ -180,9 +180,9 @@ def test_judge_failure_gives_missing_reward():
 
 
 def test_judge_through_the_real_sdk_with_one_corrective_retry(monkeypatch, tmp_path):
-    fake_mod = pytest.importorskip("tests.fakes.fake_anthropic")
-    config_llm = pytest.importorskip("schemas.config_llm")
+    from schemas import config_llm
     from tasks.llm.factory import make_provider
+    from tests.fakes import fake_anthropic as fake_mod
     from tests.fakes.http_fake import Scripted
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")

@@ -30,7 +30,12 @@ def test_selection_keeps_discriminative_queries_and_records_the_policy(prefect_h
     assert not any(held_out(q, 10) for q in rewards)  # the evaluation split is never a candidate
     assert con.execute("select count(distinct policy_checkpoint) from probe_rollouts").fetchone()[0] == 1
     rows = store.read("rl_queries").to_pylist()
+    judged_by = dict(con.execute("select query_id, string_agg(distinct provider, ',' order by provider) "
+                                 "from probe_rewards group by 1").fetchall())
     con.close()
+    # lineage: who judged the probes behind the scores (offline; none for probes no judge saw)
+    assert rows and all(r["judge_provider"] == judged_by[r["query_id"]] for r in rows)
+    assert {r["judge_provider"] for r in rows} <= {"offline", "none,offline"}
     flat = {q for q, v in rewards.items() if len({x for x in v if x is not None}) < 2}
     spread = set(rewards) - flat
     chosen = {r["query_id"] for r in rows}

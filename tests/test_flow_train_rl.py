@@ -52,6 +52,22 @@ def test_train_rl_chain(prefect_harness, data_dir):
         assert len(ids) == len(weights)
         assert r_train == r_env and tier in ("format_invalid", "source_invalid", "runtime_invalid", "valid")
     metrics = {m for (m,) in con.execute("select distinct metric from train_steps").fetchall()}
-    assert {"reward/mean", "loss/policy", "rollout/zero_variance_groups"} <= metrics or "reward/mean" in metrics
+    assert {"reward/mean", "loss/policy", "rollout/zero_variance_group_frac", "reward/pass_rate"} <= metrics
+    # the step metrics are what the rollouts say: mean reward, and the share of groups with one reward for all
+    got = dict(con.execute("select step, value from train_steps where metric = 'reward/mean'").fetchall())
+    want = dict(con.execute("select step, avg(reward) from rollouts group by step").fetchall())
+    assert got.keys() == want.keys() and all(got[k] == pytest.approx(want[k]) for k in got)
+    got = dict(con.execute("select step, value from train_steps where metric = 'rollout/zero_variance_group_frac'")
+               .fetchall())
+    want = dict(con.execute("select step, avg((count(distinct reward) = 1)::int) over (partition by step) from rollouts "
+                            "group by step, group_id").fetchall())
+    assert got.keys() == want.keys() and all(got[k] == pytest.approx(want[k]) for k in got)
+    # lineage: every row derived from the judgments names the providers of its step's judgments (offline, or
+    # none for responses no judge saw)
+    want = {p for (p,) in con.execute("select string_agg(distinct provider, ',' order by provider) from judgments "
+                                      "group by substr(rollout_id, 1, 6)").fetchall()}
+    assert want and want <= {"offline", "none", "none,offline"}
+    for stage in ("rollouts", "attributions", "train_steps"):
+        assert {p for (p,) in con.execute(f"select distinct judge_provider from {stage}").fetchall()} == want, stage
     con.close()
     assert (data_dir / "runs" / "train-rl").exists()

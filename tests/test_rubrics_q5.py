@@ -92,3 +92,24 @@ def test_trace_only_item_is_removed_by_the_evidence_check(prefect_harness, tmp_p
     items = store.read("rubric_items")
     assert "press the space bar to deal" not in items.column("query_evidence").to_pylist()
     assert items.column("id").to_pylist()[-1] == "D12"
+
+
+def test_dropped_item_leaves_its_must_cover_requirement_reported_uncovered(prefect_harness, tmp_path):
+    """The recorded reference loses D2 (the only item covering R4) and still claims full coverage: the program,
+    not the model, finds R4 uncovered, reports it, and renumbers the dynamic items."""
+    path = __import__("pathlib").Path(__file__).parent / "fixtures/rubrics/q5/5_reference.json"
+    answer = json.loads(path.read_text())
+    d3 = next(i for i in answer["dynamic"] if i["id"] == "D3")
+    answer["dynamic"] = [i for i in answer["dynamic"] if i["id"] != "D2"]
+    answer.pop("uncovered_requirement_ids", None)
+    store = StageStore(tmp_path / "data")
+    publish_queries(store, {"q5": q5_text()})
+    build_stages(store, recorded_provider(overrides={"rubric_references": answer}), RubricsConfig(), concurrency=1)
+    ref = store.read("rubric_references").to_pylist()[0]
+    assert ref["status"] == "ok" and "R4" in ref["must_cover_ids"]
+    assert ref["uncovered_must_cover_ids"] == ["R4"] and ref["uncovered_requirement_ids"] == ["R4"]
+    assert "uncovered must_cover: ['R4']" in ref["coverage_report"]
+    assert (ref["n_initial"], ref["n_dynamic"]) == (5, 11)
+    items = {r["id"]: r for r in store.read("rubric_items").to_pylist()}
+    assert items["D2"]["requirement"] == d3["requirement"] and "D12" not in items
+    assert not any("R4" in r["covered_requirement_ids"] for r in items.values())

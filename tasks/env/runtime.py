@@ -150,6 +150,44 @@ def launch_args(cfg: RuntimeConfig, marker: str) -> list[str]:
     return args
 
 
+_NETNS_WRAPPER = Path(__file__).with_name("browser-netns.sh")
+# Tried in order: plain (needs CAP_SYS_ADMIN, e.g. root), then inside a new user namespace (unprivileged).
+_NETNS_OPTIONS = ("--net", "--user --map-root-user --net")
+_netns_found: dict[str, str | None] = {}
+
+
+def netns_options() -> str | None:
+    """The unshare options that give a new network namespace on this machine, or None (probed once)."""
+    if "opts" not in _netns_found:
+        import shutil
+        import subprocess
+
+        found = None
+        if shutil.which("unshare"):
+            for opts in _NETNS_OPTIONS:
+                if subprocess.run(["unshare", *opts.split(), "--", "true"], capture_output=True).returncode == 0:
+                    found = opts
+                    break
+        _netns_found["opts"] = found
+    return _netns_found["opts"]
+
+
+def sandbox_launch(cfg: RuntimeConfig) -> dict[str, Any]:
+    """Playwright launch options for the browser: inside an empty network namespace unless turned off."""
+    opts: dict[str, Any] = {"executable_path": cfg.executable_path}
+    if not cfg.network_namespace:
+        return opts
+    netns = netns_options()
+    if netns is None:
+        raise ValueError("cannot start the browser in an empty network namespace here (`unshare --net` and "
+                         "`unshare --user --map-root-user --net` both refused: no root and user namespaces are off); "
+                         "allow one (e.g. sysctl kernel.unprivileged_userns_clone=1, or "
+                         "kernel.apparmor_restrict_unprivileged_userns=0), or set env.runtime.network_namespace=false "
+                         "and accept that WebRTC's UDP can then reach this machine")
+    return {"executable_path": str(_NETNS_WRAPPER),
+            "env": {**os.environ, "RUBRICRL_NETNS": netns, "RUBRICRL_BROWSER": cfg.executable_path}}
+
+
 class BrowserRuntime:
     """One browser reused across apps, a fresh context per app, checks run ``cfg.concurrency`` at a time."""
 
@@ -159,6 +197,7 @@ class BrowserRuntime:
             raise ValueError(f"no browser at {self.cfg.executable_path}; install it (scripts/setup-system.sh, or "
                              "apt-get install -y chromium-headless-shell) "
                              "or run with --no-browser / env.runtime.enabled=false")
+        self._launch_opts = sandbox_launch(self.cfg)  # a machine that cannot isolate the browser fails here
         self.mirror = mirror or _mirror(self.cfg)
         self.marker = uuid.uuid4().hex[:12]
         self.restarts = 0
@@ -247,7 +286,7 @@ class BrowserRuntime:
                 except Exception:  # already gone
                     pass
             self._browser = await self._pw.chromium.launch(
-                executable_path=self.cfg.executable_path, headless=True, args=launch_args(self.cfg, self.marker))
+                headless=True, args=launch_args(self.cfg, self.marker), **self._launch_opts)
             return self._browser
 
     async def _check_all(self, htmls: list[str], extras: list[Any] | None = None) -> list[RuntimeEvidence]:
