@@ -84,6 +84,9 @@ class ProbeConfig(_Section):
                                                              "liveness_gap_s later")
     hang_grace_s: float = Field(3.0, gt=0, description="Past budget_s plus this, the page counts as hung by an "
                                                         "action (then re-checked alone before it is believed)")
+    request_wait_s: float = Field(0.5, ge=0, description="After the actions, wait this long at most for the app's "
+                                  "fetches to settle, so a rejection of a request the sandbox blocked is recorded "
+                                  "(never blamed) whatever the machine load")
     resize_to: tuple[int, int] = Field((900, 640), description="The one viewport resize (width, height)")
     errors_fail: bool = Field(True, description="An uncaught error or a hang caused by an interaction fails the "
                                                 "runtime gate (a code_simulation major finding)")

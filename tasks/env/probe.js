@@ -46,6 +46,23 @@
   };
   [HTMLElement.prototype, SVGElement.prototype, Document.prototype, window].forEach((o) => { try { wrapOn(o); } catch (e) {} });
 
+  // Fetches in flight: the probe waits for them before it collects, so whether the rejection of a request the
+  // sandbox blocked is seen does not depend on how fast the blocking round trip is under load. The count drops
+  // 30 ms after the settling: the app's unhandledrejection is dispatched by a task of another task source, which
+  // a 0 ms timer may overtake.
+  R.inflight = 0;
+  if (typeof window.fetch === 'function') {
+    const origFetch = window.fetch;
+    const done = () => origSetTimeout(() => { R.inflight--; }, 30);
+    window.fetch = function (...args) {
+      R.inflight++;
+      let p;
+      try { p = origFetch.apply(this, args); } catch (e) { done(); throw e; }
+      p.then(done, done);
+      return p;
+    };
+  }
+
   // Errors and rejections, tagged with the action that was running (-1: load or idle).
   origAdd.call(window, 'error', (e) => {
     if (!(e instanceof ErrorEvent)) return;  // a resource that failed to load, recorded elsewhere
@@ -248,7 +265,13 @@
     return 'ok';
   };
 
-  R.run = async (actions, budgetMs, seed) => {
+  // Bounded wait for the app's fetches to settle, so a rejection lands while its action is still the current one.
+  const settleRequests = (ms) => new Promise((resolve) => {
+    const t0 = performance.now();
+    const tick = () => (R.inflight <= 0 || performance.now() - t0 > ms) ? resolve() : origSetTimeout(tick, 10);
+    tick();
+  });
+  R.run = async (actions, budgetMs, seed, requestWaitMs) => {
     const rand = rng(seed);
     const t0 = performance.now();
     const log = [];
@@ -270,6 +293,7 @@
       log.push({i, outcome, changed, errors: R.errors.length - nErr,
                 submit: sub ? {form: describe(sub.form), action_attr: sub.form.getAttribute('action')} : null});
     }
+    await settleRequests(requestWaitMs);
     R.action = -2;  // after the run: errors from here on are not any action's
     return {log, elapsed_ms: performance.now() - t0};
   };

@@ -198,9 +198,10 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
         if idle is not None:
             ev.liveness = liveness(idle[0], b, round(time.perf_counter() - idle[1], 3))
         try:
-            run = await asyncio.wait_for(page.evaluate("([a, b, s]) => window.__rrProbe.run(a, b, s)",
-                                                       [plan["actions"], int(cfg.budget_s * 1000), cfg.seed]),
-                                         cfg.budget_s + grace)
+            run = await asyncio.wait_for(page.evaluate("([a, b, s, w]) => window.__rrProbe.run(a, b, s, w)",
+                                                       [plan["actions"], int(cfg.budget_s * 1000), cfg.seed,
+                                                        int(cfg.request_wait_s * 1000)]),
+                                         cfg.budget_s + cfg.request_wait_s + grace)
         except asyncio.TimeoutError:
             i = session.current_action
             act = plan["actions"][i] if i is not None and 0 <= i < len(plan["actions"]) else {}

@@ -435,7 +435,9 @@ class BrowserRuntime:
         url = req.url
         if session.loaded and req.is_navigation_request() and req.frame.parent_frame is None:
             # Navigation away (a link, location.href, a form submit) after load: "204 No Content" keeps the page.
+            # It is an attempt to leave the sandbox too, so it is listed with the other blocked requests.
             session.navigation(url)
+            ev.blocked_requests.append({"url": url[:500], "resource_type": req.resource_type, "kind": "navigation"})
             await route.fulfill(status=204, body="")
             return
         if url == APP_URL:
