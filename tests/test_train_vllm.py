@@ -93,9 +93,10 @@ def test_grpo_steps_with_vllm_engine(tmp_path):
     repo = Path(__file__).resolve().parent.parent
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR",
                                                             "MASTER_PORT")}
-    proc = subprocess.run([sys.executable, "-m", "training", "--set", f"run.out_dir={tmp_path}", "--set", "run.steps=2",
-                           "--set", "rollout.engine=vllm", "--set", "rollout.max_new_tokens=8",
-                           "--set", "rollout.instruction=Write one HTML file."],
+    proc = subprocess.run([sys.executable, "-m", "training", "--set", f"train.run.out_dir={tmp_path}",
+                           "--set", "train.run.steps=2",
+                           "--set", "train.rollout.engine=vllm", "--set", "train.rollout.max_new_tokens=8",
+                           "--set", "train.rollout.instruction=Write one HTML file."],
                           cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
