@@ -14,8 +14,8 @@ import pytest
 
 from schemas.config import load_config, write_config
 from schemas.layout import RUN_CONFIG, RUN_QUERIES
-from tasks.attribution.weights import CONTEXT, DIRECT, OTHER, membership_codes
 from tasks.attribution.tokens import load_tokenizer
+from tasks.attribution.weights import CONTEXT, DIRECT, OTHER, membership_codes
 from training import launch
 from training.grpo import build_packed, score_rollouts
 from training.rollout import Rollout

@@ -39,13 +39,13 @@ import torch
 from schemas.config_attribution import AttributionConfig
 from schemas.config_train import TrainRLConfig
 from schemas.layout import RUN_RECORDS
+from tasks.attribution.weights import membership_codes
 from training import checkpoint
 from training.config import out_dir_of, validate_configs
 from training.data import QuerySource, load_queries
 from training.engine import build_engine, device_for_rank, init_distributed, load_policy
 from training.metrics import MetricWriter, fraction_by_weight, write_rollout_records, write_step_record
 from training.objective import group_advantages, policy_weights
-from tasks.attribution.weights import membership_codes
 from training.rollout import Rollout, TransformersEngine, VLLMEngine, build_prompt, encode_prompts
 from training.update import PackedResponse, make_micro_batches, run_update
 
@@ -82,7 +82,7 @@ def score_rollouts(score_fn: ScoreFn, queries: list[dict[str, str]], rollouts: l
     codes = [membership_codes(m, f"score_fn response {i}") for i, m in enumerate(membership)]
     for i, (m, ids) in enumerate(zip(codes, token_ids)):
         if len(m) != len(ids):
-            raise ValueError(f"score_fn: response {i} has {len(ids)} token ids but {len(m)} token weights; align the "
+            raise ValueError(f"score_fn: response {i} has {len(ids)} token ids but {len(m)} membership codes; align the "
                              "weights with the generated token ids (one per id)")
     info = dict(info or {})
     attribute = float(info.pop("time_attribute_s", 0.0))
