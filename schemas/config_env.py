@@ -1,4 +1,4 @@
-"""Configuration of the evaluation environment (issue 8): reward numbers, gates, browser, judge.
+"""Configuration of the evaluation environment: reward numbers, gates, browser, judge.
 
 Every number the environment uses to turn evidence into a reward lives here with its default
 documented, so a reward can be reproduced from the config hash stored with each rewards row.

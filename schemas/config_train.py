@@ -1,4 +1,4 @@
-"""Configuration of the GRPO job (issue 6; paper 3.5, 4.3, 4.4, D.4): one typed section per concern.
+"""Configuration of the GRPO and SFT jobs (paper 3.5, 4.3, 4.4, D.1, D.4): one typed section per concern.
 
 :class:`TrainRLConfig` is the ``train`` section of ``schemas/config.py``. Defaults
 are the paper's where it states them (64 queries x 8 responses per step, BF16 on GPU, untruncated
@@ -129,7 +129,7 @@ class SFTRunSection(_Section):
 
 
 class SFTConfig(_Section):
-    """The ``train_sft`` section (issue 7 wires the flow; the job shares loading, checkpoints, metrics)."""
+    """The ``train_sft`` section (the SFT job shares loading, checkpoints and metrics with GRPO)."""
 
     model: ModelSection = Field(default_factory=ModelSection)
     optim: OptimSection = Field(default_factory=lambda: OptimSection(lr=1e-5))
