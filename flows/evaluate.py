@@ -28,8 +28,6 @@ from prefect.artifacts import create_link_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
-from flows.policy import resolve_policy, sample_policy
-from flows.select_rl_queries import eval_config, query_meta
 from schemas.env import TIERS as ENV_TIERS
 from schemas.evaluation import EVAL_RESULTS_SCHEMA, eval_results_suites
 from schemas.rubric import Task
@@ -40,9 +38,10 @@ from tasks.eval_generators import (api_provider, api_rollouts, benchmark_meta, b
                                    model_label, parse_generator, read_response_folder)  # noqa: F401 (re-exported)
 from tasks.env.records import reward_config_hash, score_rollouts_table
 from tasks.llm.prompts import load_prompt
-from tasks.probe_records import eval_rows, summary_rows, tier_rates
+from tasks.probe_records import eval_rows, query_meta, summary_rows, tier_rates
 from tasks.rubrics import load_tasks
 from tasks.stage import StageSpec, run_stage
+from training.policy import resolve_policy, sample_policy
 
 def _model_rollouts(spec: dict[str, Any], queries: list[Task], ev: Any, llm: Any) -> list[dict[str, Any]]:
     """Rollout rows (rollout_id, query_id, run, response, output_tokens, generation_s) of one generator."""
@@ -108,7 +107,7 @@ def evaluate(profile: str = "demo", sets: list[str] | None = None, force: bool =
     fc = flow_context(profile, sets)
     cfg, store = fc.cfg, fc.store
     logger = get_run_logger()
-    ev = eval_config(cfg)
+    ev = cfg.evaluation
     ev = ev.model_copy(update={k: v for k, v in (("runs", runs), ("benchmark", benchmark)) if v is not None})
     all_tasks = {t.query_id: t for t in load_tasks(store)}
     ingested, meta = benchmark_meta(store, query_meta(store))

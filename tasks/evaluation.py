@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-TIERS = ("format_invalid", "source_invalid", "runtime_invalid", "valid")
+from schemas.config_env import SCORED_TIERS as TIERS
 
 
 SPREAD_OF = ("pass/overall", "reward/mean")  # metrics whose spread over runs the table shows

@@ -8,14 +8,16 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from schemas.config_attribution import AttributionConfig
 from schemas.env import TIERS
+from tasks.attribution.weights import OTHER, token_weights
 
 
-def step_series(rows: list[dict[str, Any]], other_negative: float, other_positive: float) -> dict[str, list[Any]]:
+def step_series(rows: list[dict[str, Any]], attribution: AttributionConfig) -> dict[str, list[Any]]:
     """Per step: mean reward, tier shares (% of responses), valid-app rate (%), weighted-token share (%).
 
-    ``other_negative``/``other_positive`` are the weights of unattributed tokens for A<0 / A>0
-    (``attribution.baseline_weight`` / ``attribution.positive_other_weight``).
+    A token counts as weighted when its weight differs from what the one weight rule
+    (``tasks.attribution.weights``) gives an unattributed token for the response's advantage.
     """
     by_step: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
@@ -31,7 +33,7 @@ def step_series(rows: list[dict[str, Any]], other_negative: float, other_positiv
         out["valid_rate"].append(100.0 * sum(r["tier"] == "valid" for r in rs) / len(rs))
         tokens = weighted = 0
         for r in rs:
-            other = other_negative if r["advantage"] < 0 else other_positive
+            other = float(token_weights([OTHER], r["advantage"], attribution)[0][0])
             ws = r["token_weights"] or []
             tokens += len(ws)
             weighted += sum(abs(w - other) > 1e-6 for w in ws)
@@ -77,6 +79,5 @@ def plot_run(series: dict[str, list[Any]], path: Path, title: str = "") -> Path:
 def write_run_plots(store: Any, run_dir: Path, attribution: Any) -> Path:
     """``<run_dir>/train_rl.png`` from the run's published ``rollouts`` stage."""
     cols = ["step", "reward", "tier", "advantage", "token_weights"]
-    series = step_series(store.read("rollouts", columns=cols).to_pylist(), attribution.baseline_weight,
-                         attribution.positive_other_weight)
+    series = step_series(store.read("rollouts", columns=cols).to_pylist(), attribution)
     return plot_run(series, run_dir / "train_rl.png", f"train-rl {run_dir.name}")

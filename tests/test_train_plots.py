@@ -20,7 +20,7 @@ def test_step_series_counts_attributed_tokens_by_the_sign_rule(tmp_path):
         _r(1, None, "missing", 0.5, [1.2, 1.2]),  # twin: nothing attributed, no reward
         _r(1, 1.0, "valid", 0.5, [1.2, 1.2]),
     ]
-    s = step_series(rows, A.baseline_weight, A.positive_other_weight)
+    s = step_series(rows, A)
     assert s["step"] == [0, 1]
     assert s["reward_mean"] == pytest.approx([0.55, 1.0])
     assert s["weighted_token_share"] == pytest.approx([100.0 * 3 / 8, 0.0])
