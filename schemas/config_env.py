@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from schemas.config_checks import ChecksConfig
+
 RewardKind = Literal["hierarchical", "binary"]
 REWARD_KINDS: tuple[str, ...] = ("hierarchical", "binary")
 
@@ -111,6 +113,7 @@ class EnvConfig(_Section):
     static: StaticConfig = Field(default_factory=StaticConfig)
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    checks: ChecksConfig = Field(default_factory=ChecksConfig)
     task_runner: Literal["threads", "ray"] = Field("threads", description="Prefect task runner of score-rollouts")
     ray_address: str | None = Field(None, description="Ray cluster address; None starts a local Ray instance")
     workers: int = Field(2, ge=1, le=512, description="Parallel score workers (threads, or Ray tasks)")

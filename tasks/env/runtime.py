@@ -66,6 +66,7 @@ class RuntimeEvidence:
     blank_body: bool | None = None
     duration_s: float = 0.0
     error: str | None = None  # an environment failure (no browser): no verdict, never a made-up one
+    check_results: list[dict[str, Any]] = field(default_factory=list)  # filled by an after-load hook (checks)
 
     def runtime_valid(self, cfg: RuntimeConfig) -> bool | None:
         """Our own verdict; None when the browser gave no verdict (skipped or unavailable)."""
@@ -147,11 +148,17 @@ class BrowserRuntime:
     def check(self, html: str) -> RuntimeEvidence:
         return self.check_many([html])[0]
 
-    def check_many(self, htmls: list[str]) -> list[RuntimeEvidence]:
-        """Load each app; results in input order. Never raises for an app's behaviour."""
+    def check_many(self, htmls: list[str], after: list[Any] | None = None) -> list[RuntimeEvidence]:
+        """Load each app; results in input order. Never raises for an app's behaviour.
+
+        ``after[i]`` (optional): an async hook ``(context, html, evidence)`` run once app i has loaded, in
+        its sandboxed context (the executable rubric checks, ``tasks.env.checks.checks_hook``)."""
         if self._closed:
             raise RuntimeError("BrowserRuntime is closed; create a new one")
-        fut: Future = asyncio.run_coroutine_threadsafe(self._check_all(htmls), self._loop)
+        hooks = list(after) if after is not None else [None] * len(htmls)
+        if len(hooks) != len(htmls):
+            raise ValueError(f"after has {len(hooks)} hooks for {len(htmls)} apps; give one (or None) per app")
+        fut: Future = asyncio.run_coroutine_threadsafe(self._check_all(htmls, hooks), self._loop)
         return fut.result()
 
     def browser_pids(self) -> list[int]:
@@ -214,11 +221,11 @@ class BrowserRuntime:
                 executable_path=self.cfg.executable_path, headless=True, args=launch_args(self.cfg, self.marker))
             return self._browser
 
-    async def _check_all(self, htmls: list[str]) -> list[RuntimeEvidence]:
+    async def _check_all(self, htmls: list[str], hooks: list[Any]) -> list[RuntimeEvidence]:
         await self._ensure_browser()
-        return list(await asyncio.gather(*(self._check_guarded(h) for h in htmls)))
+        return list(await asyncio.gather(*(self._check_guarded(h, k) for h, k in zip(htmls, hooks))))
 
-    async def _check_guarded(self, html: str) -> RuntimeEvidence:
+    async def _check_guarded(self, html: str, hook: Any = None) -> RuntimeEvidence:
         assert self._sem is not None
         async with self._sem:
             for attempt in range(self.cfg.max_restarts + 1):
@@ -226,13 +233,13 @@ class BrowserRuntime:
                     browser = await self._ensure_browser()
                 except Exception as e:  # the browser cannot start: no verdict for this app
                     return RuntimeEvidence(status="unavailable", error=f"browser launch failed: {e}")
-                ev = await self._check_one(browser, html)
+                ev = await self._check_one(browser, html, hook)
                 if ev.status != "unavailable" or browser.is_connected():
                     return ev
                 # The browser died under this app (a crash, or killed): relaunch and load the app again.
             return RuntimeEvidence(status="unavailable", error=f"browser crashed {self.cfg.max_restarts + 1} times")
 
-    async def _check_one(self, browser: Any, html: str) -> RuntimeEvidence:
+    async def _check_one(self, browser: Any, html: str, hook: Any = None) -> RuntimeEvidence:
         ev, started = RuntimeEvidence(), time.perf_counter()
         try:
             context = await browser.new_context(service_workers="block", accept_downloads=False,
@@ -241,6 +248,11 @@ class BrowserRuntime:
             return RuntimeEvidence(status="unavailable", error=f"new context failed: {e}")
         try:
             await asyncio.wait_for(self._load(context, html, ev), self.cfg.hard_limit_s)
+            if hook is not None and ev.status in ("ok", "page_error", "blank"):
+                try:  # the hook keeps its own time limits; nothing it does changes the load verdict
+                    await hook(context, html, ev)
+                except Exception:  # its results stay empty, which readers report as not run
+                    pass
         except asyncio.TimeoutError:
             if ev.status == "ok":
                 ev.status = "unresponsive"
