@@ -412,3 +412,15 @@ def run_item_checks(runtime: Any, html: str, checks: ItemChecks, cfg: ChecksConf
     cfg = cfg or ChecksConfig()
     ev = runtime.check_many([html], after=[checks_hook(checks, cfg, runtime.cfg.load_timeout_s)])[0]
     return ev.check_results if ev.check_results else not_run(checks, f"app status {ev.status}")
+
+
+def label_agreement(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Checks against hand labels: ``pairs`` of (label met|not_met, check status). Agreement is over the
+    conclusive pairs; a false fail is a check that failed an item labelled met (pure)."""
+    conclusive = [(lab, st) for lab, st in pairs if st != "inconclusive"]
+    agree = sum((lab == "met") == (st == "passed") for lab, st in conclusive)
+    return {"pairs": len(pairs), "conclusive": len(conclusive),
+            "agreement": round(agree / len(conclusive), 4) if conclusive else None,
+            "inconclusive_rate": round(1 - len(conclusive) / len(pairs), 4) if pairs else None,
+            "false_fails": sum(lab == "met" and st == "failed" for lab, st in pairs),
+            "false_passes": sum(lab == "not_met" and st == "passed" for lab, st in pairs)}
