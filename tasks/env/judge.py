@@ -40,11 +40,13 @@ def judge_variables(task: Task, html: str) -> dict[str, Any]:
 
 def build_judge_request(task: Task, html: str, *, key: str, local_evidence: dict[str, Any] | None = None,
                         cfg: JudgeConfig | None = None) -> LLMRequest:
-    """The judge LLMRequest. ``local_evidence`` (our static/runtime evidence, HTML offsets) only feeds the
-    offline rule; it is not rendered into the prompt (the paper's judge sees the source only)."""
+    """The judge LLMRequest. ``local_evidence`` (our static/runtime evidence, HTML offsets) feeds the
+    offline rule; of it only the executable checks' results are rendered into the prompt (beyond the paper,
+    whose judge sees the source only)."""
     cfg = cfg or JudgeConfig()
     variables = judge_variables(task, html)
     variables["local_evidence"] = local_evidence or {}
+    variables["check_results"] = render_checks(check_results_of(local_evidence))
     variables["rubric_items"] = [i.model_dump() for i in judge_payload(task.rubric)]
     return LLMRequest(stage="judgments", key=key, prompt=cfg.prompt, variables=variables, output_model=Diagnosis,
                       offline_rule=offline_diagnosis, validation_context={"valid_ids": task.rubric.ids()},
@@ -103,6 +105,37 @@ def _simulation_layer(html: str, rt: dict[str, Any] | None) -> dict[str, list]:
     return layer
 
 
+def check_results_of(local_evidence: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The executable checks' results (HTML offsets) inside our local evidence."""
+    return list(((local_evidence or {}).get("runtime") or {}).get("check_results") or [])
+
+
+def render_checks(results: list[dict[str, Any]]) -> str:
+    """Check results as the judge prompt shows them: one line per checked item (pure)."""
+    if not results:
+        return "(no executable checks were run for this application)"
+    lines = []
+    for r in results:
+        if r["status"] == "passed":
+            lines.append(f"- {r['item_id']}: passed")
+        elif r["status"] == "failed":
+            err = "; ".join(f"{e.get('name')}: {e.get('message', '')[:150]} (line {e.get('line')})"
+                            for e in r.get("errors", [])[:2])
+            lines.append(f"- {r['item_id']}: FAILED at step {r['step']} ({r['step_kind']}): {r['reason']}; observed "
+                         f"{r.get('observed')!s}, expected {r.get('expected')!s}" + (f"; page errors: {err}" if err else ""))
+        else:
+            lines.append(f"- {r['item_id']}: inconclusive ({r['reason'][:200]}): no evidence either way")
+    return "\n".join(lines)
+
+
+def _check_finding(html: str, it: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
+    """A failed executable check as a major rubric finding; a page error's source line is its direct anchor."""
+    quotes = [q for e in r.get("errors", []) for q in _line_quote(html, e.get("offset"))][:3]
+    return _finding(f"executable check failed for: {it['requirement']}", list(dict.fromkeys(quotes)),
+                    f"step {r['step']} ({r['step_kind']}) in headless Chromium: {r['reason']}; observed "
+                    f"{r.get('observed')}, expected {r.get('expected')}", item_id=it["id"], scope=it["scope"])
+
+
 def keyword_coverage(requirement: str, source: str) -> float:
     """Share of the requirement's content words that occur in the source (pure, lower-cased)."""
     words = {w for w in re.findall(r"[a-z][a-z]{3,}", requirement.lower()) if w not in _STOP}
@@ -112,9 +145,17 @@ def keyword_coverage(requirement: str, source: str) -> float:
     return sum(1 for w in words if w in low or w.rstrip("s") in low) / len(words)
 
 
-def _rubric_layer(html: str, items: list[dict[str, Any]]) -> dict[str, list]:
+def _rubric_layer(html: str, items: list[dict[str, Any]], checks: list[dict[str, Any]] | None = None) -> dict[str, list]:
+    """A failed check is a major finding, a passed check a met item; the rest (no check, inconclusive) is
+    left to the keyword heuristic, labelled as such."""
     layer: dict[str, list] = {s: [] for s in SEVERITIES}
+    verdict = {r["item_id"]: r for r in checks or [] if r["status"] in ("passed", "failed")}
     for it in items:
+        r = verdict.get(it["id"])
+        if r is not None:
+            if r["status"] == "failed":
+                layer["major"].append(_check_finding(html, it, r))
+            continue
         cov = keyword_coverage(it["requirement"], html)
         sev = "critical" if cov < 0.15 else "major" if cov < 0.3 else "minor" if cov < 0.45 else None
         if sev:
@@ -132,7 +173,7 @@ def offline_diagnosis(variables: dict[str, Any]) -> dict[str, Any]:
     layers = {
         "static_check": _static_layer(html, ev.get("syntax_errors", [])),
         "code_simulation": _simulation_layer(html, ev.get("runtime")),
-        "rubric_alignment": _rubric_layer(html, variables.get("rubric_items", [])),
+        "rubric_alignment": _rubric_layer(html, variables.get("rubric_items", []), check_results_of(ev)),
     }
     return {name: {"name": name, **layers[name]} for name in LAYERS}
 
