@@ -44,6 +44,7 @@ class QueryContext:
     requirements: list[dict[str, Any]] = field(default_factory=list)
     modules: list[dict[str, Any]] = field(default_factory=list)
     candidates: list[dict[str, Any]] = field(default_factory=list)
+    reference: dict[str, Any] = field(default_factory=dict)  # the final reference (rubric_checks reads it)
 
 
 @dataclass(frozen=True)
