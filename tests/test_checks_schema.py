@@ -40,7 +40,8 @@ def test_a_good_check_round_trips_and_has_no_javascript_field():
 
 @pytest.mark.parametrize("text, pattern, want", [
     ("Accuracy: 67%", None, 67.0), ("Score: 1,250 pts", None, 1250.0), ("-3.5 °C", None, -3.5),
-    ("Round 2 of 10, score 7", r"score (\d+)", 7.0), ("no digits", None, None), ("x", r"score (\d+)", None),
+    ("Round 2 of 10, score 7", r"score (\d+)", 7.0), ("Round 2 of 10", r"\d+ of (\d+)", 10.0),
+    ("no digits", None, None), ("x", r"score (\d+)", None),
 ])
 def test_numbers_are_read_from_text(text, pattern, want):
     assert parse_number(text, pattern) == want
