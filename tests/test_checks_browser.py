@@ -77,7 +77,12 @@ def test_an_uncaught_error_fails_no_error_with_its_html_offset_and_the_load_verd
 
 
 def test_every_labelled_check_is_inconclusive_on_an_empty_page(runtime):
-    checks = [(f"X{n}", parse_check(it["check"])) for n, it in enumerate(LABELLED)]
-    fast = ChecksConfig(step_timeout_ms=200)
+    hidden = parse_check({"steps": [{"expect": "hidden", "target": {"text": "specifications"}}]})
+    checks = [(f"X{n}", parse_check(it["check"])) for n, it in enumerate(LABELLED)] + [("H", hidden)]
+    fast = ChecksConfig(step_timeout_ms=200, max_checks=len(checks))
     res = run_item_checks(runtime, "<!DOCTYPE html><html><body></body></html>", checks, fast)
     assert {r["status"] for r in res} == {"inconclusive"}, [r for r in res if r["status"] != "inconclusive"]
+    assert all(r["reason"].startswith("locator found nothing") for r in res)  # each ran, and found nothing
+    # its twin: on the app the panel exists and is hidden on load, so "hidden" holds there
+    twin = run_item_checks(runtime, (FIX / "apps" / "details.html").read_text(), [("H", hidden)], fast)
+    assert twin[0]["status"] == "passed"
