@@ -27,7 +27,7 @@ from flows.common import flow_context, forward_library_logs, publish_artifact, s
 from schemas.config import Config
 from schemas.config_env import RuntimeConfig
 from schemas.config_rubrics import RubricsConfig
-from schemas.rubrics import (CHECKS_SCHEMA, ITEMS_SCHEMA, candidates_suites, checks_suites, expansions_suites,
+from schemas.rubrics import (ITEMS_SCHEMA, candidates_suites, checks_suites, expansions_suites,
                              items_suites, modules_suites, references_suites, requirements_suites)
 from tasks.llm.base import Provider
 from tasks.rubrics import checks, pipeline, stages

@@ -16,16 +16,16 @@ Every step has a bounded timeout (``timeout_ms`` up to ``MAX_STEP_TIMEOUT_MS``);
 ``MAX_STEPS`` steps; numbers are combined only by +, -, *, / (``Arith``), nested at most
 ``MAX_EXPR_DEPTH`` deep.
 
-Example (the quiz of the attribution tests: accuracy = correct answers / answered questions)::
+Example (the quiz of the attribution tests, tests/fixtures/checks/quiz_accuracy_check.json: answer
+four questions; accuracy must equal correct answers (score / 10) over answered questions, in %)::
 
     {"version": "1", "steps": [
-      {"do": "select", "target": {"label": "hand rank"}, "option": "Flush"},
+      {"do": "select", "target": {"role": "combobox"}, "option": "One Pair"},
       {"do": "click", "target": {"role": "button", "name": "submit"}},
-      {"do": "click", "target": {"role": "button", "name": "submit"}},
-      {"expect": "number_relation", "left": {"read": {"text": "accuracy"}},
-       "op": "eq", "right": {"op": "mul", "args": [{"const": 100}, {"op": "div", "args": [
-          {"op": "div", "args": [{"read": {"text": "score"}}, {"const": 10}]}, {"const": 2}]}]},
-       "tolerance": 1}]}
+      ... (three more answers) ...,
+      {"expect": "number_relation", "left": {"read": {"text": "^accuracy"}}, "op": "eq",
+       "right": {"op": "div", "args": [{"op": "mul", "args": [{"const": 10}, {"read": {"text": "^score"}}]},
+                                       {"const": 4}]}, "tolerance": 1}]}
 """
 from __future__ import annotations
 
