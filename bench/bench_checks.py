@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         hooks = [checks_hook([(f"{iid}.{j}", c) for j, (iid, c, _l) in enumerate(cs)], ck, rt_cfg.load_timeout_s)
                  for _n, _h, cs in work]
         t0 = time.perf_counter()
-        evs = rt.check_many(htmls, after=hooks)
+        evs = rt.check_many(htmls, extras=hooks)
         both_s = time.perf_counter() - t0
     pairs = [(lab, r["status"]) for (_n, _h, cs), ev in zip(work, evs) for (_i, _c, lab), r in zip(cs, ev.check_results)]
     n_checks = sum(len(cs) for _n, _h, cs in work)

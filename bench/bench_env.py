@@ -1,7 +1,8 @@
 """Benchmarks of the evaluation environment (issue 8); prints figures, asserts nothing.
 
 1. tree-sitter static checks on ~30 KB apps: apps per second per core (goal >= 100).
-2. browser runtime checks with isolation (fresh context per app, network blocked): apps/s (goal >= 4).
+2. browser runtime checks with isolation (fresh context per app, network blocked), with the interaction
+   probe on (goal >= 4 apps/s) and off, and the probe's share of the per-app time.
 3. a 512-response step judged through the fake Anthropic API with 1 s latency at concurrency 64:
    wall time vs the latency-bound ideal ceil(512/64) * 1 s (goal: within 15%). Needs tests/fakes.
 
@@ -48,7 +49,7 @@ def bench_static(n: int) -> dict:
             "goal": ">= 100 apps/s/core"}
 
 
-def bench_browser(n: int, concurrency: int) -> dict:
+def bench_browser(n: int, concurrency: int, probe: bool = True) -> dict:
     from schemas.config_env import RuntimeConfig
     from tasks.env.extract import extract_html
     from tasks.env.runtime import BrowserRuntime
@@ -58,15 +59,19 @@ def bench_browser(n: int, concurrency: int) -> dict:
     mix = [extract_html((FIX / f).read_text()).html for f in ("clean.txt", "network.txt", "throws.txt")]
     mix += [(FIX / f).read_text() for f in ("chart_cdn.html", "three_cdn.html")] + [make_app(0)]
     apps = [mix[i % len(mix)] for i in range(n)]
-    cfg = RuntimeConfig(concurrency=concurrency) if concurrency else RuntimeConfig()
+    cfg = RuntimeConfig(**({"concurrency": concurrency} if concurrency else {}))
+    cfg = cfg.model_copy(update={"probe": cfg.probe.model_copy(update={"enabled": probe})})
     with BrowserRuntime(cfg) as rt:
         rt.check_many(apps[:concurrency])  # launch + warm
         t0 = time.perf_counter()
         evs = rt.check_many(apps)
         wall = time.perf_counter() - t0
-    return {"bench": "browser_runtime", "apps": n, "concurrency": cfg.concurrency, "settle_s": cfg.settle_s,
-            "browser": cfg.executable_path,
-            "apps_per_s": round(n / wall, 2), "statuses": {s: sum(e.status == s for e in evs) for s in
+    probe_s = sum((e.interaction or {}).get("duration_s", 0.0) for e in evs)
+    return {"bench": "browser_runtime", "probe": probe, "apps": n, "concurrency": cfg.concurrency,
+            "settle_s": cfg.settle_s, "browser": cfg.executable_path,
+            "apps_per_s": round(n / wall, 2),
+            "probe_share_of_app_time": round(probe_s / max(sum(e.duration_s for e in evs), 1e-9), 3),
+            "load_avg": [round(x, 2) for x in os.getloadavg()], "statuses": {s: sum(e.status == s for e in evs) for s in
                                                            sorted({e.status for e in evs})},
             "cpus": os.cpu_count(), "goal": ">= 4 apps/s"}
 
@@ -116,7 +121,8 @@ def main() -> None:
     args = ap.parse_args()
     print(json.dumps(bench_static(args.apps)))
     if not args.skip_browser:
-        print(json.dumps(bench_browser(args.browser_apps, args.concurrency)))
+        print(json.dumps(bench_browser(args.browser_apps, args.concurrency, probe=True)))
+        print(json.dumps(bench_browser(args.browser_apps, args.concurrency, probe=False)))
     if not args.skip_judge:
         print(json.dumps(bench_judge(512, 64, 1.0)))
 

@@ -16,6 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schemas.config_checks import ChecksConfig
 
+# Project files (the CDN mirror) resolve against the project, not the current directory: `rubricrl score`
+# run from elsewhere must find the same mirror and give the same verdicts.
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
 RewardKind = Literal["hierarchical", "binary"]
 REWARD_KINDS: tuple[str, ...] = ("hierarchical", "binary")
 
@@ -65,6 +69,30 @@ class StaticConfig(_Section):
     max_errors: int = Field(50, ge=1, description="Syntax errors recorded per response, at most")
 
 
+class ProbeConfig(_Section):
+    """The interaction probe (issue 12): after load and settle, the app is used as a user would, in the same
+    sandbox. Its evidence (per-action errors, dead controls, liveness) feeds both judges; an uncaught error
+    caused by an interaction is a code_simulation major finding."""
+
+    enabled: bool = Field(True, description="False loads the app only (the pre-issue-12 check)")
+    budget_s: float = Field(1.5, gt=0, le=30, description="Page time for the actions of one app, at most")
+    max_actions: int = Field(40, ge=1, le=500, description="Actions per app, at most (clicks, fills, keys, drags)")
+    seed: int = Field(0, description="Seed of the order-preserving choice of values (text, numbers, options)")
+    liveness_gap_s: float = Field(0.3, ge=0.3, description="Time between the two visual samples of the liveness "
+                                                            "check (at least 300 ms): one at load, one after the "
+                                                            "settle time, which the probe stretches to this if shorter")
+    liveness_start_s: float = Field(0.2, ge=0, description="The first liveness sample this long after load (after "
+                                                             "first frames and one-off renders), the second "
+                                                             "liveness_gap_s later")
+    hang_grace_s: float = Field(3.0, gt=0, description="Past budget_s plus this, the page counts as hung by an "
+                                                        "action (then re-checked alone before it is believed)")
+    resize_to: tuple[int, int] = Field((900, 640), description="The one viewport resize (width, height)")
+    errors_fail: bool = Field(True, description="An uncaught error or a hang caused by an interaction fails the "
+                                                "runtime gate (a code_simulation major finding)")
+    max_keys: int = Field(12, ge=0, description="Keys pressed per app, at most (those the handlers compare against "
+                                                "first, then arrows, space, enter)")
+
+
 class RuntimeConfig(_Section):
     """Runtime validity from loading the page in headless Chromium (Playwright)."""
 
@@ -83,14 +111,34 @@ class RuntimeConfig(_Section):
     console_errors_fail: bool = Field(False, description="console.error during load fails the gate (apps often log "
                                                          "handled errors, so by default they are recorded only)")
     blank_body_fails: bool = Field(True, description="A page that renders nothing visible is runtime-invalid")
-    cdn_dir: Path = Field(Path("vendor/cdn/node_modules"), description="Pinned local copies of CDN libraries")
+    cdn_dir: Path | None = Field(Path("vendor/cdn/node_modules"),
+                                 description="Pinned local copies of CDN libraries; a relative path is resolved "
+                                             "against the project (not the current directory). None runs without "
+                                             "the mirror on purpose (every CDN app then fails)")
     max_restarts: int = Field(5, ge=0, description="Browser restarts per batch before the rest is marked missing")
+    recheck_timeouts: bool = Field(True, description="An app that timed out or hung beside others is checked again "
+                                                     "alone before the verdict stands (verdicts must not depend on "
+                                                     "load or concurrency)")
+    probe: ProbeConfig = Field(default_factory=ProbeConfig)
+
+    def settle_time_s(self) -> float:
+        """The wait after load: ``settle_s``, stretched to the liveness gap when the probe samples across it."""
+        p = self.probe
+        return max(self.settle_s, p.liveness_start_s + p.liveness_gap_s) if p.enabled else self.settle_s
+
+    def cdn_root(self) -> Path | None:
+        """The mirror's folder: ``cdn_dir`` as given when absolute, else under the project."""
+        if self.cdn_dir is None:
+            return None
+        return self.cdn_dir if self.cdn_dir.is_absolute() else PROJECT_ROOT / self.cdn_dir
 
     @model_validator(mode="after")
     def _limits(self) -> "RuntimeConfig":
-        if self.hard_limit_s < self.load_timeout_s + self.settle_s:
+        need = self.load_timeout_s + self.settle_time_s() + (self.probe.budget_s if self.probe.enabled else 0.0)
+        if self.hard_limit_s < need:
             raise ValueError(f"env.runtime.hard_limit_s ({self.hard_limit_s}) must be at least load_timeout_s + "
-                             f"settle_s ({self.load_timeout_s + self.settle_s}); raise it")
+                             f"the settle time (at least probe.liveness_gap_s with the probe on) + probe.budget_s = "
+                             f"{need}; raise it")
         return self
 
 

@@ -8,6 +8,12 @@ can be explained in DuckDB, e.g.::
     FROM rewards r JOIN judgments j USING (rollout_id), UNNEST(j.findings) AS t(f)
     WHERE r.query_id = 'q5';
 
+The interaction probe's evidence (issue 12) is the ``interaction`` struct (offsets into the response)::
+
+    SELECT rollout_id, interaction.status, f.kind, f.label, f.message, f.offset
+    FROM judgments, UNNEST(interaction.failures) AS t(f);
+    SELECT rollout_id, interaction.dead_controls, interaction.visual_change FROM judgments;
+
 ``rewards`` holds the number, its tier and the reward config hash it was computed with.
 """
 from __future__ import annotations
@@ -33,6 +39,20 @@ FINDING_TYPE = pa.struct([
                                                    pa.field("reason", pa.string())]))),
 ])
 
+INTERACTION_TYPE = pa.struct([
+    pa.field("status", pa.string()),  # ok | hung | navigated | error | skipped
+    pa.field("actions_run", pa.int64()), pa.field("actions_planned", pa.int64()),
+    pa.field("failures", pa.list_(pa.struct([  # what fails the runtime gate: error | hang | reload
+        pa.field("kind", pa.string()), pa.field("action", pa.int64()), pa.field("action_kind", pa.string()),
+        pa.field("target", pa.string()), pa.field("label", pa.string()), pa.field("name", pa.string()),
+        pa.field("message", pa.string()), pa.field("offset", pa.int64())]))),
+    pa.field("dead_controls", pa.list_(pa.string())),  # labels of controls whose click changed nothing
+    pa.field("animation_frames", pa.int64()),  # requested while idle, between the two liveness samples
+    pa.field("visual_change", pa.bool_()),  # screenshots liveness_gap_s apart differ
+    pa.field("dialogs", pa.int64()), pa.field("navigations", pa.int64()),
+    pa.field("rechecked_from", pa.string()),  # the verdict beside other apps, when a re-check alone replaced it
+])
+
 JUDGMENTS_SCHEMA = pa.schema([
     pa.field("rollout_id", pa.string(), nullable=False),
     pa.field("query_id", pa.string()),
@@ -55,6 +75,7 @@ JUDGMENTS_SCHEMA = pa.schema([
     pa.field("n_page_errors", pa.int64()),
     pa.field("n_blocked_requests", pa.int64()),
     pa.field("findings", pa.list_(FINDING_TYPE)),
+    pa.field("interaction", INTERACTION_TYPE),  # null when the probe did not run
     pa.field("evidence_json", pa.string()),  # syntax/page/console errors, blocked requests (response offsets)
 ])
 

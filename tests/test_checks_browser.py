@@ -32,7 +32,7 @@ def run_apps(runtime, apps: dict[str, list]) -> dict[str, list[dict]]:
     names = sorted(apps)
     evs = runtime.check_many([(FIX / "apps" / n).read_text() if n.endswith(".html") and (FIX / "apps" / n).exists()
                               else (FIX / n).read_text() for n in names],
-                             after=[checks_hook(apps[n], CHECKS, CFG.load_timeout_s) for n in names])
+                             extras=[checks_hook(apps[n], CHECKS, CFG.load_timeout_s) for n in names])
     return {n: ev.check_results for n, ev in zip(names, evs)}
 
 
@@ -68,7 +68,7 @@ def test_an_uncaught_error_fails_no_error_with_its_html_offset_and_the_load_verd
     check = parse_check({"steps": [{"do": "click", "target": {"role": "button", "name": "details"}},
                                    {"expect": "no_error"}]})
     html = (FIX / "apps" / "details_broken.html").read_text()
-    ev = runtime.check_many([html], after=[checks_hook([("D1", check)], CHECKS)])[0]
+    ev = runtime.check_many([html], extras=[checks_hook([("D1", check)], CHECKS)])[0]
     assert ev.status == "ok" and not ev.page_errors  # a check's error is the check's, not the load's
     r, = ev.check_results
     assert r["status"] == "failed" and r["step"] == 1

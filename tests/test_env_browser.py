@@ -20,7 +20,7 @@ FIX = Path(__file__).parent / "fixtures" / "env"
 CFG = RuntimeConfig(load_timeout_s=3.0, settle_s=0.3, hard_limit_s=6.0, concurrency=4)
 pytestmark = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
                                 reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh")
-needs_cdn = pytest.mark.skipif(not Path(CFG.cdn_dir).is_dir(),
+needs_cdn = pytest.mark.skipif(not CFG.cdn_root().is_dir(),
                                reason="needs the CDN mirror: npm ci --prefix vendor/cdn --ignore-scripts")
 
 

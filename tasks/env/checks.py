@@ -13,7 +13,7 @@ Verdicts, per item:
   performed, or the check ran out of time. A check that could not look says nothing about the app,
   so it is never a failure (a false alarm is worse than a miss).
 
-Run: ``BrowserRuntime(cfg).check_many(htmls, after=[checks_hook(item_checks, checks_cfg)])``, or
+Run: ``BrowserRuntime(cfg).check_many(htmls, extras=[checks_hook(item_checks, checks_cfg)])``, or
 ``run_item_checks(runtime, html, item_checks)`` for one app; results land in
 ``RuntimeEvidence.check_results``.
 """
@@ -410,7 +410,7 @@ def not_run(checks: ItemChecks, reason: str) -> list[dict[str, Any]]:
 def run_item_checks(runtime: Any, html: str, checks: ItemChecks, cfg: ChecksConfig | None = None) -> list[dict]:
     """One app's check results through ``runtime`` (a ``BrowserRuntime``): blocking, for tests and tools."""
     cfg = cfg or ChecksConfig()
-    ev = runtime.check_many([html], after=[checks_hook(checks, cfg, runtime.cfg.load_timeout_s)])[0]
+    ev = runtime.check_many([html], extras=[checks_hook(checks, cfg, runtime.cfg.load_timeout_s)])[0]
     return ev.check_results if ev.check_results else not_run(checks, f"app status {ev.status}")
 
 

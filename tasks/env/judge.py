@@ -10,7 +10,14 @@ reference, and decides the gates (critical/major fail a layer, minor does not).
 Offline rule (the embedded default, no API key): a deterministic diagnosis built from our own
 tree-sitter and browser evidence plus keyword coverage of each requirement in the source. Every
 description starts with ``[offline]`` and the result row says provider=offline: it is a stand-in so
-the pipeline runs end to end, not a model's judgement.
+the pipeline runs end to end, not a model's judgement. Rubric items the browser's interaction evidence
+speaks to are decided from it (an item about motion against no motion; an item naming a control against
+that control being dead or throwing); those findings say ``heuristic`` in their explanation.
+
+Observed facts (issue 12): both judges see what the browser saw. The LLM judge's prompt gets a compact
+block of them (``observed_facts``), and ``with_observed_findings`` adds each failure an interaction
+caused (an uncaught error, a hang, a submit that reloads the app) as a code_simulation major finding
+quoting the source at its position, whichever judge ran.
 
 Run: ``provider.complete(build_judge_request(task, html, key=..., local_evidence=...))``.
 """
@@ -26,6 +33,13 @@ from schemas.rubric import CompactRubric, Task, judge_payload
 from tasks.llm.base import LLMRequest
 
 OFFLINE_TAG = "[offline]"
+OBSERVED_TAG = "[browser]"  # a finding the environment observed, not a judge's opinion
+HEURISTIC = "heuristic (offline, from browser evidence)"
+# Items about motion the app should show by itself (not in answer to input, which idle liveness cannot see).
+_MOTION = re.compile(r"\b(animat\w*|moves?|moving|movement|motion|rotat\w*|spin\w*|bounc\w*|orbit\w*|pulse\w*|"
+                     r"particles?|continuous(ly)?)\b", re.I)
+_INPUT = re.compile(r"\b(click\w*|press\w*|keys?|keyboard|drag\w*|tap\w*|when|after|user|select\w*|input|type[sd]?|"
+                    r"hover\w*|scroll\w*|button|arrow|mouse|touch\w*|submit\w*)\b", re.I)
 _STOP = set("""that this with from have will when then than them they their there these those into onto over
 under after before while where which what about each every other such only also must should would could
 shall user users page shows show display displays displayed using used allow allows include includes
@@ -40,17 +54,87 @@ def judge_variables(task: Task, html: str) -> dict[str, Any]:
 
 def build_judge_request(task: Task, html: str, *, key: str, local_evidence: dict[str, Any] | None = None,
                         cfg: JudgeConfig | None = None) -> LLMRequest:
-    """The judge LLMRequest. ``local_evidence`` (our static/runtime evidence, HTML offsets) feeds the
-    offline rule; of it only the executable checks' results are rendered into the prompt (beyond the paper,
-    whose judge sees the source only)."""
+    """The judge LLMRequest. ``local_evidence`` (our static/runtime evidence, HTML offsets) feeds the offline
+    rule whole and the prompt as a compact block of observed facts and the executable checks' results (the app
+    is still judged from its source)."""
     cfg = cfg or JudgeConfig()
     variables = judge_variables(task, html)
     variables["local_evidence"] = local_evidence or {}
+    variables["observed"] = observed_facts(html, local_evidence or {})
     variables["check_results"] = render_checks(check_results_of(local_evidence))
     variables["rubric_items"] = [i.model_dump() for i in judge_payload(task.rubric)]
     return LLMRequest(stage="judgments", key=key, prompt=cfg.prompt, variables=variables, output_model=Diagnosis,
                       offline_rule=offline_diagnosis, validation_context={"valid_ids": task.rubric.ids()},
                       max_tokens=cfg.max_tokens, temperature=cfg.temperature)
+
+
+def _line_of(html: str, offset: int | None) -> str:
+    return f"line {html.count(chr(10), 0, offset) + 1}" if offset is not None and 0 <= offset <= len(html) else "position unknown"
+
+
+def observed_facts(html: str, ev: dict[str, Any], limit: int = 8) -> str:
+    """What the environment observed, as short lines for the judge prompt (pure; positions as HTML lines)."""
+    lines = []
+    syn = ev.get("syntax_errors") or []
+    lines.append(f"- syntax errors (tree-sitter): {len(syn)}" + "".join(
+        f"\n  - {e['message']} at line {e['line']}" for e in syn[:limit]))
+    rt = ev.get("runtime")
+    if not rt:
+        lines.append("- browser: not run")
+        return "\n".join(lines)
+    lines.append(f"- load in headless Chromium: {rt.get('status')}" + "".join(
+        f"\n  - uncaught {pe.get('name')}: {str(pe.get('message'))[:160]} ({_line_of(html, pe.get('offset'))})"
+        for pe in (rt.get("page_errors") or [])[:limit]))
+    inter = rt.get("interaction")
+    if not inter:
+        return "\n".join(lines)
+    from tasks.env.probe import summarize
+
+    sm = summarize(inter)
+    lines.append(f"- interaction probe: {sm['actions_run']} of {sm['actions_planned']} actions run (clicks, inputs, "
+                 f"keys, drags, one resize); status {sm['status']}")
+    for f in sm["failures"][:limit]:
+        what = {"error": f"throws {f.get('name')}: {str(f.get('message'))[:160]}", "hang": "makes the page stop responding",
+                "reload": "submits a form that reloads the page (state lost)"}[f["kind"]]
+        lines.append(f"  - {f.get('action_kind') or 'action'} on {f.get('label') or f.get('target') or 'the page'!r} "
+                     f"{what} ({_line_of(html, f.get('offset'))})")
+    if sm["dead_controls"]:
+        lines.append("- controls whose click changed nothing observable: " + ", ".join(
+            repr(c) for c in sm["dead_controls"][:limit]))
+    lines.append(f"- liveness while idle: {sm['animation_frames']} animation frames requested, visual change "
+                 f"{sm['visual_change']}")
+    return "\n".join(lines)
+
+
+def unique_quote(html: str, offset: int | None) -> list[str]:
+    """An exact quotation at an offset that occurs once in the source: the offset's line, widened by the
+    lines above it until unique, so attribution anchors it at that position and nowhere else."""
+    if offset is None or not 0 <= offset < len(html):
+        return []
+    a = html.rfind("\n", 0, offset) + 1
+    b = html.find("\n", offset)
+    b = len(html) if b == -1 else b
+    while html[a:b].strip() and html.count(html[a:b].strip()) > 1 and a > 0:
+        a = html.rfind("\n", 0, a - 1) + 1
+    quote = html[a:b].strip()
+    return [quote] if quote and html.count(quote) == 1 else _line_quote(html, offset)
+
+
+def with_observed_findings(diag: Diagnosis, html: str, failures: list[dict[str, Any]]) -> Diagnosis:
+    """The diagnosis plus one code_simulation major finding per failure an interaction caused (pure)."""
+    if not failures:
+        return diag
+    extra = []
+    for f in failures:
+        who = f"{f.get('action_kind') or 'action'} on {f.get('label') or f.get('target') or 'the page'!r}"
+        desc = {"error": f"{who} throws an uncaught {f.get('name')}: {str(f.get('message'))[:200]}",
+                "hang": f"{who} makes the page stop responding (an endless loop or blocking work in the handler)",
+                "reload": f"{who} submits a form that reloads the page; the app's state is lost (no preventDefault)"}
+        extra.append(Finding(description=f"{OBSERVED_TAG} {desc[f['kind']]}", code_quotes=unique_quote(html, f.get("offset")),
+                             explanation="observed in headless Chromium by the interaction probe (a blocking point "
+                                         "in an otherwise runnable app)"))
+    cs = diag.code_simulation
+    return diag.model_copy(update={"code_simulation": cs.model_copy(update={"major": [*cs.major, *extra]})})
 
 
 # -- offline rule ---------------------------------------------------------------------------------
@@ -145,9 +229,51 @@ def keyword_coverage(requirement: str, source: str) -> float:
     return sum(1 for w in words if w in low or w.rstrip("s") in low) / len(words)
 
 
-def _rubric_layer(html: str, items: list[dict[str, Any]], checks: list[dict[str, Any]] | None = None) -> dict[str, list]:
-    """A failed check is a major finding, a passed check a met item; the rest (no check, inconclusive) is
-    left to the keyword heuristic, labelled as such."""
+def _names_control(requirement: str, label: str | None) -> bool:
+    """The requirement names the control by its visible label, as a whole word or phrase (pure)."""
+    label = (label or "").strip()
+    if len(label) < 2 or len(label) > 40:
+        return False
+    return re.search(r"(?<!\w)" + re.escape(label.lower()) + r"(?!\w)", requirement.lower()) is not None
+
+
+MET = ("met", "", "")  # the evidence decided the item is met: no finding
+
+
+def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> tuple[str, str, str] | None:
+    """(severity, description, explanation) when the browser's interaction evidence decides an item (pure):
+    a dynamic item naming a control that throws or changed nothing; an item about motion the app should
+    show by itself, against whether anything moved while idle (``MET`` when it did). None: not decided."""
+    if not inter or inter.get("status") != "ok":
+        return None
+    from tasks.env.probe import interaction_failures
+
+    req = item["requirement"]
+    live = inter.get("liveness") or {}
+    if _MOTION.search(req) and not _INPUT.search(req) and live:
+        if live.get("animated"):
+            return MET
+        if live.get("visual_change") is False:
+            return ("major", "nothing moves on the page",
+                    f"{HEURISTIC}: no animation frame requested and no visual change in {live.get('gap_s')}s while idle")
+    if item.get("scope") != "dynamic":  # what a control does is dynamic behaviour; its display is not
+        return None
+    for f in interaction_failures(inter):
+        if _names_control(req, f.get("label")):
+            return ("major", f"using {f['label']!r} fails ({f['kind']}: {str(f.get('message') or '')[:120]})",
+                    f"{HEURISTIC}: the item names this control and the interaction probe saw it fail")
+    for c in inter.get("dead_controls") or []:
+        if _names_control(req, c.get("label")):
+            return ("major", f"clicking {c['label']!r} changes nothing observable",
+                    f"{HEURISTIC}: no DOM, canvas, scroll, value or dialog change after the click"
+                    + ("" if c.get("has_handler") else "; no listener is attached to it"))
+    return None
+
+
+def _rubric_layer(html: str, items: list[dict[str, Any]], inter: dict[str, Any] | None = None,
+                  checks: list[dict[str, Any]] | None = None) -> dict[str, list]:
+    """An executable check decides first (failed: a major finding; passed: met), then the interaction
+    evidence; the rest is left to the keyword heuristic, labelled as such."""
     layer: dict[str, list] = {s: [] for s in SEVERITIES}
     verdict = {r["item_id"]: r for r in checks or [] if r["status"] in ("passed", "failed")}
     for it in items:
@@ -155,6 +281,13 @@ def _rubric_layer(html: str, items: list[dict[str, Any]], checks: list[dict[str,
         if r is not None:
             if r["status"] == "failed":
                 layer["major"].append(_check_finding(html, it, r))
+            continue
+        decided = evidence_decision(it, inter)
+        if decided == MET:
+            continue
+        if decided:
+            sev, desc, why = decided
+            layer[sev].append(_finding(desc, [], why, item_id=it["id"], scope=it["scope"]))
             continue
         cov = keyword_coverage(it["requirement"], html)
         sev = "critical" if cov < 0.15 else "major" if cov < 0.3 else "minor" if cov < 0.45 else None
@@ -173,7 +306,8 @@ def offline_diagnosis(variables: dict[str, Any]) -> dict[str, Any]:
     layers = {
         "static_check": _static_layer(html, ev.get("syntax_errors", [])),
         "code_simulation": _simulation_layer(html, ev.get("runtime")),
-        "rubric_alignment": _rubric_layer(html, variables.get("rubric_items", []), check_results_of(ev)),
+        "rubric_alignment": _rubric_layer(html, variables.get("rubric_items", []),
+                                          (ev.get("runtime") or {}).get("interaction"), check_results_of(ev)),
     }
     return {name: {"name": name, **layers[name]} for name in LAYERS}
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 from schemas.check_results import CHECK_RESULTS_SCHEMA
 from schemas.checks import CHECKS_VERSION
 from schemas.config_env import EnvConfig
-from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA
+from schemas.env import INTERACTION_TYPE, JUDGMENTS_SCHEMA, REWARDS_SCHEMA
 from schemas.rubric import CompactRubric, Task
 from tasks.env.runtime import BrowserRuntime
 from tasks.env.score import ScoreInput, ScoreResult, score_batch
@@ -29,7 +29,9 @@ def reward_config_hash(cfg: EnvConfig, kind: str) -> str:
     data = {"kind": kind, "reward": cfg.reward.model_dump(mode="json"),
             "runtime_gate": {"blank_body_fails": cfg.runtime.blank_body_fails,
                              "console_errors_fail": cfg.runtime.console_errors_fail, "enabled": cfg.runtime.enabled},
-            "html_errors_fail": cfg.static.html_errors_fail}
+            "html_errors_fail": cfg.static.html_errors_fail,
+            "probe": {"enabled": cfg.runtime.enabled and cfg.runtime.probe.enabled,
+                      "errors_fail": cfg.runtime.probe.errors_fail}}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -52,6 +54,18 @@ def _finding_row(f: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def interaction_row(inter: dict[str, Any] | None, rechecked_from: str | None) -> dict[str, Any] | None:
+    """The ``interaction`` struct from ``evidence.interaction`` (its summary part)."""
+    if not inter:
+        return None
+    fields = [f.name for f in INTERACTION_TYPE]
+    fail_fields = [f.name for f in INTERACTION_TYPE.field("failures").type.value_type]
+    row = {k: inter.get(k) for k in fields}
+    row["failures"] = [{k: f.get(k) for k in fail_fields} for f in inter.get("failures") or []]
+    row["rechecked_from"] = rechecked_from
+    return row
+
+
 def judgment_row(r: ScoreResult) -> dict[str, Any]:
     ev, g = r.evidence, r.gates
     return {
@@ -65,6 +79,7 @@ def judgment_row(r: ScoreResult) -> dict[str, Any]:
         "n_syntax_errors": len(ev.get("syntax_errors", [])), "n_page_errors": len(ev.get("page_errors", [])),
         "n_blocked_requests": len(ev.get("blocked_requests", [])),
         "findings": [_finding_row(f) for f in r.findings],
+        "interaction": interaction_row(ev.get("interaction"), ev.get("runtime_rechecked_from")),
         "evidence_json": json.dumps(ev, ensure_ascii=False),
     }
 

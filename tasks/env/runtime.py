@@ -14,6 +14,17 @@ limit holds whatever the page does (an infinite loop included): the context is c
 killed) and the batch goes on. One browser is reused across apps; a crashed browser is detected and
 relaunched without losing the batch. WebGL runs on SwiftShader (software), so three.js apps work.
 
+After load and settle, the interaction probe (``tasks.env.probe``, issue 12) uses the app in the same
+context: its evidence lands in ``RuntimeEvidence.interaction``; navigation away is answered 204 by the
+route (the page stays) and recorded. ``BrowserRuntime.after_probe`` is the step where later checks run
+(per-rubric-item checks in a fresh page of the same context); ``check_many(htmls, extras)`` passes each
+app's extra argument to it.
+
+Verdicts must not depend on machine load or concurrency: a load that runs past ``load_timeout_s`` is given
+the rest of the hard limit while the page's main thread still answers (a heartbeat: busy but progressing is
+not hung), and an app that still timed out or hung beside others is checked again alone before its verdict
+stands (``recheck_timeouts``).
+
 Playwright's async API runs on a private event loop in a background thread, so callers on any thread
 (Prefect workers) get a plain blocking API: ``BrowserRuntime(cfg).check_many(htmls)``.
 """
@@ -32,11 +43,13 @@ from typing import Any
 
 from schemas.config_env import RuntimeConfig
 from tasks.env.cdn import CdnMirror
+from tasks.env.probe import PROBE_JS, ProbeSession, idle_sample, interaction_failures, run_probe
 
 # Plain http, treated as a secure context by a flag: an https page would block http subresources as mixed
 # content before our routes see them, and those attempts must be recorded like any other.
 APP_ORIGIN = "http://app.rubricrl.test"
 APP_URL = f"{APP_ORIGIN}/index.html"
+VIEWPORT = {"width": 1280, "height": 800}
 _STACK_POS = re.compile(re.escape(APP_URL) + r":(\d+):(\d+)")
 _BLANK_JS = """() => {
   const b = document.body;
@@ -67,6 +80,8 @@ class RuntimeEvidence:
     duration_s: float = 0.0
     error: str | None = None  # an environment failure (no browser): no verdict, never a made-up one
     check_results: list[dict[str, Any]] = field(default_factory=list)  # filled by an after-load hook (checks)
+    interaction: dict[str, Any] | None = None  # the probe's evidence (tasks.env.probe.InteractionEvidence)
+    rechecked_from: str | None = None  # the status beside other apps, when a re-check alone replaced it
 
     def runtime_valid(self, cfg: RuntimeConfig) -> bool | None:
         """Our own verdict; None when the browser gave no verdict (skipped or unavailable)."""
@@ -78,7 +93,14 @@ class RuntimeEvidence:
             return False
         if self.console_errors and cfg.console_errors_fail:
             return False
+        if cfg.probe.errors_fail and interaction_failures(self.interaction):
+            return False
         return True
+
+    @property
+    def timed_out(self) -> bool:
+        """A verdict that load on the machine could have caused: checked again alone before it stands."""
+        return self.status in ("load_timeout", "unresponsive") or (self.interaction or {}).get("status") == "hung"
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -90,6 +112,12 @@ def html_offset(html: str, line: int, column: int) -> int | None:
     if not 1 <= line <= len(lines):
         return None
     return sum(len(x) + 1 for x in lines[: line - 1]) + max(column - 1, 0)
+
+
+def stack_offset(html: str, stack: str) -> int | None:
+    """HTML offset of the first in-page frame of a stack (pure)."""
+    m = _STACK_POS.search(stack or "")
+    return html_offset(html, int(m.group(1)), int(m.group(2))) if m else None
 
 
 def page_error_record(html: str, name: str, message: str, stack: str) -> dict[str, Any]:
@@ -132,7 +160,7 @@ class BrowserRuntime:
             raise ValueError(f"no browser at {self.cfg.executable_path}; install it (scripts/setup-system.sh, or "
                              "apt-get install -y chromium-headless-shell) "
                              "or run with --no-browser / env.runtime.enabled=false")
-        self.mirror = mirror or CdnMirror(self.cfg.cdn_dir)
+        self.mirror = mirror or _mirror(self.cfg)
         self.marker = uuid.uuid4().hex[:12]
         self.restarts = 0
         self._loop = asyncio.new_event_loop()
@@ -148,18 +176,21 @@ class BrowserRuntime:
     def check(self, html: str) -> RuntimeEvidence:
         return self.check_many([html])[0]
 
-    def check_many(self, htmls: list[str], after: list[Any] | None = None) -> list[RuntimeEvidence]:
-        """Load each app; results in input order. Never raises for an app's behaviour.
-
-        ``after[i]`` (optional): an async hook ``(context, html, evidence)`` run once app i has loaded, in
-        its sandboxed context (the executable rubric checks, ``tasks.env.checks.checks_hook``)."""
+    def check_many(self, htmls: list[str], extras: list[Any] | None = None) -> list[RuntimeEvidence]:
+        """Load (and probe) each app; results in input order. Never raises for an app's behaviour.
+        ``extras[i]`` (optional) reaches ``after_probe`` for app i."""
         if self._closed:
             raise RuntimeError("BrowserRuntime is closed; create a new one")
-        hooks = list(after) if after is not None else [None] * len(htmls)
-        if len(hooks) != len(htmls):
-            raise ValueError(f"after has {len(hooks)} hooks for {len(htmls)} apps; give one (or None) per app")
-        fut: Future = asyncio.run_coroutine_threadsafe(self._check_all(htmls, hooks), self._loop)
+        if extras is not None and len(extras) != len(htmls):
+            raise ValueError(f"check_many got {len(extras)} extras for {len(htmls)} apps; pass one per app or none")
+        fut: Future = asyncio.run_coroutine_threadsafe(self._check_all(htmls, extras), self._loop)
         return fut.result()
+
+    async def after_probe(self, context: Any, html: str, ev: RuntimeEvidence, extra: Any = None) -> None:
+        """The step after load, settle and probe, in the app's own sandboxed context (a fresh page may be
+        opened there). Nothing by default; subclasses may extend it and record into ``ev``. It runs inside the
+        app's hard limit. An ``extra`` that is an async callable ``(context, html, ev)`` (the executable rubric
+        checks, ``tasks.env.checks.checks_hook``) is awaited after that limit, under its own limits."""
 
     def browser_pids(self) -> list[int]:
         """PIDs of this runtime's browser process (not its renderers), found by the launch marker."""
@@ -221,11 +252,21 @@ class BrowserRuntime:
                 executable_path=self.cfg.executable_path, headless=True, args=launch_args(self.cfg, self.marker))
             return self._browser
 
-    async def _check_all(self, htmls: list[str], hooks: list[Any]) -> list[RuntimeEvidence]:
+    async def _check_all(self, htmls: list[str], extras: list[Any] | None = None) -> list[RuntimeEvidence]:
         await self._ensure_browser()
-        return list(await asyncio.gather(*(self._check_guarded(h, k) for h, k in zip(htmls, hooks))))
+        xs = extras if extras is not None else [None] * len(htmls)
+        out = list(await asyncio.gather(*(self._check_guarded(h, x) for h, x in zip(htmls, xs))))
+        if self.cfg.recheck_timeouts and len(htmls) > 1:
+            # Beside other apps a slow one may time out that would not alone: check it again with the
+            # machine to itself; the verdict alone stands (the same app, the same verdict, at any concurrency).
+            for i, ev in enumerate(out):
+                if ev.timed_out:
+                    again = await self._check_guarded(htmls[i], xs[i])
+                    again.rechecked_from = ev.status if ev.status != "ok" else "probe_hung"
+                    out[i] = again
+        return out
 
-    async def _check_guarded(self, html: str, hook: Any = None) -> RuntimeEvidence:
+    async def _check_guarded(self, html: str, extra: Any = None) -> RuntimeEvidence:
         assert self._sem is not None
         async with self._sem:
             for attempt in range(self.cfg.max_restarts + 1):
@@ -233,25 +274,26 @@ class BrowserRuntime:
                     browser = await self._ensure_browser()
                 except Exception as e:  # the browser cannot start: no verdict for this app
                     return RuntimeEvidence(status="unavailable", error=f"browser launch failed: {e}")
-                ev = await self._check_one(browser, html, hook)
+                ev = await self._check_one(browser, html, extra)
                 if ev.status != "unavailable" or browser.is_connected():
                     return ev
                 # The browser died under this app (a crash, or killed): relaunch and load the app again.
             return RuntimeEvidence(status="unavailable", error=f"browser crashed {self.cfg.max_restarts + 1} times")
 
-    async def _check_one(self, browser: Any, html: str, hook: Any = None) -> RuntimeEvidence:
+    async def _check_one(self, browser: Any, html: str, extra: Any = None) -> RuntimeEvidence:
         ev, started = RuntimeEvidence(), time.perf_counter()
+        session = ProbeSession()
         try:
-            context = await browser.new_context(service_workers="block", accept_downloads=False,
-                                                viewport={"width": 1280, "height": 800})
+            context = await browser.new_context(service_workers="block", accept_downloads=False, viewport=VIEWPORT)
         except Exception as e:
             return RuntimeEvidence(status="unavailable", error=f"new context failed: {e}")
         try:
-            await asyncio.wait_for(self._load(context, html, ev), self.cfg.hard_limit_s)
-            if hook is not None and ev.status in ("ok", "page_error", "blank"):
-                try:  # the hook keeps its own time limits; nothing it does changes the load verdict
-                    await hook(context, html, ev)
-                except Exception:  # its results stay empty, which readers report as not run
+            await asyncio.wait_for(self._load(context, html, ev, session, extra), self.cfg.hard_limit_s)
+            if callable(extra) and ev.status in ("ok", "page_error", "blank"):
+                context.rubricrl_checking = True  # the checks open their own pages: not popups to close
+                try:  # executable rubric checks (tasks.env.checks.checks_hook): their own time limits, after the
+                    await extra(context, html, ev)  # hard limit of the load; nothing they do changes its verdict
+                except Exception:  # their results stay empty, which readers report as not run
                     pass
         except asyncio.TimeoutError:
             if ev.status == "ok":
@@ -270,30 +312,50 @@ class BrowserRuntime:
                 pass
         if not browser.is_connected():  # whatever this app did, the browser died under it: no verdict here
             ev = RuntimeEvidence(status="unavailable", error="browser disconnected during the check")
+        elif session.started:
+            if session.evidence.status == "ok" and ev.status == "unresponsive":  # the hard limit hit mid-probe
+                session.evidence.status = "hung"
+            ev.interaction = session.evidence.to_dict()
         ev.duration_s = round(time.perf_counter() - started, 3)
         return ev
 
-    async def _load(self, context: Any, html: str, ev: RuntimeEvidence) -> None:
-        await context.route("**/*", lambda route: self._route(route, html, ev))
+    async def _load(self, context: Any, html: str, ev: RuntimeEvidence, session: ProbeSession, extra: Any) -> None:
+        started = time.perf_counter()
+        probe = self.cfg.probe
+        if probe.enabled:
+            await context.add_init_script(PROBE_JS)
+        await context.route("**/*", lambda route: self._route(route, html, ev, session))
         await context.route_web_socket(re.compile(".*"), lambda ws: self._block_ws(ws, ev))
         page = await context.new_page()
-        page.on("pageerror", lambda exc: ev.page_errors.append(
-            page_error_record(html, getattr(exc, "name", "Error"), getattr(exc, "message", str(exc)),
-                              getattr(exc, "stack", "") or "")))
-        page.on("console", lambda msg: self._on_console(msg, html, ev))
+        context.on("page", lambda p: self._popup(p, session)  # popups: closed (not the checks' own pages)
+                   if p is not page and not getattr(context, "rubricrl_checking", False) else None)
+
+        def on_error(exc: Any) -> None:
+            if not session.started:  # during the probe the page records errors with the action that caused them
+                ev.page_errors.append(page_error_record(html, getattr(exc, "name", "Error"),
+                                                        getattr(exc, "message", str(exc)), getattr(exc, "stack", "") or ""))
+        page.on("pageerror", on_error)
+        page.on("console", lambda msg: self._on_console(msg, html, ev, session))
         page.on("crash", lambda _p: setattr(ev, "status", "crashed"))
+        page.on("dialog", lambda d: asyncio.ensure_future(self._dialog(d, session)))
         try:
             await page.goto(APP_URL, wait_until="load", timeout=self.cfg.load_timeout_s * 1000)
         except Exception as e:
             if "Timeout" not in type(e).__name__ and "Timeout" not in str(e):
                 raise
-            ev.status = "load_timeout"
-            return
-        await asyncio.sleep(self.cfg.settle_s)
+            if not await self._still_loading(page, started):
+                ev.status = "load_timeout"
+                return
+        session.loaded, loaded_at = True, time.perf_counter()
+        idle = None
+        if probe.enabled:  # liveness is sampled across the settle time
+            await asyncio.sleep(probe.liveness_start_s)
+            idle = await idle_sample(page, probe)
+        await asyncio.sleep(max(self.cfg.settle_time_s() - (time.perf_counter() - loaded_at), 0.0))
         if ev.status != "ok":
             return
         try:
-            budget = max(self.cfg.hard_limit_s - self.cfg.load_timeout_s - self.cfg.settle_s, 1.0)
+            budget = max(self.cfg.hard_limit_s - self.cfg.load_timeout_s - self.cfg.settle_time_s(), 1.0)
             ev.blank_body = bool(await asyncio.wait_for(page.evaluate(_BLANK_JS), budget))
         except asyncio.TimeoutError:
             ev.status = "unresponsive"  # e.g. an infinite loop started by a timer after load
@@ -302,14 +364,55 @@ class BrowserRuntime:
             ev.status = "page_error"
         elif ev.blank_body:
             ev.status = "blank"
+        if ev.status != "ok":
+            return
+        if probe.enabled:
+            await run_probe(page, html, probe, session, lambda st: stack_offset(html, st), VIEWPORT, idle)
+        await self.after_probe(context, html, ev, extra)
 
-    async def _route(self, route: Any, html: str, ev: RuntimeEvidence) -> None:
+    async def _still_loading(self, page: Any, started: float) -> bool:
+        """Past the load timeout: a page whose main thread still answers is busy, not hung. It gets what is
+        left of the hard limit (less settle and probe time) to fire its load event; True when it did."""
+        probe = self.cfg.probe
+        reserve = self.cfg.settle_time_s() + (probe.budget_s if probe.enabled else 0.0)
+        left = self.cfg.hard_limit_s - reserve - (time.perf_counter() - started)
+        if left <= 0.5:
+            return False
+        try:  # the heartbeat: any answer from the page's main thread within a second
+            await asyncio.wait_for(page.evaluate("() => 1"), min(1.0, left))
+            await page.wait_for_load_state("load", timeout=max(left - 1.0, 0.1) * 1000)
+            return True
+        except Exception:
+            return False
+
+    @staticmethod
+    async def _dialog(dialog: Any, session: ProbeSession) -> None:
+        """A dialog the init script did not answer (beforeunload, one from a frame): answered and recorded."""
+        session.evidence.dialogs.append({"action": session.current_action, "type": dialog.type,
+                                         "message": (dialog.message or "")[:300]})
+        try:
+            await dialog.accept() if dialog.type != "beforeunload" else await dialog.dismiss()
+        except Exception:
+            pass
+
+    @staticmethod
+    def _popup(page: Any, session: ProbeSession) -> None:
+        session.navigation(getattr(page, "url", "") or "popup")
+        asyncio.ensure_future(page.close())
+
+    async def _route(self, route: Any, html: str, ev: RuntimeEvidence, session: ProbeSession) -> None:
         req = route.request
         url = req.url
+        if session.loaded and req.is_navigation_request() and req.frame.parent_frame is None \
+                and not getattr(req.frame.page.context, "rubricrl_checking", False):  # the checks' pages load the app
+            # Navigation away (a link, location.href, a form submit) after load: "204 No Content" keeps the page.
+            session.navigation(url)
+            await route.fulfill(status=204, body="")
+            return
         if url == APP_URL:
             await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=html)
             return
-        served = self.mirror.resolve(url) if not url.startswith(APP_ORIGIN) else None
+        served = self.mirror.resolve(url) if self.mirror is not None and not url.startswith(APP_ORIGIN) else None
         if served is None:
             ev.blocked_requests.append({"url": url[:500], "resource_type": req.resource_type, "kind": "request"})
             await route.abort("blockedbyclient")
@@ -323,8 +426,10 @@ class BrowserRuntime:
         await ws.close(code=1008, reason="network blocked by the rubricrl sandbox")
 
     @staticmethod
-    def _on_console(msg: Any, html: str, ev: RuntimeEvidence) -> None:
-        if msg.type != "error":
+    def _on_console(msg: Any, html: str, ev: RuntimeEvidence, session: ProbeSession) -> None:
+        if msg.type == "debug" and session.on_console(msg.text):
+            return
+        if msg.type != "error" or session.started:  # during the probe: the page's own records
             return
         text = msg.text
         if text.startswith("Failed to load resource"):
@@ -336,6 +441,20 @@ class BrowserRuntime:
             rec["line"], rec["column"] = line + 1, int(loc.get("columnNumber") or 0) + 1
             rec["offset"] = html_offset(html, rec["line"], rec["column"])
         ev.console_errors.append(rec)
+
+
+def _mirror(cfg: RuntimeConfig) -> CdnMirror | None:
+    """The CDN mirror, resolved against the project; missing, it fails loudly (every CDN app would fail)."""
+    root = cfg.cdn_root()
+    if root is None:
+        return None
+    mirror = CdnMirror(root)
+    if not mirror.available:
+        raise ValueError(f"the CDN mirror is missing: env.runtime.cdn_dir={cfg.cdn_dir} resolves to {root}, which is "
+                         "not a folder. Install it with `npm ci --prefix vendor/cdn --ignore-scripts` (part of `make "
+                         "setup`), point env.runtime.cdn_dir at an installed node_modules, or set env.runtime.cdn_dir "
+                         "to null to run without it (apps that load libraries from CDNs then fail)")
+    return mirror
 
 
 _SHARED: dict[str, BrowserRuntime] = {}

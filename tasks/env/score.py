@@ -21,7 +21,8 @@ from tasks.attribution.api import AttributionTrace, attribute
 from tasks.env.checks import checks_hook, not_run
 from tasks.env.extract import Extraction, extract_html
 from tasks.env.judge import (build_judge_request, findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
-                             rubric_severities)
+                             rubric_severities, with_observed_findings)
+from tasks.env.probe import interaction_failures, shift_offsets, summarize
 from tasks.env.rewards import reward, rubric_score
 from tasks.env.runtime import BrowserRuntime, RuntimeEvidence, shared_runtime
 from tasks.env.static import StaticEvidence, check_source
@@ -86,10 +87,20 @@ def evidence_dict(ex: Extraction | None, st: StaticEvidence | None, rt: RuntimeE
                           "runtime_status": rt.status if rt else None,
                           "blank_body": rt.blank_body if rt else None,
                           "runtime_error": rt.error if rt else None,
+                          "runtime_rechecked_from": rt.rechecked_from if rt else None,
+                          "interaction": interaction_output(rt.interaction, h) if rt else None,
                           "external_scripts": list(st.external_scripts) if st else [],
                           "checks": [{**r, "errors": _shift(r["errors"], h)} for r in rt.check_results] if rt else [],
                           "dropped_findings": dropped}
     return ev
+
+
+def interaction_output(inter: dict[str, Any] | None, h: int) -> dict[str, Any] | None:
+    """The probe's evidence for ``evidence.interaction``: the summary (failures, dead controls, liveness)
+    first, then the full record; offsets into the response."""
+    if inter is None:
+        return None
+    return shift_offsets({**summarize(inter), "record": inter}, h)
 
 
 def local_evidence(st: StaticEvidence, rt: RuntimeEvidence | None) -> dict[str, Any]:
@@ -124,6 +135,9 @@ def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, r
                            check_results=not_run(inp.task.rubric.checks(), "no HTML application in the response"))
     gates: dict[str, bool | None] = dict(layer_gates(diag)) if diag else \
         {"static_check": None, "code_simulation": None, "rubric_alignment": None}
+    if diag is not None and rt is not None and cfg.runtime.probe.errors_fail:
+        # What the browser saw an interaction do is a finding whoever judged (an LLM may not run the code).
+        diag = with_observed_findings(diag, ex.html, interaction_failures(rt.interaction))
     rt_valid = rt.runtime_valid(cfg.runtime) if rt else None
     gates["tree_sitter"] = st.source_valid
     gates["browser"] = rt_valid
@@ -170,7 +184,7 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
     rt_engine = _runtime_for(cfg, runtime) if todo else None
     if rt_engine is not None:
         hooks = [_checks_hook(inputs[j], cfg) for j in todo]
-        for j, ev in zip(todo, rt_engine.check_many([exs[j].html for j in todo], after=hooks)):  # type: ignore[union-attr]
+        for j, ev in zip(todo, rt_engine.check_many([exs[j].html for j in todo], extras=hooks)):  # type: ignore[union-attr]
             rts[j] = ev
     elif todo:
         for j in todo:

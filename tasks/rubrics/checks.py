@@ -114,7 +114,7 @@ def dry_run(table: pa.Table, runtime_cfg: RuntimeConfig, step_timeout_ms: int) -
     batches = [todo[k:k + DRY_RUN_BATCH] for k in range(0, len(todo), DRY_RUN_BATCH)]
     hooks = [checks_hook([(str(i), parse_check(rows[i]["check_json"])) for i in b], cfg, runtime_cfg.load_timeout_s)
              for b in batches]
-    for b, ev in zip(batches, runtime.check_many([EMPTY_PAGE] * len(batches), after=hooks)):
+    for b, ev in zip(batches, runtime.check_many([EMPTY_PAGE] * len(batches), extras=hooks)):
         results = {r["item_id"]: r for r in ev.check_results}
         for i in b:
             res = results.get(str(i))

@@ -1,0 +1,105 @@
+"""The interaction probe's pure decisions (issue 12): which observations fail the runtime gate, which decide
+rubric items (heuristic), quotes that anchor one position, offsets moved into the response, observed facts."""
+from __future__ import annotations
+
+import pytest
+
+from schemas.config_env import ProbeConfig, RuntimeConfig
+from schemas.judge import Diagnosis
+from schemas.rubric import Task
+from tasks.env.judge import build_judge_request, evidence_decision, observed_facts, unique_quote, with_observed_findings
+from tasks.env.probe import interaction_failures, liveness, shift_offsets
+
+ERR = {"action": 0, "kind": "error", "name": "TypeError", "message": "x is null", "offset": 40, "caused": True}
+ACT = {"i": 0, "kind": "click", "target_desc": "button#go", "label": "Go", "handler_offset": 30, "submit": None}
+
+
+def inter(**kw):
+    base = {"status": "ok", "actions": [dict(ACT)], "errors": [], "dead_controls": [], "hang": None,
+            "liveness": {"rafs": 0, "visual_change": False, "animated": False, "gap_s": 0.3}}
+    return {**base, **kw}
+
+
+def test_only_caused_errors_hangs_and_reloads_fail():
+    assert interaction_failures(inter()) == []
+    assert interaction_failures(inter(errors=[{**ERR, "caused": False}])) == []  # the app's own idle error
+    (f,) = interaction_failures(inter(errors=[ERR, {**ERR, "message": "x is null", "action": 0}]))  # one per signature
+    assert f["kind"] == "error" and f["label"] == "Go" and f["offset"] == 40
+    hang = {"action": 0, "action_kind": "click", "target": "button#go", "label": "Go", "offset": 30}
+    assert [x["kind"] for x in interaction_failures(inter(hang=hang))] == ["hang"]
+    sub = lambda a: inter(actions=[{**ACT, "submit": {"form": "form#f", "action_attr": a, "offset": 5}}])  # noqa: E731
+    assert interaction_failures(sub(None))[0]["kind"] == "reload"
+    assert interaction_failures(sub("#")) and interaction_failures(sub("?q=1"))
+    assert interaction_failures(sub("https://forms.example.org/send")) == []  # a form posting elsewhere is normal
+
+
+def test_runtime_gate_follows_the_failures_and_config():
+    from tasks.env.runtime import RuntimeEvidence
+
+    ev = RuntimeEvidence(status="ok", blank_body=False, interaction=inter(errors=[ERR]))
+    assert ev.runtime_valid(RuntimeConfig()) is False
+    assert ev.runtime_valid(RuntimeConfig(probe=ProbeConfig(errors_fail=False))) is True
+    dead = RuntimeEvidence(status="ok", blank_body=False, interaction=inter(dead_controls=[{"label": "Go"}]))
+    assert dead.runtime_valid(RuntimeConfig()) is True  # dead controls are rubric evidence, never a runtime failure
+
+
+@pytest.mark.parametrize("req, scope, ev, expect", [
+    ("The ball moves continuously", "initial_state", inter(), "major"),
+    ("The ball moves continuously", "initial_state", inter(liveness={"rafs": 12, "animated": True, "visual_change": True}), "met"),
+    ("Pressing an arrow key moves the player", "dynamic", inter(), None),  # motion in answer to input: not idle motion
+    ("Clicking Go starts the game", "dynamic", inter(dead_controls=[{"label": "Go", "has_handler": False}]), "major"),
+    ("The Go button is shown", "initial_state", inter(dead_controls=[{"label": "Go"}]), None),  # display, not behaviour
+    ("Clicking Going starts", "dynamic", inter(dead_controls=[{"label": "Go"}]), None),  # whole words only
+    ("Clicking Go starts the game", "dynamic", inter(errors=[ERR]), "major"),
+    ("The ball moves continuously", "initial_state", inter(status="hung"), None),  # no decision from a hung probe
+])
+def test_evidence_decides_rubric_items(req, scope, ev, expect):
+    got = evidence_decision({"id": "X", "requirement": req, "scope": scope}, ev)
+    assert (got[0] if got else None) == expect
+    if got and got[0] != "met":
+        assert "heuristic" in got[2]
+
+
+def test_unique_quote_widens_until_it_occurs_once():
+    html = "function a() {\n  x = 1;\n  y();\n}\nfunction b() {\n  x = 1;\n  z();\n}\n"
+    (q,) = unique_quote(html, html.index("x = 1", 20))
+    assert html.count(q) == 1 and q.endswith("x = 1;") and "function b" in q
+    assert unique_quote(html, html.index("z()")) == ["z();"]
+    assert unique_quote(html, None) == [] and unique_quote(html, 10_000) == []
+
+
+def test_observed_findings_are_code_simulation_major_with_the_quote():
+    empty = {k: {"name": k} for k in ("static_check", "code_simulation", "rubric_alignment")}
+    diag = Diagnosis.model_validate(empty)
+    html = "<script>\nbtn.onclick = () => {\n  null.go();\n};\n</script>"
+    out = with_observed_findings(diag, html, interaction_failures(inter(errors=[{**ERR, "offset": html.index("null")}])))
+    (f,) = out.code_simulation.major
+    assert f.code_quotes == ["null.go();"] and f.description.startswith("[browser] click on 'Go' throws")
+    assert with_observed_findings(diag, html, []) is diag
+
+
+def test_offsets_move_into_the_response_and_liveness_counts_motion():
+    d = {"failures": [{"offset": 3, "label": "x"}], "actions": [{"handler_offset": None}, {"handler_offset": 2}]}
+    assert shift_offsets(d, 10) == {"failures": [{"offset": 13, "label": "x"}],
+                                    "actions": [{"handler_offset": None}, {"handler_offset": 12}]}
+    a = {"rafs": 5, "draws": 0, "mutations": 2, "canvas": 7, "animations": 0}
+    assert liveness(a, dict(a), 0.3)["animated"] is False
+    assert liveness(a, {**a, "rafs": 9}, 0.3)["animated"] is True
+    assert liveness(a, {**a, "animations": 1}, 0.3)["visual_change"] is True
+
+
+def test_judge_prompt_gets_the_observed_facts():
+    html = "<html>\n<body>\n<button>Go</button>\n<script>\nnull.go();\n</script></body></html>"
+    ev = {"syntax_errors": [], "runtime": {"status": "ok", "page_errors": [],
+                                           "interaction": inter(errors=[{**ERR, "offset": html.index("null")}],
+                                                                dead_controls=[{"label": "Stop"}])}}
+    facts = observed_facts(html, ev)
+    assert "click on 'Go' throws TypeError: x is null (line 5)" in facts
+    assert "'Stop'" in facts and "0 animation frames" in facts
+    task = Task.model_validate({"query_id": "q", "query": "x", "rubric": {"initial_state": [
+        {"id": "I1", "requirement": "r", "level": "core_module"}], "dynamic": []}})
+    from tasks.llm.prompts import load_prompt
+
+    req = build_judge_request(task, html, key="k", local_evidence=ev)
+    _, user = load_prompt(req.prompt).render(req.variables)
+    assert facts in user and "Observed in headless Chromium" in user
