@@ -24,11 +24,12 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
+from schemas.config_env import RuntimeConfig
 from schemas.config_rubrics import RubricsConfig
-from schemas.rubrics import (candidates_suites, expansions_suites, items_suites, modules_suites, references_suites,
-                             requirements_suites, ITEMS_SCHEMA)
+from schemas.rubrics import (ITEMS_SCHEMA, candidates_suites, checks_suites, expansions_suites,
+                             items_suites, modules_suites, references_suites, requirements_suites)
 from tasks.llm.base import Provider
-from tasks.rubrics import pipeline, stages
+from tasks.rubrics import checks, pipeline, stages
 from tasks.rubrics.report import coverage_markdown, coverage_summary
 from tasks.stage import StageOutcome, StageSpec, run_stage
 from tasks.store import StageStore
@@ -38,6 +39,8 @@ log = logging.getLogger("rubricrl.rubrics")
 stage_part = task(stages.stage_part, name="rubric-stage-part", retries=1, retry_delay_seconds=[10],
                   cache_policy=NO_CACHE)
 items_part = task(stages.items_part, name="rubric-items-part", cache_policy=NO_CACHE)
+checks_part = task(checks.checks_part, name="rubric-checks-part", retries=1, retry_delay_seconds=[10],
+                   cache_policy=NO_CACHE)
 
 
 # modules and candidates also check that covered ids exist among the query's published requirements
@@ -70,8 +73,9 @@ def _stats(counts: pipeline.PartCounts) -> Callable[[pa.Table], dict[str, Any]]:
 
 
 def build_stages(store: StageStore, provider: Provider, rcfg: RubricsConfig, *, force: bool = False,
-                 concurrency: int = 8) -> list[StageOutcome]:
-    """Run the five stages and ``rubric_items`` over the published ``queries`` stage."""
+                 concurrency: int = 8, runtime: RuntimeConfig | None = None) -> list[StageOutcome]:
+    """Run the five stages, ``rubric_checks`` and ``rubric_items`` over the published ``queries`` stage.
+    ``runtime``: the browser the checks are dry-run in (None: no dry run, the rows say so)."""
     queries = store.read("queries", columns=["query_id", "text"])
     queries = queries.filter(pc.is_valid(queries.column("text")))
     texts = dict(zip(queries.column("query_id").to_pylist(), queries.column("text").to_pylist()))
@@ -111,14 +115,45 @@ def build_stages(store: StageStore, provider: Provider, rcfg: RubricsConfig, *, 
         inputs[sd.name] = out.manifest.version
         if sd.name == "requirements":
             req_table.append(store.read("requirements", columns=["query_id", "status", "requirement_id"]))
+    outcomes.append(_checks_stage(store, provider, rcfg, chunks, inputs, part_cfg, force, concurrency, runtime))
     refs = store.read("rubric_references")
     items = run_stage(store, StageSpec("rubric_items", ITEMS_SCHEMA, lambda: items_suites(refs)),
                       part_keys=list(chunks), make_part=lambda k: items_part(store, k, chunks[k]),
                       provider=provider.name, config=rcfg.model_dump(mode="json"), config_hash=_hash(part_cfg),
-                      inputs={"rubric_references": inputs["rubric_references"]}, force=force,
+                      inputs={"rubric_references": inputs["rubric_references"],
+                              "rubric_checks": outcomes[-1].manifest.version}, force=force,
                       stats=lambda t: {"items": t.num_rows, "queries": len(set(t.column("query_id").to_pylist()))})
     outcomes.append(items)
     return outcomes
+
+
+def _checks_stage(store: StageStore, provider: Provider, rcfg: RubricsConfig, chunks: dict[str, list[str]],
+                  inputs: dict[str, str], part_cfg: dict[str, Any], force: bool, concurrency: int,
+                  runtime: RuntimeConfig | None) -> StageOutcome:
+    """``rubric_checks``: a check per item where one fits, validated and dry-run (tasks/rubrics/checks.py)."""
+    sd = checks.STAGE
+    settings = rcfg.stage_settings(sd.section)
+    prior = pipeline.PriorRows(store, sd.name, enabled=not force)
+    counts = pipeline.PartCounts()
+    dry = {"dry_run": runtime.model_dump(mode="json") if runtime else None, "step_ms": rcfg.dry_run_step_timeout_ms}
+
+    def make(key: str) -> pa.Table:
+        table, c = checks_part(store, key, chunks[key], provider, settings, rcfg.prompt_dir, prior, concurrency,
+                               runtime, rcfg.dry_run_step_timeout_ms)
+        counts.add(c)
+        return table
+
+    def stats(t: pa.Table) -> dict[str, Any]:
+        status = t.column("check_status").to_pylist()
+        return {**_stats(counts)(t), "checks_kept": status.count("kept"), "checks_dropped": status.count("dropped"),
+                "items_without_check": status.count("none")}
+
+    return run_stage(store, StageSpec(sd.name, sd.schema, checks_suites), part_keys=list(chunks), make_part=make,
+                     provider=provider.name, config=rcfg.model_dump(mode="json"),
+                     config_hash=_hash([part_cfg, settings, dry]),
+                     inputs={"rubric_references": inputs["rubric_references"]},
+                     extra={"prompt": pipeline.prompt_fingerprint(sd.prompt, rcfg.prompt_dir),
+                            "provider": provider.name, "model": provider.model}, force=force, stats=stats)
 
 
 @flow(name="build-rubrics", log_prints=True)
@@ -131,11 +166,13 @@ def build_rubrics(profile: str = "demo", sets: list[str] | None = None, force: b
     logger.info("rubrics configuration: %s", rcfg.model_dump_json())
     # The offline rules are pure Python under the GIL: threads would only add overhead.
     concurrency = 1 if fc.provider.name == "offline" else (rcfg.concurrency or fc.cfg.llm.concurrency)
-    outcomes = build_stages(fc.store, fc.provider, rcfg, force=force, concurrency=concurrency)
+    runtime = fc.cfg.env.runtime if rcfg.check_dry_run and fc.cfg.env.runtime.enabled else None
+    outcomes = build_stages(fc.store, fc.provider, rcfg, force=force, concurrency=concurrency, runtime=runtime)
     summaries = [stage_summary(o, {k: v for k, v in o.manifest.stats.items() if k not in ("rows",)})
                  for o in outcomes]
     cov = coverage_summary(fc.store.read("rubric_references"), fc.store.read("rubric_items"))
-    publish_artifact("build-rubrics", summaries, notes=coverage_markdown(cov), fc=fc)
+    notes = coverage_markdown(cov) + checks.dropped_markdown(fc.store.read("rubric_checks"))
+    publish_artifact("build-rubrics", summaries, notes=notes, fc=fc)
     print(f"rubric_items: {cov['items']} items for {cov['references']} queries; "
           f"{cov['queries_without_reference']} without a reference; uncovered must_cover: {cov['uncovered_must_cover']}")
     return {"stages": summaries, "coverage": cov}

@@ -34,12 +34,13 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
+from schemas.check_results import CHECK_RESULTS_SCHEMA, check_results_suites
 from schemas.config import Config, load_config
 from schemas.config_env import EnvConfig
 from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
 from schemas.layout import RUN_CONFIG, RUN_QUERIES, RUN_RECORDS
 from schemas.rubric import Task
-from tasks.env.records import reward_config_hash, score_rollouts_table, task_from_row
+from tasks.env.records import reward_config_hash, score_rollouts_tables, task_from_row
 from tasks.llm import Provider, get_provider
 from tasks.score_step import score_step
 from tasks.stage import StageSpec, chunked, run_stage
@@ -47,14 +48,14 @@ from tasks.store import atomic_write_table
 
 
 def _score_chunk(rollouts: pa.Table, tasks: dict[str, dict[str, Any]], env: dict[str, Any],
-                 llm: dict[str, Any]) -> tuple[pa.Table, pa.Table]:
+                 llm: dict[str, Any]) -> tuple[pa.Table, pa.Table, pa.Table]:
     """One chunk on one worker: the worker's shared browser, a provider built here (picklable inputs only)."""
     from schemas.config_llm import LLMConfig
 
     cfg = EnvConfig.model_validate(env)
     provider = get_provider(config=LLMConfig.model_validate(llm))
     task_objs = {k: task_from_row(v) for k, v in tasks.items()}
-    return score_rollouts_table(rollouts, task_objs, provider=provider, cfg=cfg)
+    return score_rollouts_tables(rollouts, task_objs, provider=provider, cfg=cfg)
 
 
 score_chunk = task(_score_chunk, name="score-chunk", retries=1, retry_delay_seconds=[5], cache_policy=NO_CACHE)
@@ -73,7 +74,7 @@ def task_runner_for(cfg: EnvConfig) -> Any:
 
 
 def score_chunks(chunks: dict[str, pa.Table], tasks: dict[str, dict[str, Any]], env: dict[str, Any],
-                 llm: dict[str, Any]) -> dict[str, tuple[pa.Table, pa.Table]]:
+                 llm: dict[str, Any]) -> dict[str, tuple[pa.Table, pa.Table, pa.Table]]:
     futures = {k: score_chunk.submit(t, {q: tasks[q] for q in set(t.column("query_id").to_pylist()) if q in tasks},
                                      env, llm) for k, t in chunks.items()}
     return {k: f.result() for k, f in futures.items()}
@@ -81,8 +82,13 @@ def score_chunks(chunks: dict[str, pa.Table], tasks: dict[str, dict[str, Any]], 
 
 @flow(name="score-rollouts-fanout")
 def _fanout(chunks: dict[str, pa.Table], tasks: dict[str, dict[str, Any]], env: dict[str, Any],
-            llm: dict[str, Any]) -> dict[str, tuple[pa.Table, pa.Table]]:
+            llm: dict[str, Any]) -> dict[str, tuple[pa.Table, pa.Table, pa.Table]]:
     return score_chunks(chunks, tasks, env, llm)
+
+
+def _check_stats(t: pa.Table) -> dict[str, Any]:
+    status = t.column("status").to_pylist()
+    return {s: status.count(s) for s in ("passed", "failed", "inconclusive")}
 
 
 @flow(name="score-rollouts", log_prints=True)
@@ -103,25 +109,30 @@ def score_rollouts(profile: str = "demo", sets: list[str] | None = None, rollout
     kind = env_cfg.reward_kind
     inputs = {rollouts_stage: fc.store.manifest(rollouts_stage).version,  # type: ignore[union-attr]
               tasks_stage: fc.store.manifest(tasks_stage).version}  # type: ignore[union-attr]
-    results: dict[str, tuple[pa.Table, pa.Table]] = {}
+    results: dict[str, tuple[pa.Table, pa.Table, pa.Table]] = {}
 
-    def compute() -> dict[str, tuple[pa.Table, pa.Table]]:
-        if not results:  # one fan-out serves both stages
+    def compute() -> dict[str, tuple[pa.Table, pa.Table, pa.Table]]:
+        if not results:  # one fan-out serves all three stages
             logger.info("scoring %d rollouts in %d chunks on %s (%d workers)", rollouts.num_rows, len(chunks),
                         env_cfg.task_runner, env_cfg.workers)
             results.update(_fanout.with_options(task_runner=task_runner_for(env_cfg))(chunks, task_rows, env_json, llm))
         return results
 
     common = dict(provider=fc.provider.name, config={"env": env_json}, config_hash=reward_config_hash(env_cfg, kind),
-                  inputs=inputs, extra={"judge_provider": llm, "chunk_size": chunk_size}, force=force)
+                  inputs=inputs, extra={"judge_provider": llm, "chunk_size": chunk_size, "checks": env_json["checks"]},
+                  force=force)  # the judge sees the checks' results, so their settings enter every stage here
     judg = run_stage(fc.store, StageSpec("judgments", JUDGMENTS_SCHEMA, judgments_suites), part_keys=keys,
                      make_part=lambda k: compute()[k][0], **common)
     rew = run_stage(fc.store, StageSpec("rewards", REWARDS_SCHEMA, lambda: reward_suites_for(env_cfg.reward)),
                     part_keys=keys, make_part=lambda k: compute()[k][1],
                     **{**common, "inputs": {**inputs, "judgments": judg.manifest.version}})
+    chk = run_stage(fc.store, StageSpec("check_results", CHECK_RESULTS_SCHEMA, check_results_suites),
+                    part_keys=keys, make_part=lambda k: compute()[k][2],
+                    **{**common, "inputs": {**inputs, "judgments": judg.manifest.version}}, stats=_check_stats)
     table = fc.store.read("rewards")
     missing = table.column("reward").null_count
-    summaries = [stage_summary(judg), stage_summary(rew, {"missing_rewards": missing})]
+    summaries = [stage_summary(judg), stage_summary(rew, {"missing_rewards": missing}),
+                 stage_summary(chk, {k: v for k, v in chk.manifest.stats.items() if k != "rows"})]
     publish_artifact("score-rollouts", summaries, fc=fc)
     print(f"rewards: {table.num_rows} rows, {missing} missing (judge failures)")
     return {"stages": summaries, "missing_rewards": missing}

@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from schemas.config_checks import ChecksConfig
+
 # Project files (the CDN mirror) resolve against the project, not the current directory: `rubricrl score`
 # run from elsewhere must find the same mirror and give the same verdicts.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -170,6 +172,7 @@ class EnvConfig(_Section):
     static: StaticConfig = Field(default_factory=StaticConfig)
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    checks: ChecksConfig = Field(default_factory=ChecksConfig)
     task_runner: Literal["threads", "ray"] = Field("threads", description="Prefect task runner of score-rollouts")
     ray_address: str | None = Field(None, description="Ray cluster address; None starts a local Ray instance")
     workers: int = Field(2, ge=1, le=512, description="Parallel score workers (threads, or Ray tasks)")

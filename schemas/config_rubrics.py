@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RUBRIC_STAGES = ("expansions", "requirements", "modules", "rubric_candidates", "rubric_references")
+RUBRIC_STAGES = ("expansions", "requirements", "modules", "rubric_candidates", "rubric_references", "rubric_checks")
 
 
 class StageSettings(BaseModel):
@@ -34,6 +34,11 @@ class RubricsConfig(BaseModel):
     modules: StageSettings = Field(default_factory=lambda: StageSettings(max_tokens=3000))
     decomposition: StageSettings = Field(default_factory=lambda: StageSettings(max_tokens=8000))
     filtering: StageSettings = Field(default_factory=lambda: StageSettings(max_tokens=10000))
+    checks: StageSettings = Field(default_factory=lambda: StageSettings(max_tokens=8000))
+    check_dry_run: bool = Field(True, description="Dry-run every written check on an empty page in the browser; a "
+                                                  "check that passes or fails there (it verifies nothing) is dropped")
+    dry_run_step_timeout_ms: int = Field(150, ge=50, le=5000, description="Step limit in the dry run: on an empty "
+                                                                          "page every target is missing, so keep it short")
 
     def stage_settings(self, section: str) -> dict[str, Any]:
         """What one stage's rows depend on (enters its input hashes); chunking does not."""

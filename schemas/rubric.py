@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from schemas.checks import Check
+
 RubricLevel = Literal["core_module", "correct_rule", "rendering_effect"]
 Scope = Literal["initial_state", "dynamic"]
 RUBRIC_LEVELS: tuple[str, ...] = ("core_module", "correct_rule", "rendering_effect")
@@ -42,11 +44,13 @@ class Reference(BaseModel):
 
 
 class CompactItem(BaseModel):
-    """Compact export: id, requirement, level (scope by list membership)."""
+    """Compact export: id, requirement, level (scope by list membership); ``check``, the item's executable
+    check (``schemas/checks.py``), travels with it to the environment when build-rubrics wrote one."""
 
     id: str
     requirement: str
     level: RubricLevel
+    check: Check | None = None
 
 
 class CompactRubric(BaseModel):
@@ -63,6 +67,15 @@ class CompactRubric(BaseModel):
 
     def level_of(self) -> dict[str, str]:
         return {i.id: i.level for i in [*self.initial_state, *self.dynamic]}
+
+    def checks(self) -> list[tuple[str, Check]]:
+        """(item id, check) of the items that have one, in rubric order."""
+        return [(i.id, i.check) for i in [*self.initial_state, *self.dynamic] if i.check is not None]
+
+    def with_checks(self, checks: dict[str, Check]) -> "CompactRubric":
+        """A copy whose items carry ``checks[item id]`` (items not named keep none)."""
+        conv = lambda items: [i.model_copy(update={"check": checks.get(i.id)}) for i in items]  # noqa: E731
+        return CompactRubric(initial_state=conv(self.initial_state), dynamic=conv(self.dynamic))
 
 
 class JudgeItem(BaseModel):

@@ -66,12 +66,21 @@ REFERENCES_SCHEMA = pa.schema(COMMON + [
     pa.field("unsupported_items", pa.list_(UNSUPPORTED)), pa.field("filtering_decisions", pa.list_(DECISION)),
     pa.field("coverage_report", _S), pa.field("faithfulness_report", _S),
 ])
+CHECK_STATUSES = ("kept", "dropped", "none")
+DRY_RUNS = ("inconclusive", "passed", "failed", "error", "skipped")
+CHECKS_SCHEMA = pa.schema(COMMON + [
+    pa.field("position", pa.int32()), pa.field("item_id", _S), pa.field("scope", _S),
+    pa.field("check_json", _S),  # kept: the validated check (schemas/checks.py); dropped: what was proposed
+    pa.field("check_status", _S), pa.field("check_problem", _S),  # why dropped (parse error or dry run)
+    pa.field("dry_run", _S),  # the check's verdict on an empty page (only 'inconclusive' is kept)
+])
 ITEMS_SCHEMA = pa.schema([
     pa.field("query_id", _S), pa.field("scope", _S), pa.field("position", pa.int32()), pa.field("id", _S),
     pa.field("requirement", _S), pa.field("verification", _S), pa.field("source_module", _S),
     pa.field("covered_requirement_ids", _L), pa.field("query_evidence", _S), pa.field("rubric_level", _S),
     pa.field("input_hash", _S), pa.field("provider", _S), pa.field("model", _S), pa.field("prompt_version", _S),
     pa.field("given", pa.bool_()),  # copied from an ingested benchmark's checklist (source_module 'given')
+    pa.field("check", _S),  # the item's executable check (JSON, schemas/checks.py); null when none was kept
 ])
 
 
@@ -222,6 +231,44 @@ def _id_matches_scope(table: pa.Table) -> pd.DataFrame:
     return pd.DataFrame({"query_id": table.column("query_id").to_pylist(), "id": ids, "id_matches_scope": ok})
 
 
+def _check_parses(table: pa.Table) -> pd.DataFrame:
+    from pydantic import ValidationError
+
+    from schemas.checks import Check
+
+    def ok(c: str | None) -> bool:
+        try:
+            return c is None or bool(Check.model_validate_json(c))
+        except ValidationError:
+            return False
+
+    return pd.DataFrame({"query_id": table.column("query_id").to_pylist(), "id": table.column("id").to_pylist(),
+                         "check_parses": [ok(c) for c in table.column("check").to_pylist()]})
+
+
+def checks_suites() -> list[FrameSuite]:
+    """rubric_checks: statuses in their sets; a kept check parses in the language and was not unsound on
+    the empty page."""
+    ok = suite("rubric_checks-ok", E.ExpectColumnValuesToNotBeNull(column="item_id"),
+               E.ExpectCompoundColumnsToBeUnique(column_list=["query_id", "item_id"]),
+               E.ExpectColumnValuesToBeInSet(column="scope", value_set=list(SCOPES)),
+               E.ExpectColumnValuesToBeInSet(column="check_status", value_set=list(CHECK_STATUSES)),
+               E.ExpectColumnValuesToBeInSet(column="dry_run", value_set=list(DRY_RUNS)))
+    kept = suite("rubric_checks-kept", E.ExpectColumnValuesToBeInSet(column="check_parses", value_set=[True]),
+                 E.ExpectColumnValuesToBeInSet(column="dry_run", value_set=["inconclusive", "skipped", None]))
+
+    def kept_frame(table: pa.Table) -> pd.DataFrame:
+        t = table.filter(pc.equal(table.column("check_status"), "kept"))
+        df = _check_parses(t.select(["query_id", "item_id", "check_json"]).rename_columns(["query_id", "id", "check"]))
+        df["dry_run"] = t.column("dry_run").to_pylist()
+        return df
+
+    return [FrameSuite("rows", columns(*STATUS_COLUMNS), _status_suite("rubric_checks"), ["query_id"]),
+            FrameSuite("ok", columns("query_id", "item_id", "scope", "check_status", "dry_run", only_ok=True), ok,
+                       ["query_id", "item_id"]),
+            FrameSuite("kept", kept_frame, kept, ["query_id", "id"])]
+
+
 def items_suites(references: pa.Table | None = None) -> list[FrameSuite]:
     main = suite("rubric_items", E.ExpectColumnValuesToNotBeNull(column="query_id"),
                  E.ExpectColumnValuesToNotBeNull(column="id"),
@@ -235,5 +282,7 @@ def items_suites(references: pa.Table | None = None) -> list[FrameSuite]:
                   *(E.ExpectColumnValuesToBeInSet(column=c, value_set=[True])
                     for c in ("has_items", "has_reference", "must_cover_accounted", "covered_ids_exist")))
     main_cols = columns("query_id", "id", "scope", "rubric_level", "query_evidence", "provider")
+    checks = suite("rubric_items-checks", E.ExpectColumnValuesToBeInSet(column="check_parses", value_set=[True]))
     return [FrameSuite("rows", main_cols, main, ["query_id", "id"]), FrameSuite("ids", _id_matches_scope, ids, ["query_id", "id"]),
-            FrameSuite("per_query", _items_per_query(references), per_q, ["query_id"])]
+            FrameSuite("per_query", _items_per_query(references), per_q, ["query_id"]),
+            FrameSuite("checks", _check_parses, checks, ["query_id", "id"])]

@@ -1,7 +1,7 @@
 """Cost before spending: how many LLM calls a profile makes per stage, and what they would cost.
 
 Call counts follow the configuration (paper scale with ``--profile full``): query synthesis makes one
-call per candidate, each of the five rubric stages one per query, SFT one per query and teacher,
+call per candidate, each of the six rubric stages (checks included) one per query, SFT one per query and teacher,
 selection one judge call per probe sample, GRPO one judge call per response (B x G per step).
 Tokens per call are the means of this data directory's ledger for the same stage (run the demo
 first; the offline provider's ledger holds rendered-prompt input estimates and rule-made outputs,
@@ -18,8 +18,7 @@ from typing import Any
 
 from schemas.config import Config
 from schemas.config_llm import Prices
-
-RUBRIC_STAGES = ("expansions", "requirements", "modules", "rubric_candidates", "rubric_references")
+from schemas.config_rubrics import RUBRIC_STAGES
 
 
 def call_counts(cfg: Config) -> dict[str, int]:

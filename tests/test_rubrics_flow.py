@@ -13,7 +13,8 @@ from tasks.store import StageStore
 from tasks.synthesize import sample_personas, synthesize_chunk
 from tests.fixtures.rubrics.support import publish_queries
 
-STAGES = ["expansions", "requirements", "modules", "rubric_candidates", "rubric_references", "rubric_items"]
+STAGES = ["expansions", "requirements", "modules", "rubric_candidates", "rubric_references", "rubric_checks",
+          "rubric_items"]
 
 
 def _texts(n: int, start: int = 0) -> dict[str, str]:

@@ -14,7 +14,8 @@ from tasks.rubrics.filtering import TRACE_ONLY
 from tasks.store import StageStore
 from tests.fixtures.rubrics.support import publish_queries, q5_text, recorded_provider
 
-STAGES = ["expansions", "requirements", "modules", "rubric_candidates", "rubric_references", "rubric_items"]
+STAGES = ["expansions", "requirements", "modules", "rubric_candidates", "rubric_references", "rubric_checks",
+          "rubric_items"]
 
 
 def test_q5_recorded_answers_publish_all_stages(prefect_harness, tmp_path):
@@ -26,7 +27,7 @@ def test_q5_recorded_answers_publish_all_stages(prefect_harness, tmp_path):
     assert all(o.manifest.validation["success"] for o in outcomes)
     assert {o.manifest.provider for o in outcomes} == {"scripted"}
     # one call per stage, each valid on the first attempt
-    assert [c[0] for c in provider.calls] == STAGES[:5]
+    assert [c[0] for c in provider.calls] == STAGES[:6]
 
     ref = store.read("rubric_references").to_pylist()[0]
     assert ref["status"] == "ok" and (ref["n_initial"], ref["n_dynamic"]) == (5, 12)
@@ -54,6 +55,13 @@ def test_q5_recorded_answers_publish_all_stages(prefect_harness, tmp_path):
                           "level": "core_module"}
     tasks = load_tasks(store)
     assert [t.query_id for t in tasks] == ["q5"] and "Easy mode is selected when the page loads" in tasks[0].query
+    # checks: the recorded answer's D10 check waits 12 s (the language allows 5 s): dropped, with its problem
+    chk = {r["item_id"]: r for r in store.read("rubric_checks").to_pylist()}
+    assert chk["D10"]["check_status"] == "dropped" and "ms" in chk["D10"]["check_problem"]
+    kept = sorted(i for i, r in chk.items() if r["check_status"] == "kept")
+    assert kept == ["D11", "D12", "D3", "D9", "I2", "I3"] and chk["I1"]["check_status"] == "none"
+    assert [i for i, _c in tasks[0].rubric.checks()] == ["I2", "I3", "D3", "D9", "D11", "D12"]
+    assert sorted(i for i, c in zip(ids, items.column("check").to_pylist()) if c) == kept
 
 
 def test_readme_join_query_runs(prefect_harness, tmp_path):

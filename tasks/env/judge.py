@@ -55,11 +55,13 @@ def judge_variables(task: Task, html: str) -> dict[str, Any]:
 def build_judge_request(task: Task, html: str, *, key: str, local_evidence: dict[str, Any] | None = None,
                         cfg: JudgeConfig | None = None) -> LLMRequest:
     """The judge LLMRequest. ``local_evidence`` (our static/runtime evidence, HTML offsets) feeds the offline
-    rule whole and the prompt as a compact block of observed facts (the app is still judged from its source)."""
+    rule whole and the prompt as a compact block of observed facts and the executable checks' results (the app
+    is still judged from its source)."""
     cfg = cfg or JudgeConfig()
     variables = judge_variables(task, html)
     variables["local_evidence"] = local_evidence or {}
     variables["observed"] = observed_facts(html, local_evidence or {})
+    variables["check_results"] = render_checks(check_results_of(local_evidence))
     variables["rubric_items"] = [i.model_dump() for i in judge_payload(task.rubric)]
     return LLMRequest(stage="judgments", key=key, prompt=cfg.prompt, variables=variables, output_model=Diagnosis,
                       offline_rule=offline_diagnosis, validation_context={"valid_ids": task.rubric.ids()},
@@ -187,6 +189,37 @@ def _simulation_layer(html: str, rt: dict[str, Any] | None) -> dict[str, list]:
     return layer
 
 
+def check_results_of(local_evidence: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The executable checks' results (HTML offsets) inside our local evidence."""
+    return list(((local_evidence or {}).get("runtime") or {}).get("check_results") or [])
+
+
+def render_checks(results: list[dict[str, Any]]) -> str:
+    """Check results as the judge prompt shows them: one line per checked item (pure)."""
+    if not results:
+        return "(no executable checks were run for this application)"
+    lines = []
+    for r in results:
+        if r["status"] == "passed":
+            lines.append(f"- {r['item_id']}: passed")
+        elif r["status"] == "failed":
+            err = "; ".join(f"{e.get('name')}: {e.get('message', '')[:150]} (line {e.get('line')})"
+                            for e in r.get("errors", [])[:2])
+            lines.append(f"- {r['item_id']}: FAILED at step {r['step']} ({r['step_kind']}): {r['reason']}; observed "
+                         f"{r.get('observed')!s}, expected {r.get('expected')!s}" + (f"; page errors: {err}" if err else ""))
+        else:
+            lines.append(f"- {r['item_id']}: inconclusive ({r['reason'][:200]}): no evidence either way")
+    return "\n".join(lines)
+
+
+def _check_finding(html: str, it: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
+    """A failed executable check as a major rubric finding; a page error's source line is its direct anchor."""
+    quotes = [q for e in r.get("errors", []) for q in _line_quote(html, e.get("offset"))][:3]
+    return _finding(f"executable check failed for: {it['requirement']}", list(dict.fromkeys(quotes)),
+                    f"step {r['step']} ({r['step_kind']}) in headless Chromium: {r['reason']}; observed "
+                    f"{r.get('observed')}, expected {r.get('expected')}", item_id=it["id"], scope=it["scope"])
+
+
 def keyword_coverage(requirement: str, source: str) -> float:
     """Share of the requirement's content words that occur in the source (pure, lower-cased)."""
     words = {w for w in re.findall(r"[a-z][a-z]{3,}", requirement.lower()) if w not in _STOP}
@@ -237,9 +270,18 @@ def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> tup
     return None
 
 
-def _rubric_layer(html: str, items: list[dict[str, Any]], inter: dict[str, Any] | None = None) -> dict[str, list]:
+def _rubric_layer(html: str, items: list[dict[str, Any]], inter: dict[str, Any] | None = None,
+                  checks: list[dict[str, Any]] | None = None) -> dict[str, list]:
+    """An executable check decides first (failed: a major finding; passed: met), then the interaction
+    evidence; the rest is left to the keyword heuristic, labelled as such."""
     layer: dict[str, list] = {s: [] for s in SEVERITIES}
+    verdict = {r["item_id"]: r for r in checks or [] if r["status"] in ("passed", "failed")}
     for it in items:
+        r = verdict.get(it["id"])
+        if r is not None:
+            if r["status"] == "failed":
+                layer["major"].append(_check_finding(html, it, r))
+            continue
         decided = evidence_decision(it, inter)
         if decided == MET:
             continue
@@ -265,7 +307,7 @@ def offline_diagnosis(variables: dict[str, Any]) -> dict[str, Any]:
         "static_check": _static_layer(html, ev.get("syntax_errors", [])),
         "code_simulation": _simulation_layer(html, ev.get("runtime")),
         "rubric_alignment": _rubric_layer(html, variables.get("rubric_items", []),
-                                          (ev.get("runtime") or {}).get("interaction")),
+                                          (ev.get("runtime") or {}).get("interaction"), check_results_of(ev)),
     }
     return {name: {"name": name, **layers[name]} for name in LAYERS}
 

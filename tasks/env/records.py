@@ -12,6 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from schemas.check_results import CHECK_RESULTS_SCHEMA
+from schemas.checks import CHECKS_VERSION
 from schemas.config_env import EnvConfig
 from schemas.env import INTERACTION_TYPE, JUDGMENTS_SCHEMA, REWARDS_SCHEMA
 from schemas.rubric import CompactRubric, Task
@@ -95,6 +97,21 @@ def tables(results: list[ScoreResult], cfg: EnvConfig, kind: str) -> tuple[pa.Ta
             pa.Table.from_pylist([reward_row(r, h) for r in results], schema=REWARDS_SCHEMA))
 
 
+def check_rows(r: ScoreResult, scope_of: dict[str, str]) -> list[dict[str, Any]]:
+    """``check_results`` rows of one scored response (response offsets)."""
+    out = []
+    for c in r.check_results:
+        errs = c.get("errors") or []
+        out.append({"rollout_id": r.key, "query_id": r.query_id, "item_id": c["item_id"],
+                    "scope": scope_of.get(c["item_id"]), "status": c["status"], "step": c.get("step"),
+                    "step_kind": c.get("step_kind"), "reason": c.get("reason"), "observed": c.get("observed"),
+                    "expected": c.get("expected"), "n_errors": len(errs),
+                    "error_offset": next((e["offset"] for e in errs if e.get("offset") is not None), None),
+                    "errors_json": json.dumps(errs, ensure_ascii=False), "duration_s": c.get("duration_s"),
+                    "check_version": CHECKS_VERSION})
+    return out
+
+
 def task_from_row(row: dict[str, Any]) -> Task:
     """A Task from a queries-like row: ``query_id``, ``query`` (or ``text``), ``rubric`` (dict or JSON)."""
     rubric = row.get("rubric") if row.get("rubric") is not None else row.get("rubric_json")
@@ -111,6 +128,15 @@ def score_rollouts_table(rollouts: pa.Table, tasks: dict[str, Task], *, provider
                          cfg: EnvConfig, runtime: BrowserRuntime | None = None,
                          reward_kind: str | None = None) -> tuple[pa.Table, pa.Table]:
     """Score a table of rollouts; every row gets a judgment and a reward row (reward may be null)."""
+    judg, rew, _checks = score_rollouts_tables(rollouts, tasks, provider=provider, cfg=cfg, runtime=runtime,
+                                               reward_kind=reward_kind)
+    return judg, rew
+
+
+def score_rollouts_tables(rollouts: pa.Table, tasks: dict[str, Task], *, provider: Provider | None,
+                          cfg: EnvConfig, runtime: BrowserRuntime | None = None,
+                          reward_kind: str | None = None) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """``score_rollouts_table`` plus the ``check_results`` rows (one per response and checked item)."""
     missing = [c for c in ROLLOUT_COLUMNS if c not in rollouts.column_names]
     if missing:
         raise ValueError(f"rollouts need columns {list(ROLLOUT_COLUMNS)}; missing {missing}: fix the producing stage")
@@ -123,4 +149,5 @@ def score_rollouts_table(rollouts: pa.Table, tasks: dict[str, Task], *, provider
         inputs.append(ScoreInput(row["rollout_id"], task, row["response"] or ""))
     kind = reward_kind or cfg.reward_kind
     results = score_batch(inputs, provider=provider, runtime=runtime, cfg=cfg, reward_kind=kind)
-    return tables(results, cfg, kind)
+    checks = [row for i, r in zip(inputs, results) for row in check_rows(r, i.task.rubric.scope_of())]
+    return (*tables(results, cfg, kind), pa.Table.from_pylist(checks, schema=CHECK_RESULTS_SCHEMA))

@@ -79,6 +79,7 @@ class RuntimeEvidence:
     blank_body: bool | None = None
     duration_s: float = 0.0
     error: str | None = None  # an environment failure (no browser): no verdict, never a made-up one
+    check_results: list[dict[str, Any]] = field(default_factory=list)  # filled by an after-load hook (checks)
     interaction: dict[str, Any] | None = None  # the probe's evidence (tasks.env.probe.InteractionEvidence)
     rechecked_from: str | None = None  # the status beside other apps, when a re-check alone replaced it
 
@@ -226,8 +227,9 @@ class BrowserRuntime:
 
     async def after_probe(self, context: Any, html: str, ev: RuntimeEvidence, extra: Any = None) -> None:
         """The step after load, settle and probe, in the app's own sandboxed context (a fresh page may be
-        opened there). Nothing by default; subclasses (per-rubric-item checks) extend it and record into
-        ``ev``. It runs inside the app's hard limit."""
+        opened there). Nothing by default; subclasses may extend it and record into ``ev``. It runs inside the
+        app's hard limit. An ``extra`` that is an async callable ``(context, html, ev)`` (the executable rubric
+        checks, ``tasks.env.checks.checks_hook``) is awaited after that limit, under its own limits."""
 
     def browser_pids(self) -> list[int]:
         """PIDs of this runtime's browser process (not its renderers), found by the launch marker."""
@@ -326,6 +328,12 @@ class BrowserRuntime:
             return RuntimeEvidence(status="unavailable", error=f"new context failed: {e}")
         try:
             await asyncio.wait_for(self._load(context, html, ev, session, extra), self.cfg.hard_limit_s)
+            if callable(extra) and ev.status in ("ok", "page_error", "blank"):
+                context.rubricrl_checking = True  # the checks open their own pages: not popups to close
+                try:  # executable rubric checks (tasks.env.checks.checks_hook): their own time limits, after the
+                    await extra(context, html, ev)  # hard limit of the load; nothing they do changes its verdict
+                except Exception:  # their results stay empty, which readers report as not run
+                    pass
         except asyncio.TimeoutError:
             if ev.status == "ok":
                 ev.status = "unresponsive"
@@ -358,7 +366,8 @@ class BrowserRuntime:
         await context.route("**/*", lambda route: self._route(route, html, ev, session))
         await context.route_web_socket(re.compile(".*"), lambda ws: self._block_ws(ws, ev))
         page = await context.new_page()
-        context.on("page", lambda p: self._popup(p, session) if p is not page else None)  # popups: closed
+        context.on("page", lambda p: self._popup(p, session)  # popups: closed (not the checks' own pages)
+                   if p is not page and not getattr(context, "rubricrl_checking", False) else None)
 
         def on_error(exc: Any) -> None:
             if not session.started:  # during the probe the page records errors with the action that caused them
@@ -433,7 +442,8 @@ class BrowserRuntime:
     async def _route(self, route: Any, html: str, ev: RuntimeEvidence, session: ProbeSession) -> None:
         req = route.request
         url = req.url
-        if session.loaded and req.is_navigation_request() and req.frame.parent_frame is None:
+        if session.loaded and req.is_navigation_request() and req.frame.parent_frame is None \
+                and not getattr(req.frame.page.context, "rubricrl_checking", False):  # the checks' pages load the app
             # Navigation away (a link, location.href, a form submit) after load: "204 No Content" keeps the page.
             # It is an attempt to leave the sandbox too, so it is listed with the other blocked requests.
             session.navigation(url)

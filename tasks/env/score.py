@@ -18,6 +18,7 @@ from schemas.config_env import EnvConfig
 from schemas.judge import Diagnosis
 from schemas.rubric import Task
 from tasks.attribution.api import AttributionTrace, attribute
+from tasks.env.checks import checks_hook, not_run
 from tasks.env.extract import Extraction, extract_html
 from tasks.env.judge import (build_judge_request, findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
                              rubric_severities, with_observed_findings)
@@ -53,6 +54,7 @@ class ScoreResult:
     rubric_score: float | None = None
     html_length: int = 0
     attribution: AttributionTrace | None = None  # spans behind the findings (paper B.3), source coordinates
+    check_results: list[dict[str, Any]] = field(default_factory=list)  # per checked item; response offsets
 
     def to_json(self) -> dict[str, Any]:
         """The ``rubricrl score`` contract (its keys first), plus the judge record and the gates."""
@@ -88,6 +90,7 @@ def evidence_dict(ex: Extraction | None, st: StaticEvidence | None, rt: RuntimeE
                           "runtime_rechecked_from": rt.rechecked_from if rt else None,
                           "interaction": interaction_output(rt.interaction, h) if rt else None,
                           "external_scripts": list(st.external_scripts) if st else [],
+                          "checks": [{**r, "errors": _shift(r["errors"], h)} for r in rt.check_results] if rt else [],
                           "dropped_findings": dropped}
     return ev
 
@@ -128,7 +131,8 @@ def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, r
     if ex is None or st is None:
         r = reward(kind, False, None, None, levels, None, cfg.reward)
         return ScoreResult(inp.key, inp.task.query_id, False, None, None, r, kind, None, [],
-                           evidence_dict(None, None, None, dropped), judge, {}, None, 0)
+                           evidence_dict(None, None, None, dropped), judge, {}, None, 0,
+                           check_results=not_run(inp.task.rubric.checks(), "no HTML application in the response"))
     gates: dict[str, bool | None] = dict(layer_gates(diag)) if diag else \
         {"static_check": None, "code_simulation": None, "rubric_alignment": None}
     if diag is not None and rt is not None and cfg.runtime.probe.errors_fail:
@@ -145,9 +149,26 @@ def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, r
     trace = attribute(inp.response, ex.offset, diag, attribution) if diag is not None else None
     spans = {f.key: {"direct_spans": f.direct_spans_response(), "context_spans": f.context_spans_response()}
              for f in trace.findings} if trace is not None else None
+    evidence = evidence_dict(ex, st, rt, dropped)
     return ScoreResult(inp.key, inp.task.query_id, True, source_valid, runtime_valid, r, kind, ex.offset,
-                       findings_list(diag, spans), evidence_dict(ex, st, rt, dropped), judge, gates, score,
-                       len(ex.html), trace)
+                       findings_list(diag, spans), evidence, judge, gates, score, len(ex.html), trace,
+                       check_results=item_check_results(inp, rt, evidence["checks"], cfg))
+
+
+def _checks_hook(inp: ScoreInput, cfg: EnvConfig) -> Any:
+    checks = inp.task.rubric.checks()
+    return checks_hook(checks, cfg.checks, cfg.runtime.load_timeout_s) if checks and cfg.checks.enabled else None
+
+
+def item_check_results(inp: ScoreInput, rt: RuntimeEvidence | None, ran: list[dict[str, Any]],
+                       cfg: EnvConfig) -> list[dict[str, Any]]:
+    """One result per checked item (response offsets): what ran, else inconclusive saying why not (pure)."""
+    checks = inp.task.rubric.checks()
+    if not checks or ran:
+        return ran
+    why = ("env.checks.enabled is false" if not cfg.checks.enabled else "no browser (runtime skipped)"
+           if rt is None or rt.status == "skipped" else f"the app did not load (runtime status {rt.status})")
+    return not_run(checks, why)
 
 
 def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, runtime: BrowserRuntime | None = None,
@@ -162,7 +183,8 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
     todo = [j for j, e in enumerate(exs) if e is not None]
     rt_engine = _runtime_for(cfg, runtime) if todo else None
     if rt_engine is not None:
-        for j, ev in zip(todo, rt_engine.check_many([exs[j].html for j in todo])):  # type: ignore[union-attr]
+        hooks = [_checks_hook(inputs[j], cfg) for j in todo]
+        for j, ev in zip(todo, rt_engine.check_many([exs[j].html for j in todo], extras=hooks)):  # type: ignore[union-attr]
             rts[j] = ev
     elif todo:
         for j in todo:

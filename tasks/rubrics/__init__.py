@@ -4,7 +4,8 @@
   stage (request variables, offline rule, rows); ``filtering.finalize`` is the program's part
   (evidence check, stable ids, coverage).
 - ``pipeline``: chained input hashes, re-use of unchanged rows, building one part.
-- ``load_tasks``: the published references as ``schemas.rubric.Task`` for the environment.
+- ``checks``: the rubric_checks stage (an executable check per item where one fits, dry-run).
+- ``load_tasks``: the published references as ``schemas.rubric.Task`` for the environment, with checks.
 
 Run: ``rubricrl run --only build-rubrics`` or ``prefect deployment run build-rubrics/demo``.
 """
@@ -13,8 +14,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from schemas.checks import Check
 from schemas.rubric import CompactRubric, Task
-from tasks.store import StageStore
+from tasks.store import StageNotFound, StageStore
 
 
 def load_tasks(store: StageStore, query_ids: list[str] | None = None) -> list[Task]:
@@ -31,8 +33,24 @@ def load_tasks(store: StageStore, query_ids: list[str] | None = None) -> list[Ta
             raise ValueError(f"no rubric reference for queries {missing[:10]}{' ...' if len(missing) > 10 else ''}; "
                              "run the build-rubrics flow for them (their rows in rubric_references say why)")
     refs = refs.sort_by("query_id")
-    return [Task(query_id=q, query=e, rubric=CompactRubric.model_validate_json(c))
+    checks = item_checks(store)
+    return [Task(query_id=q, query=e, rubric=CompactRubric.model_validate_json(c).with_checks(checks.get(q, {})))
             for q, e, c in zip(*(refs.column(n).to_pylist() for n in ("query_id", "expanded_query", "compact_json")))]
+
+
+def item_checks(store: StageStore) -> dict[str, dict[str, Check]]:
+    """query_id -> item id -> its executable check, from ``rubric_items.check`` (none before issue 13's stage)."""
+    try:
+        items = store.read("rubric_items")
+    except StageNotFound:
+        return {}
+    if "check" not in items.column_names:
+        return {}
+    out: dict[str, dict[str, Check]] = {}
+    for q, i, c in zip(*(items.column(n).to_pylist() for n in ("query_id", "id", "check"))):
+        if c is not None:
+            out.setdefault(q, {})[i] = Check.model_validate_json(c)
+    return out
 
 
 __all__ = ["load_tasks"]

@@ -33,6 +33,7 @@ from tasks.rubrics.requirements import requirements_json
 
 SCOPE_PREFIX = {"initial_state": "I", "dynamic": "D"}
 NOT_IN_QUERY = "query_evidence does not occur in the expanded query"
+_NO_CHECK = {"initial_state": {"__all__": {"check"}}, "dynamic": {"__all__": {"check"}}}  # checks come later
 TRACE_ONLY = "supported only by a decision in the expansion trace, not by the expanded query"
 
 
@@ -164,7 +165,7 @@ def _reference_row(ctx: QueryContext, ans: FinalReference, ref: Reference, unsup
              f"trace); {len(unsupported) - removed} reported unsupported by the model; {merges} merges")
     cmp_ = compact(ref)
     return {"expanded_query": ctx.expanded_query, "reference_json": ref.model_dump_json(),
-            "compact_json": cmp_.model_dump_json(),
+            "compact_json": cmp_.model_dump_json(exclude=_NO_CHECK),  # the paper's compact export: id, requirement, level
             "judge_payload_json": json.dumps([j.model_dump() for j in judge_payload(cmp_)]),
             "n_initial": len(ref.initial_state), "n_dynamic": len(ref.dynamic), "requirement_ids": req_ids,
             "must_cover_ids": must, "covered_requirement_ids": [r for r in req_ids if r in covered],

@@ -46,6 +46,7 @@ class QueryContext:
     modules: list[dict[str, Any]] = field(default_factory=list)
     candidates: list[dict[str, Any]] = field(default_factory=list)
     given: list[dict[str, Any]] = field(default_factory=list)  # a benchmark's checklist items (benchmark_queries)
+    reference: dict[str, Any] = field(default_factory=dict)  # the final reference (rubric_checks reads it)
 
 
 @dataclass(frozen=True)

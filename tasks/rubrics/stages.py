@@ -72,9 +72,13 @@ def given_items(store: StageStore, query_ids: list[str]) -> dict[str, list[dict[
 
 
 def items_part(store: StageStore, key: str, query_ids: list[str]) -> pa.Table:
-    """``rubric_items`` part from the ``rubric_references`` part of the same key (no model call)."""
+    """``rubric_items`` part from the ``rubric_references`` and ``rubric_checks`` parts of the same key (no
+    model call); an item's ``check`` is its kept check."""
     refs = read_part(store, "rubric_references", key, query_ids)
-    rows = [r for ref in refs.to_pylist() for r in filtering.item_rows(ref)]
+    chk = read_part(store, "rubric_checks", key, query_ids).to_pylist()
+    kept = {(r["query_id"], r["item_id"]): r["check_json"] for r in chk if r["check_status"] == "kept"}
+    rows = [{**r, "check": kept.get((r["query_id"], r["id"]))}
+            for ref in refs.to_pylist() for r in filtering.item_rows(ref)]
     return pa.Table.from_pylist(rows, schema=ITEMS_SCHEMA).sort_by([("query_id", "ascending"),
                                                                       ("position", "ascending")])
 

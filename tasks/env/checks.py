@@ -1,0 +1,426 @@
+"""Run rubric items' executable checks (``schemas/checks.py``) in the app's sandboxed browser context.
+
+Each check runs in a fresh page of the context the runtime built for the app, so it sits behind
+the same network walls (the context's routes) and is reloaded from scratch: one check cannot leave
+state for the next. ``Math.random`` is seeded in every check page, so the same app is driven the
+same way on every run whatever the machine's load.
+
+Verdicts, per item:
+- ``passed``: every expectation held (each is re-read until it holds or its timeout ends);
+- ``failed``: a target was found and an expectation did not hold: the failing step, the observed
+  and expected values, and the page errors so far (with their HTML offsets) are kept;
+- ``inconclusive``: a locator found nothing, a number could not be read, an action could not be
+  performed, or the check ran out of time. A check that could not look says nothing about the app,
+  so it is never a failure (a false alarm is worse than a miss).
+
+Run: ``BrowserRuntime(cfg).check_many(htmls, extras=[checks_hook(item_checks, checks_cfg)])``, or
+``run_item_checks(runtime, html, item_checks)`` for one app; results land in
+``RuntimeEvidence.check_results``.
+"""
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+import time
+from typing import Any, Awaitable, Callable
+
+from schemas.checks import (Arith, CanvasChanges, Check, Click, Const, Count, DblClick, Disabled, Drag, Enabled, Fill,
+                            Hidden, Hover, Locator, NoError, NumberChanges, NumberRelation, Press, Read, Ref, Remember,
+                            Resize, Select, TextChanges, TextMatches, Value, Visible, Wait, step_kind)
+from schemas.config_checks import ChecksConfig
+from tasks.env.runtime import APP_URL, page_error_record
+
+ItemChecks = list[tuple[str, Check]]
+Hook = Callable[[Any, str, Any], Awaitable[None]]
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
+# mulberry32: a seeded Math.random, so random quizzes, shuffles and games deal the same way every run
+_SEED_JS = """(() => { let a = %d >>> 0; Math.random = function () {
+  a = (a + 0x6D2B79F5) >>> 0; let t = a; t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return ((t ^ (t >>> 14)) >>> 0) / 4294967296; }; })();"""
+_OPS = {"eq": lambda a, b, t: abs(a - b) <= t, "ne": lambda a, b, t: abs(a - b) > t, "lt": lambda a, b, t: a < b,
+        "le": lambda a, b, t: a <= b + t, "gt": lambda a, b, t: a > b, "ge": lambda a, b, t: a >= b - t}
+
+
+class Inconclusive(Exception):
+    """The check could not look (nothing found, nothing readable): no verdict on the item."""
+
+
+class Failed(Exception):
+    def __init__(self, reason: str, observed: Any = None, expected: Any = None) -> None:
+        super().__init__(reason)
+        self.observed, self.expected = observed, expected
+
+
+def parse_number(text: str | None, pattern: str | None = None) -> float | None:
+    """The number in ``text``: the first group (or match) of ``pattern``, else the first number (pure)."""
+    if text is None:
+        return None
+    if pattern is not None:
+        m = re.search(pattern, text, re.I)
+        if not m:
+            return None
+        text = m.group(1) if m.groups() and m.group(1) is not None else m.group(0)
+    m = _NUMBER.search(text)
+    if not m:
+        return None
+    try:
+        return float(m.group(0).replace(",", ""))
+    except ValueError:
+        return None
+
+
+def changed_fraction(before: Any, after: Any, region: tuple[float, float, float, float]) -> float:
+    """Share of pixels of the relative ``region`` that differ between two RGB arrays (pure)."""
+    if before.shape != after.shape:
+        return 1.0
+    h, w = before.shape[:2]
+    x0, y0, x1, y1 = int(region[0] * w), int(region[1] * h), max(int(region[2] * w), 1), max(int(region[3] * h), 1)
+    a, b = before[y0:y1, x0:x1], after[y0:y1, x0:x1]
+    if a.size == 0:
+        return 0.0
+    return float((abs(a.astype("int16") - b.astype("int16")).max(axis=-1) > 8).mean())
+
+
+def result_record(item_id: str, status: str, *, step: int | None = None, kind: str | None = None, reason: str = "",
+                  observed: Any = None, expected: Any = None, errors: list[dict[str, Any]] | None = None,
+                  duration_s: float = 0.0) -> dict[str, Any]:
+    """One item's check result (the ``check_results`` row body; offsets into the HTML)."""
+    short = lambda v: None if v is None else str(v)[:500]  # noqa: E731
+    return {"item_id": item_id, "status": status, "step": step, "step_kind": kind, "reason": reason[:1000],
+            "observed": short(observed), "expected": short(expected), "errors": list(errors or [])[:10],
+            "duration_s": round(duration_s, 3)}
+
+
+class _Run:
+    """One check in one page: the remembered values, the page errors, the locators seen."""
+
+    def __init__(self, page: Any, html: str, cfg: ChecksConfig) -> None:
+        self.page, self.html, self.cfg = page, html, cfg
+        self.memory: dict[str, Any] = {}
+        self.errors: list[dict[str, Any]] = []
+        self.seen: set[str] = set()
+
+    def locator(self, loc: Locator, visible: bool = True) -> Any:
+        return matches(self.page, loc, visible).nth(loc.nth)
+
+    async def find(self, loc: Locator, timeout_ms: int, visible: bool = True) -> Any:
+        """The target, waiting up to the step's timeout for it to appear; Inconclusive when it never does."""
+        el = self.locator(loc, visible)
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            if await el.count() > 0:
+                self.seen.add(loc.model_dump_json())
+                return el
+            if time.monotonic() >= deadline:
+                raise Inconclusive(f"locator found nothing: {loc.describe()}")
+            await asyncio.sleep(self.cfg.poll_ms / 1000)
+
+    async def poll(self, timeout_ms: int, probe: Callable[[], Awaitable[tuple[bool, Any]]]) -> Any:
+        """Re-read until ``probe`` says it holds or time is up; returns the last observation or raises Failed."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            ok, observed = await probe()
+            if ok:
+                return observed
+            if time.monotonic() >= deadline:
+                raise Failed("expectation did not hold", observed)
+            await asyncio.sleep(self.cfg.poll_ms / 1000)
+
+    async def text_of(self, el: Any) -> str:
+        tag = (await el.evaluate("e => e.tagName")).lower()
+        if tag in ("input", "textarea", "select"):
+            return await el.input_value()
+        return (await el.inner_text()).strip()
+
+    async def picture(self, el: Any) -> Any:
+        import numpy as np
+        from PIL import Image
+
+        png = await el.screenshot(timeout=self.cfg.step_timeout_ms, animations="allow")
+        return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+    async def number(self, n: Any, t: int) -> float:
+        if isinstance(n, Const):
+            return n.const
+        if isinstance(n, Ref):
+            v = self.memory.get(n.ref, {}).get("number")
+            if v is None:
+                raise Inconclusive(f"no number was read into {n.ref!r}")
+            return float(v)
+        if isinstance(n, Read):
+            el = await self.find(n.read, t)
+            text = await self.text_of(el)
+            v = parse_number(text, n.pattern)
+            if v is None:
+                raise Inconclusive(f"no number in {text[:100]!r} ({n.read.describe()})")
+            return v
+        assert isinstance(n, Arith)
+        a, b = await self.number(n.args[0], t), await self.number(n.args[1], t)
+        if n.op == "div" and b == 0:
+            raise Inconclusive("division by zero in the expected number")
+        return {"add": a + b, "sub": a - b, "mul": a * b, "div": a / b if b else 0.0}[n.op]
+
+    async def point(self, el: Any, rel: tuple[float, float] | None) -> dict[str, float] | None:
+        if rel is None:
+            return None
+        box = await el.bounding_box()
+        if box is None:
+            raise Inconclusive("the target has no box on screen")
+        return {"x": rel[0] * box["width"], "y": rel[1] * box["height"]}
+
+    async def act(self, s: Any, t: int) -> None:
+        p = self.page
+        try:
+            if isinstance(s, Wait):
+                await asyncio.sleep(s.ms / 1000)
+            elif isinstance(s, Resize):
+                await p.set_viewport_size({"width": s.width, "height": s.height})
+            elif isinstance(s, Press):
+                key = " " if s.key == "Space" else s.key
+                if s.target is not None:
+                    await (await self.find(s.target, t)).press(key, timeout=t)
+                else:
+                    await p.keyboard.press(key)
+            elif isinstance(s, Remember):
+                el = await self.find(s.target, t)
+                if s.target.canvas:
+                    self.memory[s.name] = {"picture": await self.picture(el)}
+                else:
+                    text = await self.text_of(el)
+                    self.memory[s.name] = {"text": text, "number": parse_number(text, s.pattern)}
+            elif isinstance(s, Drag):
+                await self.drag(s, t)
+            else:
+                el = await self.find(s.target, t)
+                if isinstance(s, (Click, DblClick)):
+                    fn = el.click if isinstance(s, Click) else el.dblclick
+                    await fn(timeout=t, position=await self.point(el, s.position))
+                elif isinstance(s, Fill):
+                    await el.fill(s.value, timeout=t)
+                elif isinstance(s, Select):
+                    try:
+                        await el.select_option(label=s.option, timeout=t)
+                    except Exception:
+                        await el.select_option(value=s.option, timeout=t)
+                elif isinstance(s, Hover):
+                    await el.hover(timeout=t)
+        except (Inconclusive, Failed):
+            raise
+        except Exception as e:  # not clickable, detached, no such option: the check could not act
+            raise Inconclusive(f"could not {step_kind(s)}: {str(e).splitlines()[0][:300]}") from None
+
+    async def drag(self, s: Drag, t: int) -> None:
+        src = await self.find(s.target, t)
+        dst = await self.find(s.to, t) if s.to is not None else src
+        a, b = await src.bounding_box(), await dst.bounding_box()
+        if a is None or b is None:
+            raise Inconclusive("drag target has no box on screen")
+        m = self.page.mouse
+        await m.move(a["x"] + s.start[0] * a["width"], a["y"] + s.start[1] * a["height"])
+        await m.down()
+        await m.move(b["x"] + s.end[0] * b["width"], b["y"] + s.end[1] * b["height"], steps=8)
+        await m.up()
+
+    async def expect(self, s: Any, t: int) -> None:
+        if isinstance(s, NoError):
+            if self.errors:
+                e = self.errors[0]
+                raise Failed(f"uncaught {e['name']}: {e['message'][:200]}", e["message"][:200], "no uncaught error")
+            return
+        if isinstance(s, NumberRelation):
+            async def rel() -> tuple[bool, Any]:
+                a, b = await self.number(s.left, t), await self.number(s.right, t)
+                return _OPS[s.op](a, b, s.tolerance), (a, b)
+
+            try:
+                await self.poll(t, rel)
+            except Failed as f:
+                a, b = f.observed
+                raise Failed(f"{a:g} {s.op} {b:g} does not hold (tolerance {s.tolerance:g})", f"{a:g}",
+                             f"{s.op} {b:g}") from None
+            return
+        if isinstance(s, Hidden):
+            el = self.locator(s.target, visible=False)
+            if await el.count() == 0:
+                if s.target.model_dump_json() in self.seen:
+                    return  # it was there earlier in this check and is gone now
+                raise Inconclusive(f"locator found nothing: {s.target.describe()}")
+            await self.expect_on(el, s, t)
+            return
+        el = await self.find(s.target, t, visible=not isinstance(s, Visible))
+        await self.expect_on(el, s, t)
+
+    async def expect_on(self, el: Any, s: Any, t: int) -> None:
+        if isinstance(s, Count):  # counts every visible match, whatever nth says
+            await self.poll_value(t, matches(self.page, s.target).count, lambda v: v >= s.at_least,
+                                  f">= {s.at_least}")
+            return
+        if isinstance(s, (TextChanges, NumberChanges, CanvasChanges)):
+            await self.expect_change(el, s, t)
+            return
+        probes: dict[type, tuple[Callable[[], Awaitable[Any]], Callable[[Any], bool], str]] = {
+            Visible: (el.is_visible, bool, "visible"), Hidden: (el.is_hidden, bool, "hidden"),
+            Enabled: (el.is_enabled, bool, "enabled"), Disabled: (el.is_disabled, bool, "disabled"),
+        }
+        if isinstance(s, (TextMatches, Value)):
+            pat = re.compile(s.matches, re.I)
+            read = (lambda: el.input_value()) if isinstance(s, Value) else (lambda: self.text_of(el))
+            await self.poll_value(t, read, lambda v: bool(pat.search(v or "")), f"/{s.matches}/")
+            return
+        read, ok, want = probes[type(s)]
+        await self.poll_value(t, read, ok, want)
+
+    async def poll_value(self, t: int, read: Callable[[], Awaitable[Any]], ok: Callable[[Any], bool],
+                         expected: str) -> Any:
+        async def probe() -> tuple[bool, Any]:
+            v = await read()
+            return ok(v), v
+
+        try:
+            return await self.poll(t, probe)
+        except Failed as f:
+            raise Failed(f"expected {expected}, observed {str(f.observed)[:200]!r}", f.observed, expected) from None
+
+    async def expect_change(self, el: Any, s: Any, t: int) -> None:
+        before = self.memory.get(s.since, {})
+        if isinstance(s, CanvasChanges):
+            if "picture" not in before:
+                raise Inconclusive(f"{s.since!r} holds no canvas picture; remember the canvas first")
+
+            async def read() -> float:
+                return changed_fraction(before["picture"], await self.picture(el), s.region)
+
+            await self.poll_value(t, read, lambda v: v >= s.min_changed, f">= {s.min_changed:.3%} of pixels changed")
+            return
+        if isinstance(s, TextChanges):
+            await self.poll_value(t, lambda: self.text_of(el), lambda v: v != before.get("text"),
+                                  f"a text other than {str(before.get('text'))[:100]!r}")
+            return
+        old = before.get("number")
+        if old is None:
+            raise Inconclusive(f"no number was read into {s.since!r}")
+
+        async def now() -> float | None:
+            return parse_number(await self.text_of(el), s.pattern)
+
+        first = await now()
+        if first is None:
+            raise Inconclusive(f"no number in {s.target.describe()}")
+        want = {"any": lambda v: v is not None and v != old, "up": lambda v: v is not None and v > old,
+                "down": lambda v: v is not None and v < old}[s.direction]
+        await self.poll_value(t, now, want, f"{s.direction} from {old:g}")
+
+
+def matches(page: Any, loc: Locator, visible: bool = True) -> Any:
+    """Every element ``loc`` finds (visible ones only unless ``visible`` is False); patterns ignore case."""
+    p, flags = page, re.I
+    if loc.role is not None:
+        b = p.get_by_role(loc.role, name=re.compile(loc.name, flags) if loc.name else None)
+    elif loc.text is not None:
+        b = p.get_by_text(re.compile(loc.text, flags))
+    elif loc.label is not None:
+        b = p.get_by_label(re.compile(loc.label, flags))
+    elif loc.placeholder is not None:
+        b = p.get_by_placeholder(re.compile(loc.placeholder, flags))
+    elif loc.css is not None:
+        b = p.locator(loc.css)
+    else:
+        b = p.locator("canvas")
+    return b.filter(visible=True) if visible else b
+
+
+async def run_check(context: Any, html: str, item_id: str, check: Check, cfg: ChecksConfig,
+                    load_timeout_s: float = 5.0) -> dict[str, Any]:
+    """One check in a fresh page of ``context`` (whose routes serve the app); never raises."""
+    started = time.perf_counter()
+    page = await context.new_page()
+    run = _Run(page, html, cfg)
+    page.on("pageerror", lambda exc: run.errors.append(page_error_record(
+        html, getattr(exc, "name", "Error"), getattr(exc, "message", str(exc)), getattr(exc, "stack", "") or "")))
+    state = {"step": None}
+
+    async def steps() -> None:
+        await page.add_init_script(_SEED_JS % cfg.random_seed)
+        await page.goto(APP_URL, wait_until="load", timeout=load_timeout_s * 1000)
+        await asyncio.sleep(cfg.settle_ms / 1000)
+        for i, s in enumerate(check.steps):
+            state["step"] = i
+            t = s.timeout_ms or cfg.step_timeout_ms
+            await (run.expect(s, t) if hasattr(s, "expect") else run.act(s, t))
+
+    def rec(status: str, **kw: Any) -> dict[str, Any]:
+        i = state["step"]
+        return result_record(item_id, status, step=i, kind=step_kind(check.steps[i]) if i is not None else None,
+                             errors=run.errors, duration_s=time.perf_counter() - started, **kw)
+
+    try:
+        await asyncio.wait_for(steps(), cfg.check_limit_s)
+        state["step"] = None
+        out = rec("passed")
+    except Failed as f:
+        out = rec("failed", reason=str(f), observed=f.observed, expected=f.expected)
+    except Inconclusive as e:
+        out = rec("inconclusive", reason=str(e))
+    except asyncio.TimeoutError:
+        out = rec("inconclusive", reason=f"check time limit of {cfg.check_limit_s}s reached")
+    except Exception as e:  # page crashed or closed under the check: no verdict
+        out = rec("inconclusive", reason=f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
+    finally:
+        try:
+            await asyncio.wait_for(page.close(), 5)
+        except Exception:
+            pass
+    return out
+
+
+async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksConfig,
+                     load_timeout_s: float = 5.0) -> list[dict[str, Any]]:
+    """Every check of one app, one after another (pages of one app share its renderer), within the
+    app's wall limit; checks past it or past ``max_checks`` are inconclusive."""
+    out: list[dict[str, Any]] = []
+    deadline = time.monotonic() + cfg.app_limit_s
+    for n, (item_id, check) in enumerate(checks):
+        if n >= cfg.max_checks:
+            out.append(result_record(item_id, "inconclusive", reason=f"not run: more than {cfg.max_checks} checks"))
+            continue
+        left = deadline - time.monotonic()
+        if left <= 0.5:
+            out.append(result_record(item_id, "inconclusive", reason=f"not run: app limit of {cfg.app_limit_s}s spent"))
+            continue
+        limited = cfg.model_copy(update={"check_limit_s": min(cfg.check_limit_s, left)})
+        out.append(await run_check(context, html, item_id, check, limited, load_timeout_s))
+    return out
+
+
+def checks_hook(checks: ItemChecks, cfg: ChecksConfig, load_timeout_s: float = 5.0) -> Hook:
+    """The runtime's after-load hook that runs ``checks`` and keeps their results on the evidence."""
+
+    async def hook(context: Any, html: str, ev: Any) -> None:
+        ev.check_results = await run_checks(context, html, checks, cfg, load_timeout_s)
+
+    return hook
+
+
+def not_run(checks: ItemChecks, reason: str) -> list[dict[str, Any]]:
+    """Results for checks that could not run (no app, app did not load, no browser): all inconclusive."""
+    return [result_record(i, "inconclusive", reason=f"not run: {reason}") for i, _c in checks]
+
+
+def run_item_checks(runtime: Any, html: str, checks: ItemChecks, cfg: ChecksConfig | None = None) -> list[dict]:
+    """One app's check results through ``runtime`` (a ``BrowserRuntime``): blocking, for tests and tools."""
+    cfg = cfg or ChecksConfig()
+    ev = runtime.check_many([html], extras=[checks_hook(checks, cfg, runtime.cfg.load_timeout_s)])[0]
+    return ev.check_results if ev.check_results else not_run(checks, f"app status {ev.status}")
+
+
+def label_agreement(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Checks against hand labels: ``pairs`` of (label met|not_met, check status). Agreement is over the
+    conclusive pairs; a false fail is a check that failed an item labelled met (pure)."""
+    conclusive = [(lab, st) for lab, st in pairs if st != "inconclusive"]
+    agree = sum((lab == "met") == (st == "passed") for lab, st in conclusive)
+    return {"pairs": len(pairs), "conclusive": len(conclusive),
+            "agreement": round(agree / len(conclusive), 4) if conclusive else None,
+            "inconclusive_rate": round(1 - len(conclusive) / len(pairs), 4) if pairs else None,
+            "false_fails": sum(lab == "met" and st == "failed" for lab, st in pairs),
+            "false_passes": sum(lab == "not_met" and st == "passed" for lab, st in pairs)}

@@ -1,0 +1,88 @@
+"""Executable rubric checks in real headless Chromium: the quiz of the attribution tests, hand labels,
+error offsets, the dry run on an empty page. One browser for the module; apps of a test run in parallel."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from schemas.checks import parse_check
+from schemas.config_checks import ChecksConfig
+from schemas.config_env import RuntimeConfig
+from tasks.env.checks import checks_hook, label_agreement, run_item_checks
+from tasks.env.runtime import BrowserRuntime
+
+FIX = Path(__file__).parent / "fixtures" / "checks"
+CFG = RuntimeConfig(load_timeout_s=4.0, settle_s=0.2, hard_limit_s=8.0, concurrency=6)
+CHECKS = ChecksConfig()
+pytestmark = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
+                                reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh")
+QUIZ = parse_check((FIX / "quiz_accuracy_check.json").read_text())
+LABELLED = json.loads((FIX / "labelled.json").read_text())["items"]
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    with BrowserRuntime(CFG) as rt:
+        yield rt
+
+
+def run_apps(runtime, apps: dict[str, list]) -> dict[str, list[dict]]:
+    names = sorted(apps)
+    evs = runtime.check_many([(FIX / "apps" / n).read_text() if n.endswith(".html") and (FIX / "apps" / n).exists()
+                              else (FIX / n).read_text() for n in names],
+                             extras=[checks_hook(apps[n], CHECKS, CFG.load_timeout_s) for n in names])
+    return {n: ev.check_results for n, ev in zip(names, evs)}
+
+
+def test_quiz_accuracy_check_fails_on_the_buggy_app_with_the_observed_numbers_and_passes_on_the_fixed_one(runtime):
+    res = run_apps(runtime, {"quiz_buggy.html": [("D12", QUIZ)], "quiz_fixed.html": [("D12", QUIZ)]})
+    bug, = res["quiz_buggy.html"]
+    # four answers, two of them right (score 20): the buggy app counts only the right ones, so 100% instead of 50%
+    assert (bug["status"], bug["step_kind"], bug["observed"], bug["expected"]) == ("failed", "number_relation", "100",
+                                                                                  "eq 50")
+    assert bug["step"] == len(QUIZ.steps) - 1 and not bug["errors"]
+    assert res["quiz_fixed.html"][0]["status"] == "passed"
+
+
+def test_checks_agree_with_hand_labels_without_false_fails(runtime):
+    apps: dict[str, list] = {}
+    labels: dict[tuple[str, str], str] = {}
+    for n, it in enumerate(LABELLED):
+        for app, label in it["apps"].items():
+            apps.setdefault(app, []).append((f"X{n}", parse_check(it["check"])))
+            labels[(app, f"X{n}")] = label
+    assert len(labels) >= 20
+    res = run_apps(runtime, apps)
+    pairs = [(labels[(app, r["item_id"])], r["status"]) for app, rs in res.items() for r in rs]
+    report = label_agreement(pairs)
+    print("checks vs hand labels:", report)
+    assert report["false_fails"] == 0 and report["false_passes"] == 0
+    assert report["agreement"] == 1.0 and report["inconclusive_rate"] <= 0.1
+    undo = next(r for r in res["counter.html"] if labels[("counter.html", r["item_id"])] == "not_met")
+    assert undo["status"] == "inconclusive" and "found nothing" in undo["reason"]  # looked, found nothing: no verdict
+
+
+def test_an_uncaught_error_fails_no_error_with_its_html_offset_and_the_load_verdict_stays(runtime):
+    check = parse_check({"steps": [{"do": "click", "target": {"role": "button", "name": "details"}},
+                                   {"expect": "no_error"}]})
+    html = (FIX / "apps" / "details_broken.html").read_text()
+    ev = runtime.check_many([html], extras=[checks_hook([("D1", check)], CHECKS)])[0]
+    assert ev.status == "ok" and not ev.page_errors  # a check's error is the check's, not the load's
+    r, = ev.check_results
+    assert r["status"] == "failed" and r["step"] == 1
+    err = r["errors"][0]
+    assert err["name"] == "TypeError" and html[err["offset"] - 9:].startswith("p.hidden.toggle()")  # V8 points at the call
+
+
+def test_every_labelled_check_is_inconclusive_on_an_empty_page(runtime):
+    hidden = parse_check({"steps": [{"expect": "hidden", "target": {"text": "specifications"}}]})
+    checks = [(f"X{n}", parse_check(it["check"])) for n, it in enumerate(LABELLED)] + [("H", hidden)]
+    fast = ChecksConfig(step_timeout_ms=200, max_checks=len(checks))
+    res = run_item_checks(runtime, "<!DOCTYPE html><html><body></body></html>", checks, fast)
+    assert {r["status"] for r in res} == {"inconclusive"}, [r for r in res if r["status"] != "inconclusive"]
+    assert all(r["reason"].startswith("locator found nothing") for r in res)  # each ran, and found nothing
+    # its twin: on the app the panel exists and is hidden on load, so "hidden" holds there
+    twin = run_item_checks(runtime, (FIX / "apps" / "details.html").read_text(), [("H", hidden)], fast)
+    assert twin[0]["status"] == "passed"
