@@ -29,7 +29,7 @@ from schemas.checks import (Arith, CanvasChanges, Check, Click, Const, Count, Db
                             Hidden, Hover, Locator, NoError, NumberChanges, NumberRelation, Press, Read, Ref, Remember,
                             Resize, Select, TextChanges, TextMatches, Value, Visible, Wait, step_kind)
 from schemas.config_checks import ChecksConfig
-from tasks.env.runtime import APP_URL, page_error_record
+from tasks.env.page import APP_URL, page_error_record
 
 ItemChecks = list[tuple[str, Check]]
 Hook = Callable[[Any, str, Any], Awaitable[None]]

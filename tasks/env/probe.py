@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.config_env import ProbeConfig
+from tasks.env.page import APP_URL, html_offset
 
 PROBE_JS = (Path(__file__).with_name("probe.js")).read_text(encoding="utf-8")
 MARK = "\u0000rr:"
@@ -286,8 +287,6 @@ def _listeners(html: str, plan: dict[str, Any], stack_offset: Any) -> list[dict[
 def _errors(ev: InteractionEvidence, html: str, errors: list[dict[str, Any]], n_actions: int, stack_offset: Any) -> None:
     """Map in-page errors to HTML offsets; an error is *caused* by an action when it was raised while the
     action ran (or in its frame) and the app did not raise the same error while idle."""
-    from tasks.env.runtime import APP_URL, html_offset
-
     for e in errors:
         off = stack_offset(e.get("stack") or "")
         if off is None and e.get("filename") == APP_URL and e.get("line"):

@@ -43,14 +43,10 @@ from typing import Any
 
 from schemas.config_env import RuntimeConfig
 from tasks.env.cdn import CdnMirror
+from tasks.env.page import APP_ORIGIN, APP_URL, html_offset, page_error_record, stack_offset  # noqa: F401 (re-exported)
 from tasks.env.probe import PROBE_JS, ProbeSession, idle_sample, interaction_failures, run_probe
 
-# Plain http, treated as a secure context by a flag: an https page would block http subresources as mixed
-# content before our routes see them, and those attempts must be recorded like any other.
-APP_ORIGIN = "http://app.rubricrl.test"
-APP_URL = f"{APP_ORIGIN}/index.html"
 VIEWPORT = {"width": 1280, "height": 800}
-_STACK_POS = re.compile(re.escape(APP_URL) + r":(\d+):(\d+)")
 _BLANK_JS = """() => {
   const b = document.body;
   if (!b) return true;
@@ -104,31 +100,6 @@ class RuntimeEvidence:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-
-def html_offset(html: str, line: int, column: int) -> int | None:
-    """1-based line/column (as in browser stack traces) -> character offset in ``html``."""
-    lines = html.split("\n")
-    if not 1 <= line <= len(lines):
-        return None
-    return sum(len(x) + 1 for x in lines[: line - 1]) + max(column - 1, 0)
-
-
-def stack_offset(html: str, stack: str) -> int | None:
-    """HTML offset of the first in-page frame of a stack (pure)."""
-    m = _STACK_POS.search(stack or "")
-    return html_offset(html, int(m.group(1)), int(m.group(2))) if m else None
-
-
-def page_error_record(html: str, name: str, message: str, stack: str) -> dict[str, Any]:
-    """A page error with its first in-page stack position mapped to an HTML offset (pure)."""
-    rec: dict[str, Any] = {"name": name, "message": message, "stack": stack[:2000], "line": None, "column": None,
-                           "offset": None}
-    m = _STACK_POS.search(stack or "")
-    if m:
-        rec["line"], rec["column"] = int(m.group(1)), int(m.group(2))
-        rec["offset"] = html_offset(html, rec["line"], rec["column"])
-    return rec
 
 
 def launch_args(cfg: RuntimeConfig, marker: str) -> list[str]:

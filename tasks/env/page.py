@@ -1,0 +1,40 @@
+"""Where the sandboxed app lives and how browser stack positions map to offsets in its HTML (pure).
+
+The runtime, the interaction probe and the rubric checks all read these; they sit apart from the runtime
+so the probe and the checks need not import the browser machinery that imports them.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# Plain http, treated as a secure context by a flag: an https page would block http subresources as mixed
+# content before our routes see them, and those attempts must be recorded like any other.
+APP_ORIGIN = "http://app.rubricrl.test"
+APP_URL = f"{APP_ORIGIN}/index.html"
+_STACK_POS = re.compile(re.escape(APP_URL) + r":(\d+):(\d+)")
+
+
+def html_offset(html: str, line: int, column: int) -> int | None:
+    """1-based line/column (as in browser stack traces) -> character offset in ``html``."""
+    lines = html.split("\n")
+    if not 1 <= line <= len(lines):
+        return None
+    return sum(len(x) + 1 for x in lines[: line - 1]) + max(column - 1, 0)
+
+
+def stack_offset(html: str, stack: str) -> int | None:
+    """HTML offset of the first in-page frame of a stack (pure)."""
+    m = _STACK_POS.search(stack or "")
+    return html_offset(html, int(m.group(1)), int(m.group(2))) if m else None
+
+
+def page_error_record(html: str, name: str, message: str, stack: str) -> dict[str, Any]:
+    """A page error with its first in-page stack position mapped to an HTML offset (pure)."""
+    rec: dict[str, Any] = {"name": name, "message": message, "stack": stack[:2000], "line": None, "column": None,
+                           "offset": None}
+    m = _STACK_POS.search(stack or "")
+    if m:
+        rec["line"], rec["column"] = int(m.group(1)), int(m.group(2))
+        rec["offset"] = html_offset(html, rec["line"], rec["column"])
+    return rec
