@@ -42,5 +42,5 @@ bench: setup
 serve: setup
 	$(BIN)/rubricrl serve
 
-clean:
-	rm -rf data/stages data/catalog.duckdb data/validation data/reports
+clean:  # exactly what runs write under the data directory (named in schemas/layout.py)
+	rm -rf $$($(PY) -m schemas.layout $${RUBRICRL_DATA_DIR:-data})

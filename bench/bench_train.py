@@ -22,6 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from schemas.config_attribution import AttributionConfig  # noqa: E402
 from training.config import demo_config  # noqa: E402
 from training.grpo import Scored, build_packed  # noqa: E402
 from training.objective import token_loss  # noqa: E402
@@ -31,15 +32,15 @@ from training.update import make_micro_batches, run_update  # noqa: E402
 
 def synthetic_step(n_groups: int, group: int, prompt_len: int, resp_len: int, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
-    rollouts, rewards, markers, gids = [], [], [], []
+    rollouts, rewards, membership, gids = [], [], [], []
     for i in range(n_groups * group):
         resp = torch.randint(5, 500, (resp_len,), generator=g).tolist()
         rollouts.append(Rollout(torch.randint(5, 500, (prompt_len,), generator=g).tolist(), resp,
                                 (-6.2 + 0.1 * torch.randn(resp_len, generator=g)).tolist(), True))
         rewards.append(float(torch.rand(1, generator=g)))
-        markers.append(torch.tensor([1.0, 1.5, 3.0])[torch.randint(0, 3, (resp_len,), generator=g)].tolist())
+        membership.append(torch.randint(0, 3, (resp_len,), generator=g).numpy().astype("int8"))
         gids.append(i // group)
-    return rollouts, Scored(rewards, markers, {}, 0.0, 0.0), rewards, gids
+    return rollouts, Scored(rewards, membership, {}, 0.0, 0.0), rewards, gids
 
 
 def _median_time(fn, repeats: int) -> float:
@@ -88,9 +89,9 @@ def bench_weights(model_dir: Path, repeats: int) -> dict[str, float]:
     rollouts, scored, rewards, gids = synthetic_step(n_groups, group, prompt_len, resp_len)
     mode_cfg = {m: cfg.model_copy(update={"objective": cfg.objective.model_copy(update={"mode": m})})
                 for m in ("full", "hierarchical")}
-    pack_t = {m: _median_time(lambda c=c: build_packed(c, rollouts, scored, rewards, gids), 50)
+    pack_t = {m: _median_time(lambda c=c: build_packed(c, rollouts, scored, rewards, gids, AttributionConfig()), 50)
               for m, c in mode_cfg.items()}
-    packed, _ = build_packed(mode_cfg["full"], rollouts, scored, rewards, gids)
+    packed, _ = build_packed(mode_cfg["full"], rollouts, scored, rewards, gids, AttributionConfig())
     n_tok = sum(len(p.response_ids) for p in packed if p.include)
 
     def real_step(c) -> float:

@@ -24,7 +24,6 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
-from schemas.config import Config
 from schemas.config_rubrics import RubricsConfig
 from schemas.rubrics import (candidates_suites, expansions_suites, items_suites, modules_suites, references_suites,
                              requirements_suites, ITEMS_SCHEMA)
@@ -39,28 +38,6 @@ log = logging.getLogger("rubricrl.rubrics")
 stage_part = task(stages.stage_part, name="rubric-stage-part", retries=1, retry_delay_seconds=[10],
                   cache_policy=NO_CACHE)
 items_part = task(stages.items_part, name="rubric-items-part", cache_policy=NO_CACHE)
-
-
-def split_sets(sets: list[str] | None) -> tuple[list[str], RubricsConfig | None]:
-    """Until ``rubrics`` is a section of ``schemas/config.py``, take ``rubrics.*`` settings here."""
-    if "rubrics" in Config.model_fields:
-        return list(sets or []), None
-    mine = [s.split("=", 1) for s in sets or [] if s.startswith("rubrics.")]
-    data: dict[str, Any] = {}
-    for k, v in mine:
-        cur = data
-        parts = k.split(".")[1:]
-        for p in parts[:-1]:
-            cur = cur.setdefault(p, {})
-        try:
-            cur[parts[-1]] = json.loads(v)
-        except json.JSONDecodeError:
-            cur[parts[-1]] = v
-    try:
-        rcfg = RubricsConfig.model_validate(data)
-    except ValueError as e:
-        raise ValueError(f"bad rubrics.* setting: {e}; see schemas/config_rubrics.py for fields and limits") from None
-    return [s for s in sets or [] if not s.startswith("rubrics.")], rcfg
 
 
 # modules and candidates also check that covered ids exist among the query's published requirements
@@ -146,9 +123,8 @@ def build_stages(store: StageStore, provider: Provider, rcfg: RubricsConfig, *, 
 def build_rubrics(profile: str = "demo", sets: list[str] | None = None, force: bool = False) -> dict[str, Any]:
     """The five-stage rubric construction over the published queries (see module docstring)."""
     forward_library_logs()
-    sets, own = split_sets(sets)
     fc = flow_context(profile, sets)
-    rcfg = own if own is not None else getattr(fc.cfg, "rubrics")
+    rcfg = fc.cfg.rubrics
     logger = get_run_logger()
     logger.info("rubrics configuration: %s", rcfg.model_dump_json())
     # The offline rules are pure Python under the GIL: threads would only add overhead.

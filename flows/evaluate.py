@@ -24,8 +24,6 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
-from flows.policy import resolve_policy, sample_policy
-from flows.select_rl_queries import eval_config, query_meta
 from schemas.env import TIERS as ENV_TIERS
 from schemas.evaluation import EVAL_RESULTS_SCHEMA, eval_results_suites
 from schemas.rubric import Task
@@ -33,9 +31,10 @@ from tasks import evaluation
 from tasks.checkpoints import held_out, is_model_dir, model_identity
 from tasks.env.records import reward_config_hash, score_rollouts_table
 from tasks.llm.prompts import load_prompt
-from tasks.probe_records import eval_rows, summary_rows, tier_rates
+from tasks.probe_records import eval_rows, query_meta, summary_rows, tier_rates
 from tasks.rubrics import load_tasks
 from tasks.stage import StageSpec, run_stage
+from training.policy import resolve_policy, sample_policy
 
 _RUN_DIR = re.compile(r"^run-(\d+)$")
 
@@ -130,7 +129,7 @@ def evaluate(profile: str = "demo", sets: list[str] | None = None, force: bool =
     fc = flow_context(profile, sets)
     cfg, store = fc.cfg, fc.store
     logger = get_run_logger()
-    ev = eval_config(cfg)
+    ev = cfg.evaluation
     if runs is not None:
         ev = ev.model_copy(update={"runs": runs})
     all_tasks = {t.query_id: t for t in load_tasks(store)}

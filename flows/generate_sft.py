@@ -17,7 +17,7 @@ from tasks.checkpoints import held_out
 from tasks.llm import get_provider
 from tasks.llm.prompts import load_prompt
 from tasks.rubrics import load_tasks
-from tasks.stage import StageSpec, run_stage
+from tasks.stage import StageSpec, chunked, run_stage
 from tasks.teacher import GENERATION_PROMPT
 
 answer_chunk = task(sft_data.answer_chunk, name="teacher-answers", retries=1, retry_delay_seconds=[10],
@@ -52,8 +52,7 @@ def generate_sft(profile: str = "demo", sets: list[str] | None = None, force: bo
         teachers = {t: get_provider(config=cfg.resolved_llm().model_copy(update={"model": t})) for t in s.teachers}
     judge = fc.provider if s.judge else None
     env = cfg.env.model_copy(update={"runtime": cfg.env.runtime.model_copy(update={"enabled": s.browser})})
-    by_key = {f"c{i:05d}": tasks[i * s.chunk_size:(i + 1) * s.chunk_size]
-              for i in range(-(-len(tasks) // s.chunk_size))}
+    by_key = chunked(tasks, s.chunk_size)
 
     def make(key: str) -> pa.Table:
         return answer_chunk(by_key[key], meta, teachers, env=env, judge=judge, max_tokens=s.max_tokens,

@@ -1,4 +1,7 @@
-"""score-rollouts: rollouts (+ their tasks) -> judgments, rewards (paper 3.3; the environment per RL step).
+"""The two scoring flows: ``score-rollouts`` (a rollouts stage -> judgments, rewards; paper 3.3) and
+``score-step`` (one GRPO step's responses -> rewards and token membership; paper 3.4, 3.5, B.4).
+
+score-rollouts.
 
 Chunks of rollouts fan out over a Prefect task runner: threads by default (``env.task_runner``
 = "threads", ``env.workers`` workers), or Ray through prefect-ray ("ray"; ``env.ray_address`` or a
@@ -10,28 +13,43 @@ Inputs: a rollouts stage with ``rollout_id``, ``query_id``, ``response`` and a t
 ``rewards`` stages (schemas/env.py), validated by their GX suites before the flow reports success.
 
 Run: ``prefect deployment run score-rollouts/<deployment>`` or ``score_rollouts(...)`` in Python.
+
+score-step. The train-rl job calls ``score_step_flow`` (its ``train.run.score_fn``) in the trainer's
+process once per step. It reads the run's whole resolved configuration from the run folder (written
+once by train-rl), and builds the judge provider, the tasks and the tokenizer once per run, not per
+step. The work is ``tasks.score_step.score_step``; the step's judgments, rewards and attributions
+rows go to the run folder's records, which train-rl publishes as stages at the end.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
+from schemas.config import Config, load_config
 from schemas.config_env import EnvConfig
-from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, rewards_suites
+from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
+from schemas.layout import RUN_CONFIG, RUN_QUERIES, RUN_RECORDS
+from schemas.rubric import Task
 from tasks.env.records import reward_config_hash, score_rollouts_table, task_from_row
-from tasks.stage import StageSpec, run_stage
+from tasks.llm import Provider, get_provider
+from tasks.score_step import score_step
+from tasks.stage import StageSpec, chunked, run_stage
+from tasks.store import atomic_write_table
 
 
 def _score_chunk(rollouts: pa.Table, tasks: dict[str, dict[str, Any]], env: dict[str, Any],
                  llm: dict[str, Any]) -> tuple[pa.Table, pa.Table]:
     """One chunk on one worker: the worker's shared browser, a provider built here (picklable inputs only)."""
     from schemas.config_llm import LLMConfig
-    from tasks.llm import get_provider
 
     cfg = EnvConfig.model_validate(env)
     provider = get_provider(config=LLMConfig.model_validate(llm))
@@ -74,12 +92,12 @@ def score_rollouts(profile: str = "demo", sets: list[str] | None = None, rollout
     forward_library_logs()
     fc = flow_context(profile, sets)
     logger = get_run_logger()
-    env_cfg = EnvConfig.model_validate(env if env is not None else
-                                       getattr(fc.cfg, "env", EnvConfig()).model_dump(mode="json"))
+    env_cfg = fc.cfg.env if env is None else EnvConfig.model_validate(env)
     rollouts = fc.store.read(rollouts_stage)
     task_rows = {r["query_id"]: r for r in fc.store.read(tasks_stage).to_pylist()}
-    keys = [f"c{i:05d}" for i in range(0, max(rollouts.num_rows, 1), chunk_size)]
-    chunks = {k: rollouts.slice(i * chunk_size, chunk_size) for i, k in enumerate(keys)}
+    rows = chunked(range(max(rollouts.num_rows, 1)), chunk_size)  # one (empty) part for no rollouts
+    chunks = {k: rollouts.slice(r[0], len(r)) for k, r in rows.items()}
+    keys = list(chunks)
     llm = fc.cfg.resolved_llm().model_copy(update={"provider": fc.provider.name}).model_dump(mode="json")
     env_json = env_cfg.model_dump(mode="json")
     kind = env_cfg.reward_kind
@@ -98,9 +116,7 @@ def score_rollouts(profile: str = "demo", sets: list[str] | None = None, rollout
                   inputs=inputs, extra={"judge_provider": llm, "chunk_size": chunk_size}, force=force)
     judg = run_stage(fc.store, StageSpec("judgments", JUDGMENTS_SCHEMA, judgments_suites), part_keys=keys,
                      make_part=lambda k: compute()[k][0], **common)
-    rmin = min(env_cfg.reward.format_invalid, 0.0)
-    rmax = max(env_cfg.reward.rubric_max, 1.0)
-    rew = run_stage(fc.store, StageSpec("rewards", REWARDS_SCHEMA, lambda: rewards_suites(rmin, rmax)),
+    rew = run_stage(fc.store, StageSpec("rewards", REWARDS_SCHEMA, lambda: reward_suites_for(env_cfg.reward)),
                     part_keys=keys, make_part=lambda k: compute()[k][1],
                     **{**common, "inputs": {**inputs, "judgments": judg.manifest.version}})
     table = fc.store.read("rewards")
@@ -109,3 +125,49 @@ def score_rollouts(profile: str = "demo", sets: list[str] | None = None, rollout
     publish_artifact("score-rollouts", summaries, fc=fc)
     print(f"rewards: {table.num_rows} rows, {missing} missing (judge failures)")
     return {"stages": summaries, "missing_rewards": missing}
+
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """What every step of one training run shares, built once: config, judge provider, tasks."""
+
+    cfg: Config
+    provider: Provider
+    tasks: dict[str, Task]
+
+
+@lru_cache(maxsize=4)
+def step_run(run_dir: str) -> StepRun:
+    cfg = load_config(file=Path(run_dir) / RUN_CONFIG)
+    rows = pq.read_table(Path(run_dir) / RUN_QUERIES, columns=["query_id", "query", "rubric_json"]).to_pylist()
+    return StepRun(cfg, get_provider(config=cfg.resolved_llm()), {r["query_id"]: task_from_row(r) for r in rows})
+
+
+@lru_cache(maxsize=4)
+def step_tokenizer(model_path: str) -> Any:
+    from tasks.attribution.tokens import load_tokenizer
+
+    return load_tokenizer(model_path)
+
+
+score_step_task = task(score_step, name="score-step", cache_policy=NO_CACHE)
+
+
+@flow(name="score-step", log_prints=True)
+def score_step_flow(prompts: list[str], responses: list[str], token_ids: list[list[int]], query_ids: list[str],
+                    group_ids: list[int], step: int, rank: int, model_path: str, out_dir: str
+                    ) -> tuple[list[float | None], list[list[int]], dict[str, Any]]:
+    """One step's rewards and token membership, by the trainer's ``score_fn`` contract (training/grpo.py)."""
+    run = step_run(out_dir)
+    ids = [f"s{step:05d}-r{rank}-{i:04d}" for i in range(len(responses))]
+    out = score_step_task(ids, query_ids, responses, token_ids, run.tasks, step_tokenizer(model_path),
+                          provider=run.provider, env=run.cfg.env, attribution=run.cfg.attribution)
+    records = Path(out_dir) / RUN_RECORDS
+    for name, table in (("judgments", out.judgments), ("rewards", out.rewards_table),
+                        ("attributions", out.attributions)):
+        atomic_write_table(records / name / f"step-{step:06d}-rank{rank}.parquet", table)
+    info = {"uniform": out.uniform, "passed": out.passed, "tier": out.tier,
+            "judge_failed": [r is None for r in out.rewards], "time_score_s": out.time_score_s,
+            "time_attribute_s": out.time_attribute_s}
+    return out.rewards, [m.tolist() for m in out.membership], info

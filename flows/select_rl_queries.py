@@ -23,28 +23,17 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
-from flows.policy import PolicyRef, resolve_policy, sample_policy
-from schemas.config_eval import EvalConfig
-from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, rewards_suites
+from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
 from schemas.selection import PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_rollouts_suites, rl_queries_suites
 from tasks.checkpoints import held_out
 from tasks.env.records import reward_config_hash, score_rollouts_table
 from tasks.llm.prompts import load_prompt
-from tasks.probe_records import build_candidates, judge_providers, rl_query_rows
+from tasks.probe_records import build_candidates, judge_providers, query_meta, rl_query_rows
 from tasks.rubrics import load_tasks
 from tasks.selection import select, selection_diff
-from tasks.stage import StageSpec, run_stage
+from tasks.stage import StageSpec, chunked, run_stage
 from tasks.store import StageStore, fingerprint
-
-
-def eval_config(cfg: Any) -> EvalConfig:
-    """The ``evaluation`` section once the lead wires it; its documented defaults until then."""
-    return getattr(cfg, "evaluation", None) or EvalConfig()
-
-
-def query_meta(store: StageStore) -> dict[str, dict[str, Any]]:
-    cols = ["query_id", "category_ids", "capability_ids", "persona_id", "difficulty", "domain"]
-    return {r["query_id"]: r for r in store.read("queries", columns=cols).to_pylist()}
+from training.policy import PolicyRef, resolve_policy, sample_policy
 
 
 def _probe(chunk: list[tuple[str, str]], policy: PolicyRef, n: int, max_new_tokens: int, max_prompt_tokens: int,
@@ -94,7 +83,7 @@ def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, forc
     fc = flow_context(profile, sets)
     cfg, store, s = fc.cfg, fc.store, fc.cfg.selection
     logger = get_run_logger()
-    heldout = eval_config(cfg).heldout_percent
+    heldout = cfg.evaluation.heldout_percent
     tasks = [t for t in load_tasks(store) if not held_out(t.query_id, heldout)][: s.max_candidates]
     if not tasks:
         raise ValueError("no candidate queries: no rubric reference outside the evaluation split is published; run "
@@ -104,8 +93,7 @@ def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, forc
     logger.info("probing %d candidate queries x %d samples with policy %s (%s, %s)", len(tasks), s.probe_samples,
                 policy.path, policy.kind, policy.identity)
     cs = s.probe_chunk_size
-    chunks = {f"c{i:05d}": [(t.query_id, t.query) for t in tasks[i * cs:(i + 1) * cs]]
-              for i in range(-(-len(tasks) // cs))}
+    chunks = chunked([(t.query_id, t.query) for t in tasks], cs)
     inputs = {"rubric_references": store.version("rubric_references"), "queries": store.version("queries")}
     common = dict(config=cfg.model_dump(mode="json"), force=force)
 
@@ -134,8 +122,7 @@ def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, forc
     judg = run_stage(store, StageSpec("probe_judgments", JUDGMENTS_SCHEMA, judgments_suites), part_keys=list(chunks),
                      make_part=lambda k: scored_part(k)[0], inputs={"probe_rollouts": probes.manifest.version},
                      **score_common)
-    rmin, rmax = min(cfg.env.reward.format_invalid, 0.0), max(cfg.env.reward.rubric_max, 1.0)
-    rew = run_stage(store, StageSpec("probe_rewards", REWARDS_SCHEMA, lambda: rewards_suites(rmin, rmax)),
+    rew = run_stage(store, StageSpec("probe_rewards", REWARDS_SCHEMA, lambda: reward_suites_for(cfg.env.reward)),
                     part_keys=list(chunks), make_part=lambda k: scored_part(k)[1],
                     inputs={"probe_rollouts": probes.manifest.version, "probe_judgments": judg.manifest.version},
                     **score_common)

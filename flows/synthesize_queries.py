@@ -17,7 +17,7 @@ from schemas.queries import CANDIDATES_SCHEMA, QUERIES_SCHEMA, candidates_suites
 from tasks import coverage, synthesize
 from tasks.dedup import near_duplicates
 from tasks.ingest import ingest_jsonl
-from tasks.stage import StageSpec, run_stage
+from tasks.stage import StageSpec, chunked, run_stage
 
 # The stage store is the cross-run cache (parts keyed by chunk), so Prefect result caching is off.
 synthesize_chunk = task(synthesize.synthesize_chunk, name="synthesize-chunk", retries=2, retry_delay_seconds=[5, 30],
@@ -56,8 +56,7 @@ def synthesize_queries(profile: str = "demo", sets: list[str] | None = None, for
 
     personas = synthesize.sample_personas(s.n_personas, s.seed)
     n_candidates = math.ceil(round(s.n_queries * (1 + s.oversample), 6))  # round: 55000*1.08 is 59400.000…1
-    chunks = {f"c{i:05d}": list(range(start, min(start + s.chunk_size, n_candidates)))
-              for i, start in enumerate(range(0, n_candidates, s.chunk_size))}
+    chunks = chunked(range(n_candidates), s.chunk_size)
 
     def make_chunk(key: str) -> pa.Table:
         return synthesize_chunk(chunks[key], s.seed, personas, s.min_capabilities, s.max_capabilities, fc.provider,

@@ -1,10 +1,12 @@
 """train-rl: rl_queries -> GRPO on DeepSpeed (+ vLLM or transformers rollouts) in a launched job.
 
-The job (``python -m training``, or torchrun/deepspeed for several processes) is started as a
-process; every step it calls :func:`score_fn`, which runs the ``score-step`` flow in the trainer's
-process: the environment (gates, judge, hierarchical reward) and attribution (direct/context spans ->
-token markers) as flow tasks, never inside the trainer. Afterwards the flow publishes the per-step
-records as the ``rollouts``, ``judgments``, ``rewards``, ``attributions`` and ``train_steps`` stages.
+The flow writes the whole resolved configuration once into the run folder
+(``<data_dir>/runs/train-rl/<run>/config.json``) and starts the job (``python -m training --config``
+that file, or torchrun for several processes) as a process. Every step the job calls the
+``score-step`` flow (``flows/score_rollouts.py``), which reads the same file: the environment (gates,
+judge, hierarchical reward) and attribution (direct/context spans -> token membership) run as flow
+tasks, never inside the trainer. Afterwards the flow publishes the per-step records as the
+``rollouts``, ``judgments``, ``rewards``, ``attributions`` and ``train_steps`` stages.
 
 Run: ``rubricrl run --only train-rl`` or ``prefect deployment run train-rl/demo``.
 """
@@ -16,70 +18,23 @@ import shutil
 import subprocess
 import sys
 from datetime import datetime, timezone
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow, get_run_logger
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
 from schemas.attribution import ATTRIBUTIONS_SCHEMA, attributions_suites
-from schemas.config import load_config
-from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, rewards_suites
+from schemas.config import write_config
+from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
+from schemas.layout import CHECKPOINTS, RUN_CONFIG, RUN_QUERIES, RUN_RECORDS, runs_dir
 from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
 from schemas.train_stages import JUDGE_PROVIDER, rollouts_suites, train_steps_suites, with_judge_provider
-from tasks import rl_step
-from tasks.env.records import task_from_row
 from tasks.stage import StageSpec, run_stage
-from tasks.store import StageStore, atomic_write_table
 
 REPO = Path(__file__).resolve().parent.parent
-CONTEXT_ENV = "RUBRICRL_TRAIN_CONTEXT"  # JSON: profile, sets, records dir (set by the flow for the job)
-
-score_step_task = task(rl_step.score_step, name="score-and-attribute", cache_policy=NO_CACHE)
-
-
-@lru_cache(maxsize=4)
-def _tasks(data_dir: str, version: str) -> dict[str, Any]:
-    rows = StageStore(data_dir).read("rl_queries", columns=["query_id", "query", "rubric_json"]).to_pylist()
-    return {r["query_id"]: task_from_row(r) for r in rows}
-
-
-@lru_cache(maxsize=4)
-def _tokenizer(model_path: str) -> Any:
-    from tasks.attribution.tokens import load_tokenizer
-
-    return load_tokenizer(model_path)
-
-
-@flow(name="score-step", log_prints=True)
-def score_step_flow(step: int, rank: int, query_ids: list[str], responses: list[str], token_ids: list[list[int]],
-                    model_path: str) -> dict[str, Any]:
-    """One step's rewards and token markers (runs in the trainer's process, recorded in Prefect)."""
-    ctx = json.loads(os.environ[CONTEXT_ENV])
-    fc = flow_context(ctx["profile"], ctx["sets"])
-    tasks = _tasks(str(fc.store.root), fc.store.version("rl_queries"))
-    ids = [f"s{step:05d}-r{rank}-{i:04d}" for i in range(len(responses))]
-    out = score_step_task(ids, query_ids, responses, token_ids, tasks, _tokenizer(model_path), provider=fc.provider,
-                          env=fc.cfg.env, attribution=fc.cfg.attribution)
-    records = Path(ctx["records"])
-    for name, table in (("judgments", out.judgments), ("rewards", out.rewards_table),
-                        ("attributions", out.attributions)):
-        atomic_write_table(records / name / f"step-{step:06d}-rank{rank}.parquet", table)
-    return {"rewards": out.rewards, "markers": out.markers,
-            "info": {"uniform": out.uniform, "passed": out.passed, "tier": out.tier,
-                     "judge_failed": [r is None for r in out.rewards], "time_score_s": out.time_score_s,
-                     "time_attribute_s": out.time_attribute_s}}
-
-
-def score_fn(prompts: list[str], responses: list[str], token_ids: list[list[int]], *, query_ids: list[str],
-             step: int, rank: int, model_path: str, **_: Any) -> tuple[list[float | None], list[list[float]], dict]:
-    """The trainer's ``run.score_fn``: delegates to the score-step flow."""
-    out = score_step_flow(step, rank, query_ids, responses, token_ids, model_path)
-    return out["rewards"], out["markers"], out["info"]
 
 
 def _api_url() -> str | None:
@@ -119,15 +74,15 @@ def _with_lineage(table: pa.Table, provider: str | None) -> pa.Table:
 
 
 def _publish_records(fc: Any, run_dir: Path, inputs: dict[str, str]) -> list[Any]:
-    lineage = step_judge_providers(run_dir / "records")
+    lineage = step_judge_providers(run_dir / RUN_RECORDS)
     specs = [("rollouts", TRAIN_ROLLOUTS_SCHEMA, rollouts_suites, True),
              ("train_steps", TRAIN_STEPS_SCHEMA, train_steps_suites, True),
              ("judgments", JUDGMENTS_SCHEMA, judgments_suites, False),
-             ("rewards", REWARDS_SCHEMA, lambda: rewards_suites(0.0, fc.cfg.env.reward.rubric_max), False),
+             ("rewards", REWARDS_SCHEMA, lambda: reward_suites_for(fc.cfg.env.reward), False),
              ("attributions", ATTRIBUTIONS_SCHEMA, attributions_suites, True)]
     outcomes = []
     for name, schema, suites, derived in specs:
-        files = {p.stem: p for p in sorted((run_dir / "records" / name).glob("*.parquet"))}
+        files = {p.stem: p for p in sorted((run_dir / RUN_RECORDS / name).glob("*.parquet"))}
 
         def part(k: str, files=files, schema=schema, derived=derived) -> pa.Table:
             table = pq.read_table(files[k], schema=schema)
@@ -150,36 +105,32 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
     fc = flow_context(profile, sets)
     logger = get_run_logger()
     store = fc.store
-    rl = store.read("rl_queries", columns=["query_id", "query"])
-    if rl.num_rows == 0:
+    if store.read("rl_queries", columns=["query_id"]).num_rows == 0:
         raise ValueError("the rl_queries stage is empty; run select-rl-queries first")
-    runs = store.root / "runs" / "train-rl"
+    runs = runs_dir(store.root, "train-rl")
     run_dir = runs / resume_run if resume_run else runs / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     run_dir.mkdir(parents=True, exist_ok=True)
-    queries_path = run_dir / "queries.parquet"
-    pq.write_table(rl, queries_path)
+    queries_path = run_dir / RUN_QUERIES
+    pq.write_table(store.read("rl_queries", columns=["query_id", "query", "rubric_json"]), queries_path)
     from tasks.checkpoints import newest_policy
 
     policy = newest_policy(store.root)
-    cfg = fc.cfg.train.model_copy(deep=True)
-    cfg.run.out_dir = run_dir
-    cfg.run.queries_path = str(queries_path)
-    cfg.run.score_fn = "flows.train_rl:score_fn"
-    cfg.run.resume = resume_run is not None
+    cfg = fc.cfg.model_copy(deep=True)
+    cfg.data_dir = store.root.resolve()  # the job and the scorer may run elsewhere
+    run = cfg.train.run
+    run.out_dir, run.queries_path, run.resume = run_dir, str(queries_path), resume_run is not None
+    run.score_fn = "flows.score_rollouts:score_step_flow"
     if policy is not None:
-        cfg.model.path = str(policy)
+        cfg.train.model.path = str(policy)
     logger.info("policy: %s", policy or "a tiny random model built by the job (no checkpoint yet)")
-    cfg_path = run_dir / "train_rl.json"
-    cfg_path.write_text(cfg.model_dump_json(indent=2))
-    env = dict(os.environ, **{CONTEXT_ENV: json.dumps({"profile": fc.cfg.profile, "sets": list(sets or []),
-                                                       "records": str(run_dir / "records")}),
-                              "RUBRICRL_DATA_DIR": str(store.root), "PYTHONUNBUFFERED": "1"})
+    cfg_path = write_config(cfg, run_dir / RUN_CONFIG)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
     if (url := _api_url()) is not None:
         env["PREFECT_API_URL"] = url
     launch_job(cfg_path, nproc, env, run_dir / "job.log")
     summary = json.loads((run_dir / "summary.json").read_text())
     final = run_dir / "final_model"
-    ckpt = store.root / "checkpoints" / f"rl-{run_dir.name}" / "final_model"
+    ckpt = store.root / CHECKPOINTS / f"rl-{run_dir.name}" / "final_model"
     if final.exists():
         ckpt.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(final, ckpt, dirs_exist_ok=True)

@@ -26,7 +26,8 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
-from schemas.config_train import SFTConfig
+from schemas.config import Config, write_config
+from schemas.layout import CHECKPOINTS, EXPORTS, REPORTS, RUN_CONFIG, RUN_RECORDS, runs_dir
 from schemas.sft_steps import SFT_STEPS_SCHEMA, sft_steps_suites
 from tasks.stage import StageSpec, run_stage
 from tasks.store import fingerprint
@@ -67,12 +68,13 @@ def _install_checkpoint(src: Path, dest: Path) -> Path:
     return dest
 
 
-def run_job(cfg: SFTConfig, out_dir: Path) -> dict[str, Any]:
-    """Write the config, run ``python -m training.sft`` in a subprocess (resuming if it has checkpoints)."""
+def run_job(cfg: Config, out_dir: Path) -> dict[str, Any]:
+    """Write the whole config into ``out_dir``, run ``python -m training.sft`` in a subprocess (resuming
+    if it has checkpoints)."""
     resume = any((out_dir / "checkpoints").glob("*")) if (out_dir / "checkpoints").is_dir() else False
-    cfg = cfg.model_copy(update={"run": cfg.run.model_copy(update={"out_dir": out_dir, "resume": resume})})
-    conf = out_dir / "train_sft.json"
-    conf.write_text(cfg.model_dump_json(indent=2))
+    cfg = cfg.model_copy(deep=True)
+    cfg.train_sft.run.out_dir, cfg.train_sft.run.resume = out_dir, resume
+    conf = write_config(cfg, out_dir / RUN_CONFIG)
     log = out_dir / "job.log"
     with open(log, "w") as f:
         proc = subprocess.run([sys.executable, "-m", "training.sft", "--config", str(conf)], cwd=REPO, stdout=f,
@@ -86,7 +88,7 @@ def run_job(cfg: SFTConfig, out_dir: Path) -> dict[str, Any]:
 
 
 def _steps(out_dir: Path) -> pa.Table:
-    files = sorted((out_dir / "records" / "train_steps").glob("step-*.parquet"))
+    files = sorted((out_dir / RUN_RECORDS / "train_steps").glob("step-*.parquet"))
     if not files:
         raise RuntimeError(f"the SFT job wrote no step records under {out_dir}/records; see {out_dir}/job.log")
     return pa.concat_tables([pq.read_table(f, schema=SFT_STEPS_SCHEMA) for f in files])
@@ -120,15 +122,14 @@ def train_sft(profile: str = "demo", sets: list[str] | None = None, force: bool 
     fc = flow_context(profile, sets)
     cfg, store = fc.cfg, fc.store
     logger = get_run_logger()
-    export = store.root / "exports" / "sft_train.parquet"
+    export = store.root / EXPORTS / "sft_train.parquet"
     if not export.exists():
         raise ValueError(f"{export} does not exist; run generate-sft first (it writes the chat-format export)")
     examples = chat_to_examples(pq.read_table(export).to_pylist())
-    scfg = cfg.train_sft
     export_hash = _file_hash(export)
     key = fingerprint(export=export_hash, train_sft=cfg.section_hash("train_sft"))
-    out_dir = store.root / "runs" / "sft" / key
-    dest = store.root / "checkpoints" / "sft" / "final_model"
+    out_dir = runs_dir(store.root, "sft") / key
+    dest = store.root / CHECKPOINTS / "sft" / "final_model"
     job: dict[str, Any] = {}
 
     def make(_k: str) -> pa.Table:
@@ -136,8 +137,9 @@ def train_sft(profile: str = "demo", sets: list[str] | None = None, force: bool 
         answers = out_dir / "examples.jsonl"
         answers.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in examples), encoding="utf-8")
         logger.info("SFT on %d accepted teacher answers; job out_dir %s", len(examples), out_dir)
-        job.update(sft_job(scfg.model_copy(update={"run": scfg.run.model_copy(update={"answers_path": str(answers)})}),
-                           out_dir))
+        job_cfg = cfg.model_copy(deep=True)
+        job_cfg.train_sft.run.answers_path = str(answers)
+        job.update(sft_job(job_cfg, out_dir))
         _install_checkpoint(out_dir / "final_model", dest)
         return _steps(out_dir)
 
@@ -151,7 +153,7 @@ def train_sft(profile: str = "demo", sets: list[str] | None = None, force: bool 
             raise ValueError(f"{dest} is missing and so is {out_dir}/final_model; re-run with force=True")
         _install_checkpoint(out_dir / "final_model", dest)
     steps = store.read("sft_steps").to_pylist()
-    png = loss_plot(steps, store.root / "reports" / "sft_loss.png")
+    png = loss_plot(steps, store.root / REPORTS / "sft_loss.png")
     losses = sorted((r["step"], r["value"]) for r in steps if r["metric"] == "loss/sft")
     table = "\n".join(["| step | loss/sft |", "|---|---|"] + [f"| {s} | {v:.4f} |" for s, v in losses])
     summary = stage_summary(out, {"checkpoint": str(dest), "examples": len(examples),

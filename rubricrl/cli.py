@@ -144,11 +144,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    """``rubricrl score``: the environment's contract; the env section comes from the project config."""
+    """``rubricrl score``: the environment's contract; env and attribution come from the project config."""
     from rubricrl import score_cmd
-    from schemas.config import load_config
 
-    args.env_config = load_config().env
     return score_cmd.run(args)
 
 

@@ -8,8 +8,9 @@ Output: {"format_valid", "source_valid", "runtime_valid", "reward", "html_offset
 Exit 0 on a scored response (a missing reward included: ``reward`` is null), 2 on unreadable inputs
 with a message on stderr naming the file and the problem.
 
-Wire-in (lead): ``score_cmd.add_parser(subparsers)`` in ``rubricrl/cli.py``; dispatch to
-``score_cmd.run(args)``. Standalone: ``python -m rubricrl.score_cmd --task ... --response ...``.
+``rubricrl/cli.py`` adds it with ``score_cmd.add_parser(subparsers)`` and dispatches to
+``score_cmd.run(args)``; the env and attribution sections come from the project configuration
+(profile and ``RUBRICRL_*`` overrides). Standalone: ``python -m rubricrl.score_cmd --task ... --response ...``.
 """
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def load_task(path: Path) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from schemas.config_env import EnvConfig
+    from schemas.config import load_config
     from tasks.env.judge import parse_diagnosis
     from tasks.env.score import score_response
 
@@ -115,7 +116,12 @@ def run(args: argparse.Namespace) -> int:
     except InputError as e:
         print(f"rubricrl score: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    cfg = getattr(args, "env_config", None) or EnvConfig()
+    try:
+        project = load_config()  # env and attribution sections (profile and RUBRICRL_* overrides)
+    except ValueError as e:
+        print(f"rubricrl score: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    cfg = project.env
     if args.no_browser:
         cfg = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={"enabled": False})})
     provider = None
@@ -135,13 +141,14 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     out = result.to_json()
     if args.advantage is not None:
-        out.update(token_fields(response, result, args.advantage, args.tokenizer))
+        out.update(token_fields(response, result, args.advantage, args.tokenizer, project.attribution))
     print(json.dumps(out, ensure_ascii=False, indent=2))
     return EXIT_OK
 
 
-def token_fields(response: str, result: Any, advantage: float, tokenizer_dir: Path) -> dict[str, Any]:
-    """``token_weights`` / ``token_offsets`` (response character offsets) by the sign rule of paper 3.5."""
+def token_fields(response: str, result: Any, advantage: float, tokenizer_dir: Path, attribution: Any) -> dict[str, Any]:
+    """``token_weights`` / ``token_offsets`` (response character offsets) by the weight rule of
+    ``tasks.attribution.weights`` with the ``attribution`` section's numbers (paper 3.5)."""
     from tasks.attribution.api import AttributionTrace, token_weights
     from tasks.attribution.tokens import load_tokenizer, token_offsets_array
 
@@ -153,7 +160,7 @@ def token_fields(response: str, result: Any, advantage: float, tokenizer_dir: Pa
         return {"token_weights": None, "token_offsets": spans}
     # no HTML, or gates decided without findings: empty attribution sets, ordinary sign rule
     trace = result.attribution if result.attribution is not None else AttributionTrace(h=0, source_len=0)
-    weights = token_weights(trace, offsets, float(advantage))
+    weights = token_weights(trace, offsets, float(advantage), attribution)
     return {"token_weights": [round(float(w), 6) for w in weights], "token_offsets": spans}
 
 

@@ -81,21 +81,13 @@ PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
              "selection": SELECTION_DEMO_OVERRIDES, "evaluation": EVAL_DEMO_OVERRIDES},
     "full": {},
 }
+
+
 def _deep_update(base: dict[str, Any], upd: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for k, v in upd.items():
         out[k] = _deep_update(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
     return out
-
-
-# The demo's tiny policy learns the (compact) offline teacher app by SFT, and is given enough new
-# tokens to finish it, so probe and GRPO samples differ in validity and selection has real choices.
-PROFILE_OVERRIDES["demo"] = _deep_update(PROFILE_OVERRIDES["demo"], {
-    "train_sft": {"run": {"epochs": 25}},
-    "selection": {"probe_max_new_tokens": 300},
-    "train": {"rollout": {"max_new_tokens": 300}, "optim": {"lr": 5e-5}},
-    "evaluation": {"max_new_tokens": 300},
-})
 
 
 def _set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
@@ -142,15 +134,24 @@ def _explain(e: ValidationError) -> str:
 
 
 def load_config(profile: str | None = None, overrides: dict[str, Any] | None = None,
-                sets: list[str] | None = None, environ: dict[str, str] | None = None) -> Config:
-    """Resolve profile -> environment -> explicit overrides -> ``--set a.b=v`` items, in that order."""
-    env = dict(os.environ if environ is None else environ)
-    profile = profile or env.get("RUBRICRL_PROFILE") or "demo"
-    if profile not in PROFILES:
-        raise ValueError(f"config field 'profile' = {profile!r}: unknown profile; allowed values: {', '.join(PROFILES)}")
-    data: dict[str, Any] = {"profile": profile}
-    data = _deep_update(data, PROFILE_OVERRIDES[profile])
-    data = _deep_update(data, env_overrides(env))
+                sets: list[str] | None = None, environ: dict[str, str] | None = None,
+                file: str | Path | None = None) -> Config:
+    """Resolve profile -> environment -> explicit overrides -> ``--set a.b=v`` items, in that order.
+
+    ``file``: a resolved configuration written before (``Config.model_dump_json``, e.g. a training
+    run's ``config.json``) replaces the profile and environment steps; overrides and sets still apply.
+    """
+    if file is not None:
+        data = _read_config_file(Path(file))
+    else:
+        env = dict(os.environ if environ is None else environ)
+        profile = profile or env.get("RUBRICRL_PROFILE") or "demo"
+        if profile not in PROFILES:
+            raise ValueError(f"config field 'profile' = {profile!r}: unknown profile; allowed values: "
+                             f"{', '.join(PROFILES)}")
+        data = {"profile": profile}
+        data = _deep_update(data, PROFILE_OVERRIDES[profile])
+        data = _deep_update(data, env_overrides(env))
     data = _deep_update(data, overrides or {})
     for item in sets or []:
         if "=" not in item:
@@ -164,3 +165,25 @@ def load_config(profile: str | None = None, overrides: dict[str, Any] | None = N
     if cfg.synth.min_capabilities > cfg.synth.max_capabilities:
         raise ValueError("config field 'synth.min_capabilities' exceeds 'synth.max_capabilities'; make min <= max")
     return cfg
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ValueError(f"config file {path} does not exist; write one with `rubricrl config > {path.name}`")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"config file {path} is not valid JSON ({e.msg} at line {e.lineno}); rewrite it with "
+                         "`rubricrl config`") from None
+    if not isinstance(data, dict) or "profile" not in data:
+        raise ValueError(f"config file {path} is not a whole configuration (no 'profile'); write one with "
+                         "`rubricrl config`")
+    return data
+
+
+def write_config(cfg: Config, path: str | Path) -> Path:
+    """Write the whole resolved configuration (what ``load_config(file=path)`` reads back)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(cfg.model_dump_json(indent=2), encoding="utf-8")
+    return p

@@ -1,7 +1,8 @@
 """Configuration of diagnostic attribution and token weights (paper 3.4, 3.5, B.3, B.4, G.3).
 
-Defaults are the paper's numbers. The lead wires ``AttributionConfig`` into the project config;
-every field is documented with where its default comes from.
+Defaults are the paper's numbers; ``AttributionConfig`` is the ``attribution`` section of
+``schemas/config.py``, and ``tasks.attribution.weights`` is the one reader of its weights (the
+trainer and ``rubricrl score`` both go through it). Every field says where its default comes from.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ class AttributionConfig(BaseModel):
     positive_other_weight: float = Field(1.2, gt=0, description="A>0: tokens outside every attributed span (G.3).")
     mode: WeightMode = Field(
         "sign",
-        description="'sign' is the paper's rule; 'unconditional' is the 4.4 ablation (see tasks.attribution.tokens).",
+        description="'sign' is the paper's rule; 'unconditional' is the 4.4 ablation (see tasks.attribution.weights).",
     )
     window_chars: int = Field(1200, ge=0, description="Analysis window each side of a direct anchor (B.3).")
     min_fragment_chars: int = Field(

@@ -1,11 +1,11 @@
-"""Configuration of the evaluation environment (issue 8): reward numbers, gates, browser, judge.
+"""Configuration of the evaluation environment: reward numbers, gates, browser, judge.
 
 Every number the environment uses to turn evidence into a reward lives here with its default
 documented, so a reward can be reproduced from the config hash stored with each rewards row.
 The paper (section 3.3) gives the tier order but no numbers; the defaults below are ours.
 
-Wire-in: the lead adds ``env: EnvConfig`` to ``schemas.config.Config``; overrides then follow the
-usual ``RUBRICRL_ENV__RUNTIME__ENABLED=false`` / ``--set env.runtime.enabled=false`` rules.
+``EnvConfig`` is the ``env`` section of ``schemas.config.Config``; overrides follow the usual
+``RUBRICRL_ENV__RUNTIME__ENABLED=false`` / ``--set env.runtime.enabled=false`` rules.
 """
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ REWARD_KINDS: tuple[str, ...] = ("hierarchical", "binary")
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+SCORED_TIERS = ("format_invalid", "source_invalid", "runtime_invalid", "valid")  # hierarchy order (paper 3.3)
+TIERS = (*SCORED_TIERS, "missing")  # missing: the judge failed, so there is no reward
 
 
 class RewardConfig(_Section):

@@ -1,7 +1,7 @@
 """evaluate (paper 4.1, Table 1): which policies to score on which held-out queries, how many sampling runs.
 
-The lead wires :class:`EvalConfig` into ``schemas/config.py`` as the ``evaluation`` section and
-``EVAL_DEMO_OVERRIDES`` into the demo profile; until then the flow reads these defaults.
+The ``evaluation`` section of ``schemas/config.py``; ``EVAL_DEMO_OVERRIDES`` is its part of the demo
+profile.
 """
 from __future__ import annotations
 
@@ -27,4 +27,4 @@ class EvalConfig(BaseModel):
     seed: int = Field(0, description="Run k samples with seed + k")
 
 
-EVAL_DEMO_OVERRIDES: dict[str, Any] = {"max_queries": 8, "runs": 2, "max_new_tokens": 48, "max_prompt_tokens": 768}
+EVAL_DEMO_OVERRIDES: dict[str, Any] = {"max_queries": 8, "runs": 2, "max_new_tokens": 300, "max_prompt_tokens": 768}

@@ -6,7 +6,7 @@ Prices are USD per million tokens. ``cache_write`` is the 5-minute prompt-cache 
 Message Batches are billed at ``batch.discount`` (0.5) of the normal price. A model without a price
 is a configuration error (``ValueError`` naming ``llm.prices``), never a silent zero.
 
-How to use: ``LLMConfig()`` gives the documented defaults; the lead wires it into ``schemas/config.py``.
+How to use: ``LLMConfig()`` gives the documented defaults; it is the ``llm`` section of ``schemas/config.py``.
 """
 from __future__ import annotations
 

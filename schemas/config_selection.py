@@ -25,7 +25,8 @@ class SelectionConfig(BaseModel):
     schedule_timezone: str = Field("UTC", description="Time zone of the cron schedule")
 
 
-# The demo profile (issue 7: a tiny model, few candidates, a few probe samples, short responses).
+# The demo profile: a tiny model, few candidates, a few probe samples, enough new tokens for the SFT'd
+# tiny policy to finish its app (so probe samples differ in validity and selection has real choices).
 SELECTION_DEMO_OVERRIDES: dict[str, Any] = {"target_size": 6, "probe_samples": 4, "max_candidates": 12,
-                                            "probe_max_new_tokens": 48, "probe_max_prompt_tokens": 768,
+                                            "probe_max_new_tokens": 300, "probe_max_prompt_tokens": 768,
                                             "probe_chunk_size": 6}

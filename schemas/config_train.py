@@ -1,6 +1,6 @@
-"""Configuration of the GRPO job (issue 6; paper 3.5, 4.3, 4.4, D.4): one typed section per concern.
+"""Configuration of the GRPO and SFT jobs (paper 3.5, 4.3, 4.4, D.1, D.4): one typed section per concern.
 
-The lead wires :class:`TrainRLConfig` into ``schemas/config.py`` as the ``train_rl`` section. Defaults
+:class:`TrainRLConfig` is the ``train`` section of ``schemas/config.py``. Defaults
 are the paper's where it states them (64 queries x 8 responses per step, BF16 on GPU, untruncated
 sampling: top-k above the vocabulary size, D.4); ``DEMO_OVERRIDES`` is the small CPU profile used by
 ``make run`` and the tests. Cross-field checks live in ``training.config.validate_configs`` because
@@ -57,9 +57,6 @@ class ObjectiveSection(_Section):
     eps_high: float = Field(0.28, ge=0.0, description="Upper clip range: ratio <= 1 + eps_high")
     adv_eps: float = Field(1e-6, gt=0.0, description="eps in A_i = (r_i - mean) / (std + eps)")
     kl_coef: float = Field(0.0, ge=0.0, description="k3 KL to the initial policy; 0 = off (default), not weighted")
-    weights_input: Literal["markers", "final"] = Field(
-        "markers", description="markers: score_fn returns nominal w-bar (3.0 direct, 1.5 contextual, 1.0 other) and "
-                               "the trainer applies the sign rule; final: score_fn already applied it")
 
 
 class OptimSection(_Section):
@@ -81,7 +78,8 @@ class DeepSpeedSection(_Section):
 class RunSection(_Section):
     steps: int = Field(200, ge=1, description="Optimiser steps (one per rollout batch; on-policy)")
     seed: int = 0
-    out_dir: Path = Field(Path("runs/train-rl"), description="Checkpoints, TensorBoard logs, per-step records")
+    out_dir: Path | None = Field(None, description="Checkpoints, TensorBoard logs, per-step records; None = "
+                                                 "<data_dir>/runs/train-rl/job (the train-rl flow: one folder per run)")
     save_every: int = Field(50, ge=1, description="Checkpoint every N steps (and at the end)")
     keep_checkpoints: int = Field(2, ge=1, description="Newest checkpoints kept on disk")
     resume: bool = Field(False, description="Continue from the newest checkpoint in out_dir (bit-for-bit on CPU)")
@@ -91,7 +89,7 @@ class RunSection(_Section):
 
 
 class TrainRLConfig(_Section):
-    """The ``train_rl`` section: everything the GRPO job reads."""
+    """The ``train`` section: everything the GRPO job reads."""
 
     model: ModelSection = Field(default_factory=ModelSection)
     rollout: RolloutSection = Field(default_factory=RolloutSection)
@@ -101,10 +99,12 @@ class TrainRLConfig(_Section):
     run: RunSection = Field(default_factory=RunSection)
 
 
-# The CPU demo: a few steps of the tiny model in well under a minute.
+# The CPU demo: a few steps of the tiny policy. It learned the (compact) offline teacher app by SFT
+# and is given enough new tokens to finish it, so GRPO samples differ in validity; a learning rate
+# suited to that policy (3e-3 collapsed it after one step).
 DEMO_OVERRIDES: dict[str, Any] = {
-    "rollout": {"queries_per_step": 2, "group_size": 4, "max_new_tokens": 24, "max_prompt_tokens": 768},
-    "optim": {"lr": 3e-3},
+    "rollout": {"queries_per_step": 2, "group_size": 4, "max_new_tokens": 300, "max_prompt_tokens": 768},
+    "optim": {"lr": 5e-5},
     "deepspeed": {"precision": "fp32", "micro_batch_size": 4, "zero_stage": 1},
     "run": {"steps": 3, "save_every": 2},
 }
@@ -117,7 +117,8 @@ class SFTRunSection(_Section):
     examples_per_step: int = Field(64, ge=1, description="Global batch: examples per optimiser step, all ranks")
     max_seq_len: int = Field(16384, ge=16, description="Longer examples are cut (answer tail), and counted")
     seed: int = 0
-    out_dir: Path = Field(Path("runs/sft"), description="Checkpoints, TensorBoard logs, final_model/")
+    out_dir: Path | None = Field(None, description="Checkpoints, TensorBoard logs, final_model/; None = "
+                                                 "<data_dir>/runs/sft/job (the train-sft flow: one folder per input)")
     save_every: int = Field(200, ge=1)
     keep_checkpoints: int = Field(2, ge=1)
     resume: bool = False
@@ -128,7 +129,7 @@ class SFTRunSection(_Section):
 
 
 class SFTConfig(_Section):
-    """The ``train_sft`` section (issue 7 wires the flow; the job shares loading, checkpoints, metrics)."""
+    """The ``train_sft`` section (the SFT job shares loading, checkpoints and metrics with GRPO)."""
 
     model: ModelSection = Field(default_factory=ModelSection)
     optim: OptimSection = Field(default_factory=lambda: OptimSection(lr=1e-5))
@@ -136,8 +137,8 @@ class SFTConfig(_Section):
     run: SFTRunSection = Field(default_factory=SFTRunSection)
 
 
-SFT_DEMO_OVERRIDES: dict[str, Any] = {
+SFT_DEMO_OVERRIDES: dict[str, Any] = {  # 25 epochs: the tiny policy learns the offline teacher app
     "optim": {"lr": 2e-3},
     "deepspeed": {"precision": "fp32", "micro_batch_size": 2, "zero_stage": 1},
-    "run": {"examples_per_step": 4, "max_seq_len": 1024, "save_every": 1000},
+    "run": {"epochs": 25, "examples_per_step": 4, "max_seq_len": 1024, "save_every": 1000},
 }

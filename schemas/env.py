@@ -15,10 +15,10 @@ from __future__ import annotations
 import great_expectations as gx
 import pyarrow as pa
 
+from schemas.config_env import TIERS, RewardConfig
 from schemas.judge import LAYERS, SEVERITIES
 from schemas.validation import FrameSuite, exploded, rows, suite
 
-TIERS = ("format_invalid", "source_invalid", "runtime_invalid", "valid", "missing")
 RUNTIME_STATUSES = ("ok", "page_error", "load_timeout", "unresponsive", "crashed", "blank", "skipped", "unavailable")
 
 FINDING_TYPE = pa.struct([
@@ -123,3 +123,10 @@ def _null_iff_missing(table: pa.Table):
     df = table.select(["rollout_id", "reward", "tier"]).to_pandas()
     df["null_iff_missing"] = df["reward"].isna() == (df["tier"] == "missing")
     return df[["rollout_id", "null_iff_missing"]]
+
+
+def reward_suites_for(reward: RewardConfig) -> list[FrameSuite]:
+    """The rewards suites with the bounds every reward of this config lies in (the gates' values and
+    the valid tier's ``rubric_max``; binary rewards are 0 or 1)."""
+    return rewards_suites(min(reward.format_invalid, reward.source_invalid, reward.runtime_invalid, 0.0),
+                          max(reward.rubric_max, 1.0))

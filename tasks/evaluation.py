@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-TIERS = ("format_invalid", "source_invalid", "runtime_invalid", "valid")
+from schemas.config_env import SCORED_TIERS as TIERS
 
 
 def _mean(xs: list[float]) -> float | None:

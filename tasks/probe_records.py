@@ -12,8 +12,15 @@ from typing import Any
 
 from schemas.rubric import Task
 from tasks.selection import Candidate, Scored
+from tasks.store import StageStore
 
 UNMET = ("critical", "major")
+QUERY_META = ["query_id", "category_ids", "capability_ids", "persona_id", "difficulty", "domain"]
+
+
+def query_meta(store: StageStore) -> dict[str, dict[str, Any]]:
+    """The ``queries`` stage's descriptive columns by query id (selection and evaluation rows carry them)."""
+    return {r["query_id"]: r for r in store.read("queries", columns=QUERY_META).to_pylist()}
 
 
 def failed_items(judgment: dict[str, Any]) -> set[str]:

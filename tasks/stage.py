@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence, TypeVar
 
 import pyarrow as pa
 from tqdm import tqdm
@@ -20,6 +20,12 @@ from tasks.store import Manifest, StageStore, fingerprint, schema_hash
 from tasks.validate import StageValidationError, ValidationReport, run_suites
 
 log = logging.getLogger("rubricrl.stage")
+T = TypeVar("T")
+
+
+def chunked(items: Sequence[T], size: int) -> dict[str, list[T]]:
+    """Stable part keys: ``items`` cut into chunks of ``size``, keyed ``c00000``, ``c00001``, ..."""
+    return {f"c{i // size:05d}": list(items[i:i + size]) for i in range(0, len(items), size)}
 
 
 @dataclass

@@ -7,9 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas.config_attribution import AttributionConfig
-from tasks.attribution.tokens import (
-    _window_offsets, align_with_targets, load_tokenizer, token_membership, token_offsets, weights_from_membership,
-)
+from tasks.attribution.tokens import _window_offsets, align_with_targets, load_tokenizer, token_membership, token_offsets
+from tasks.attribution.weights import weights_from_membership
 from tests.fixtures.attribution.make_tokenizer import byte_level, metaspace
 
 

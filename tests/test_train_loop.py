@@ -124,13 +124,14 @@ def _clean_env() -> dict[str, str]:
 
 def test_cli_entry_runs_the_demo(tmp_path):
     out = tmp_path / "cli"
-    proc = subprocess.run([sys.executable, "-m", "training", "--set", f"run.out_dir={out}", "--set", "run.steps=2",
-                           "--set", "rollout.max_new_tokens=8", "--set", "rollout.instruction=Write one HTML file."],
+    proc = subprocess.run([sys.executable, "-m", "training", "--set", f"train.run.out_dir={out}",
+                           "--set", "train.run.steps=2",
+                           "--set", "train.rollout.max_new_tokens=8", "--set", "train.rollout.instruction=Write one HTML file."],
                           cwd=REPO, capture_output=True, text=True, timeout=300, env=_clean_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "TensorBoard logs:" in proc.stdout
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps_run"] == 2 and summary["rollout_engine"] == "transformers"
-    bad = subprocess.run([sys.executable, "-m", "training", "--set", "run.score_fn=nope"], cwd=REPO,
+    bad = subprocess.run([sys.executable, "-m", "training", "--set", "train.run.score_fn=nope"], cwd=REPO,
                          capture_output=True, text=True, timeout=120, env=_clean_env())
     assert bad.returncode == 2 and "package.module:function" in bad.stderr

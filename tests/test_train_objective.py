@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+from tasks.attribution.weights import CONTEXT, DIRECT, OTHER
 from training.config import demo_config, validate_configs
 from training.objective import group_advantages, policy_weights, step_loss_scale, target_logprobs, token_loss
 from training.update import PackedResponse, pack
@@ -31,7 +32,7 @@ def test_group_advantages_rejects_nan_reward_with_fix():
 
 
 def test_sign_rule_full_mode():
-    markers = torch.tensor([3.0, 1.5, 1.0, 1.0])
+    markers = torch.tensor([DIRECT, CONTEXT, OTHER, OTHER])
     w, s = policy_weights(markers, -0.7, "full")
     assert w.tolist() == [3.0, 1.5, 1.0, 1.0] and s.tolist() == [1, 1, 1, 1]
     w, s = policy_weights(markers, 0.7, "full")  # attributed keep 1.0, others 1.2
@@ -41,7 +42,7 @@ def test_sign_rule_full_mode():
 
 
 def test_binary_and_hierarchical_use_uniform_weights():
-    markers = torch.tensor([3.0, 1.5, 1.0])
+    markers = torch.tensor([DIRECT, CONTEXT, OTHER])
     for mode in ("binary", "hierarchical"):
         for adv in (-1.0, 1.0):
             w, s = policy_weights(markers, adv, mode)
@@ -49,7 +50,7 @@ def test_binary_and_hierarchical_use_uniform_weights():
 
 
 def test_unconditional_penalises_diagnosed_tokens_whatever_the_sign():
-    markers = torch.tensor([3.0, 1.5, 1.0])
+    markers = torch.tensor([DIRECT, CONTEXT, OTHER])
     w, s = policy_weights(markers, 0.5, "unconditional")
     assert w.tolist() == [3.0, 1.5, 1.0] and s.tolist() == [-1.0, -1.0, 1.0]
     w, s = policy_weights(markers, -0.5, "unconditional")
@@ -119,8 +120,6 @@ def test_validate_configs_names_the_fix():
         validate_configs(demo_config(rollout={"queries_per_step": 2}), 4)
     with pytest.raises(ValueError, match="micro_batch_size that divides 8"):
         validate_configs(demo_config(deepspeed={"micro_batch_size": 3}), 1)
-    with pytest.raises(ValueError, match="weights_input"):
-        validate_configs(demo_config(objective={"mode": "binary", "weights_input": "final"}), 1)
 
 
 def test_prompt_uses_shared_generation_prompt_and_opens_with_empty_think():

@@ -95,11 +95,11 @@ def test_grpo_steps_with_vllm_engine(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR",
                                                             "MASTER_PORT")}
     # a visible learning rate and a checkpoint after every step, so the policy after step 1 can be read back
-    proc = subprocess.run([sys.executable, "-m", "training", "--set", f"run.out_dir={tmp_path}", "--set", "run.steps=2",
-                           "--set", "rollout.engine=vllm", "--set", "rollout.max_new_tokens=8",
-                           "--set", f"rollout.temperature={TEMPERATURE}", "--set", "optim.lr=0.01",
-                           "--set", "run.save_every=1", "--set", "run.keep_checkpoints=2",
-                           "--set", f"rollout.instruction={INSTRUCTION}"],
+    proc = subprocess.run([sys.executable, "-m", "training", "--set", f"train.run.out_dir={tmp_path}", "--set", "train.run.steps=2",
+                           "--set", "train.rollout.engine=vllm", "--set", "train.rollout.max_new_tokens=8",
+                           "--set", f"train.rollout.temperature={TEMPERATURE}", "--set", "train.optim.lr=0.01",
+                           "--set", "train.run.save_every=1", "--set", "train.run.keep_checkpoints=2",
+                           "--set", f"train.rollout.instruction={INSTRUCTION}"],
                           cwd=repo, env=env, capture_output=True, text=True, timeout=600)  # roomy: a loaded machine
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())

@@ -1,52 +1,22 @@
-"""Loading and cross-checking the GRPO job's config (the models live in ``schemas/config_train.py``).
+"""Cross-checking the GRPO job's config (the models live in ``schemas/config_train.py``; loading and
+``--set`` are ``schemas.config.load_config``'s).
 
 ``validate_configs`` holds every check that spans sections or needs the world size, so a bad
 combination fails once, at launch, with a message that names the fix.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
-from schemas.config_train import DEMO_OVERRIDES, TrainRLConfig
-
-
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
+from schemas.config import load_config
+from schemas.config_train import TrainRLConfig
 
 
 def demo_config(**overrides: Any) -> TrainRLConfig:
-    """The demo profile, with nested ``overrides`` (``{"run": {"steps": 2}}``) merged on top."""
-    return TrainRLConfig.model_validate(deep_merge(DEMO_OVERRIDES, overrides))
-
-
-def load_config(path: str | Path) -> TrainRLConfig:
-    p = Path(path)
-    if not p.exists():
-        raise ValueError(f"config file {p} does not exist; write one with TrainRLConfig().model_dump_json()")
-    return TrainRLConfig.model_validate(json.loads(p.read_text()))
-
-
-def parse_set(cfg: BaseModel, assignments: list[str]) -> Any:
-    """Apply ``section.field=value`` overrides (values parsed as JSON when they parse, else strings)."""
-    data = cfg.model_dump(mode="json")
-    for a in assignments:
-        key, sep, raw = a.partition("=")
-        parts = key.strip().split(".")
-        if not sep or len(parts) != 2 or parts[0] not in data or parts[1] not in data[parts[0]]:
-            raise ValueError(f"--set {a!r}: use section.field=value with a section of {sorted(data)} and one of its fields")
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        data[parts[0]][parts[1]] = value
-    return type(cfg).model_validate(data)
+    """The demo profile's ``train`` section (the one ``rubricrl run`` uses), with nested ``overrides``
+    (``{"run": {"steps": 2}}``) merged on top; no environment overrides."""
+    return load_config("demo", overrides={"train": overrides}, environ={}).train
 
 
 def validate_configs(cfg: TrainRLConfig, world_size: int = 1) -> None:
@@ -61,11 +31,6 @@ def validate_configs(cfg: TrainRLConfig, world_size: int = 1) -> None:
     if per_rank % ds.micro_batch_size:
         raise ValueError(f"each rank holds {per_rank} responses per step, not divisible by deepspeed.micro_batch_size="
                          f"{ds.micro_batch_size}; pick a micro_batch_size that divides {per_rank}")
-    if ob.mode in ("binary", "hierarchical") and ob.weights_input == "final":
-        raise ValueError(f"objective.mode={ob.mode!r} uses uniform token weights; weights_input='final' only makes sense "
-                         "with mode 'full' or 'unconditional'")
-    if ob.mode == "unconditional" and ob.weights_input == "final":
-        raise ValueError("objective.mode='unconditional' needs the nominal markers; set objective.weights_input='markers'")
     if ds.precision == "fp16":
         raise ValueError("deepspeed.precision='fp16' is not supported (loss scaling would interact with the NaN guard); "
                          "use 'bf16' on GPU or 'fp32' on CPU")
@@ -76,3 +41,11 @@ def validate_configs(cfg: TrainRLConfig, world_size: int = 1) -> None:
 
 def micro_batches_per_rank(cfg: TrainRLConfig, world_size: int) -> int:
     return cfg.rollout.queries_per_step // world_size * cfg.rollout.group_size // cfg.deepspeed.micro_batch_size
+
+
+def out_dir_of(run: Any) -> Path:
+    """The job's ``run.out_dir``; a clear error when nobody set it (the launchers place it under the data dir)."""
+    if run.out_dir is None:
+        raise ValueError("run.out_dir is not set; pass one, or start the job with `python -m training` (it places "
+                         "the run under <data_dir>/runs)")
+    return Path(run.out_dir)

@@ -28,12 +28,12 @@ PY
 
 rm -rf "$OUT"
 "$PY" -m training --profile full \
-  --set run.out_dir="$OUT" --set run.steps="$STEPS" --set run.save_every=1000 \
-  --set model.tiny_hidden_size="${GPU_CHECK_HIDDEN:-1024}" --set model.tiny_layers="${GPU_CHECK_LAYERS:-8}" \
-  --set rollout.engine=transformers --set rollout.queries_per_step=8 --set rollout.group_size=8 \
-  --set rollout.max_new_tokens="${GPU_CHECK_NEW_TOKENS:-256}" --set rollout.max_prompt_tokens=1024 \
-  --set deepspeed.precision=bf16 --set deepspeed.zero_stage=2 --set deepspeed.micro_batch_size=16 \
-  --set optim.lr=1e-5 > "$OUT.log" 2>&1 || { tail -50 "$OUT.log"; exit 1; }
+  --set train.run.out_dir="$OUT" --set train.run.steps="$STEPS" --set train.run.save_every=1000 \
+  --set train.model.tiny_hidden_size="${GPU_CHECK_HIDDEN:-1024}" --set train.model.tiny_layers="${GPU_CHECK_LAYERS:-8}" \
+  --set train.rollout.engine=transformers --set train.rollout.queries_per_step=8 --set train.rollout.group_size=8 \
+  --set train.rollout.max_new_tokens="${GPU_CHECK_NEW_TOKENS:-256}" --set train.rollout.max_prompt_tokens=1024 \
+  --set train.deepspeed.precision=bf16 --set train.deepspeed.zero_stage=2 --set train.deepspeed.micro_batch_size=16 \
+  --set train.optim.lr=1e-5 > "$OUT.log" 2>&1 || { tail -50 "$OUT.log"; exit 1; }
 
 "$PY" - "$OUT" <<'PY'
 import json, statistics, sys

@@ -2,25 +2,27 @@
 
 Each rank owns ``B / world_size`` whole groups. Per step it samples G responses per query with the
 rollout engine, calls the caller's ``score_fn`` (the train-rl flow supplies the environment's
-hierarchical rewards and the attribution's token markers; tests supply a toy reward), computes
-group-relative advantages, applies the mode's weight rule, and runs one optimiser step. vLLM gets
+hierarchical rewards and the attribution's token membership; tests supply a toy reward), computes
+group-relative advantages, applies the mode's weight rule (``tasks.attribution.weights``, numbers from
+the ``attribution`` config section), and runs one optimiser step. vLLM gets
 the new weights after every step. Checkpoints every ``save_every`` steps; ``resume`` continues
 bit-for-bit on CPU (sampling is seeded by (seed, step, rank), so it does not depend on history).
 
 score_fn contract::
 
-    score_fn(prompts, responses, token_ids, **ctx) -> (rewards, token_weights, info)
+    score_fn(prompts, responses, token_ids, **ctx) -> (rewards, membership, info)
 
 prompts: the expanded queries; responses: decoded response texts; token_ids: generated ids (the
 stop token included when produced); ctx: ``query_ids``, ``group_ids``, ``step``, ``rank``,
-``model_path``. rewards[i]: float, or None for a missing reward (the response is dropped).
-token_weights[i]: nominal markers w-bar per token id (3.0 direct, 1.5 contextual, 1.0 other;
-``objective.weights_input='final'`` if the caller already applied the sign rule). info (all optional,
+``model_path``, ``out_dir`` (the run folder; the train-rl flow's scorer reads the run's config there).
+rewards[i]: float, or None for a missing reward (the response is dropped).
+membership[i]: one membership code per token id (ints: ``tasks.attribution.weights`` OTHER,
+CONTEXT, DIRECT); the trainer turns them into weights, since it computes the advantages. info (all optional,
 lists aligned with responses): ``passed`` (all rubric items met; binary mode's reward),
 ``tier`` (hierarchy level reached), ``judge_failed``, ``uniform`` (findings present, none
 localised: uniform 1.0), and the floats ``time_score_s`` / ``time_attribute_s``.
 
-Run: see ``training/launch.py``; from Python, ``run_grpo(config, score_fn)``.
+Run: see ``training/launch.py``; from Python, ``run_grpo(config, score_fn, attribution=...)``.
 """
 from __future__ import annotations
 
@@ -31,11 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
+from schemas.config_attribution import AttributionConfig
 from schemas.config_train import TrainRLConfig
+from schemas.layout import RUN_RECORDS
+from tasks.attribution.weights import membership_codes
 from training import checkpoint
-from training.config import validate_configs
+from training.config import out_dir_of, validate_configs
 from training.data import QuerySource, load_queries
 from training.engine import build_engine, device_for_rank, init_distributed, load_policy
 from training.metrics import MetricWriter, fraction_by_weight, write_rollout_records, write_step_record
@@ -44,13 +50,13 @@ from training.rollout import Rollout, TransformersEngine, VLLMEngine, build_prom
 from training.update import PackedResponse, make_micro_batches, run_update
 
 log = logging.getLogger("rubricrl.train")
-ScoreFn = Callable[..., tuple[list[float | None], list[list[float]], dict[str, Any]]]
+ScoreFn = Callable[..., tuple[list[float | None], list[list[int]], dict[str, Any]]]
 
 
 @dataclass
 class Scored:
     rewards: list[float | None]
-    markers: list[list[float]]
+    membership: list[np.ndarray]  # (T_i,) int8 codes per response
     info: dict[str, Any]
     time_score_s: float
     time_attribute_s: float
@@ -66,21 +72,22 @@ def score_rollouts(score_fn: ScoreFn, queries: list[dict[str, str]], rollouts: l
     responses = [tokenizer.decode(r.response_ids, skip_special_tokens=True) for r in rollouts]
     token_ids = [list(r.response_ids) for r in rollouts]
     t0 = time.perf_counter()
-    rewards, markers, info = score_fn([q["query"] for q in queries], responses, token_ids,
+    rewards, membership, info = score_fn([q["query"] for q in queries], responses, token_ids,
                                       query_ids=[q["query_id"] for q in queries], group_ids=group_ids, **ctx)
     elapsed = time.perf_counter() - t0
     n = len(rollouts)
-    if len(rewards) != n or len(markers) != n:
-        raise ValueError(f"score_fn returned {len(rewards)} rewards and {len(markers)} weight arrays for {n} responses; "
-                         "return one of each per response, in order")
-    for i, (m, ids) in enumerate(zip(markers, token_ids)):
+    if len(rewards) != n or len(membership) != n:
+        raise ValueError(f"score_fn returned {len(rewards)} rewards and {len(membership)} membership arrays for {n} "
+                         "responses; return one of each per response, in order")
+    codes = [membership_codes(m, f"score_fn response {i}") for i, m in enumerate(membership)]
+    for i, (m, ids) in enumerate(zip(codes, token_ids)):
         if len(m) != len(ids):
-            raise ValueError(f"score_fn: response {i} has {len(ids)} token ids but {len(m)} token weights; align the "
+            raise ValueError(f"score_fn: response {i} has {len(ids)} token ids but {len(m)} membership codes; align the "
                              "weights with the generated token ids (one per id)")
     info = dict(info or {})
     attribute = float(info.pop("time_attribute_s", 0.0))
     score = float(info.pop("time_score_s", max(elapsed - attribute, 0.0)))
-    return Scored(list(rewards), [list(map(float, m)) for m in markers], info, score, attribute)
+    return Scored(list(rewards), codes, info, score, attribute)
 
 
 def effective_rewards(cfg: TrainRLConfig, scored: Scored) -> list[float | None]:
@@ -94,16 +101,13 @@ def effective_rewards(cfg: TrainRLConfig, scored: Scored) -> list[float | None]:
 
 
 def build_packed(cfg: TrainRLConfig, rollouts: list[Rollout], scored: Scored, rewards: list[float | None],
-                 group_ids: list[int]) -> tuple[list[PackedResponse], Any]:
+                 group_ids: list[int], attribution: AttributionConfig) -> tuple[list[PackedResponse], Any]:
     adv = group_advantages(rewards, group_ids, cfg.objective.adv_eps)
     uniform = scored.info.get("uniform") or [False] * len(rollouts)
     packed = []
     for i, r in enumerate(rollouts):
-        markers = torch.tensor(scored.markers[i], dtype=torch.float32)
-        if cfg.objective.weights_input == "final" and cfg.objective.mode in ("full", "unconditional"):
-            weights, sign = markers, torch.ones_like(markers)
-        else:
-            weights, sign = policy_weights(markers, adv.advantages[i], cfg.objective.mode, bool(uniform[i]))
+        weights, sign = policy_weights(scored.membership[i], adv.advantages[i], cfg.objective.mode, bool(uniform[i]),
+                                       attribution)
         packed.append(PackedResponse(r.prompt_ids, r.response_ids, r.logprobs, weights.tolist(),
                                      (sign * adv.advantages[i]).tolist(), adv.informative[i]))
     return packed, adv
@@ -181,7 +185,7 @@ def prepare_model_dir(cfg: TrainRLConfig, rank: int) -> Path:
 
     if cfg.model.path is not None:
         return Path(cfg.model.path)
-    path = cfg.run.out_dir / "tiny_model"
+    path = out_dir_of(cfg.run) / "tiny_model"
     if rank == 0 and not (path / "config.json").exists():
         from training.tiny import build_tiny_model
 
@@ -220,12 +224,14 @@ def named_weights(engine: Any):
 class Trainer:
     """Holds the engine, rollout engine and bookkeeping; ``step(s)`` runs one GRPO step."""
 
-    def __init__(self, cfg: TrainRLConfig, score_fn: ScoreFn, queries: list[dict[str, str]] | None = None):
+    def __init__(self, cfg: TrainRLConfig, score_fn: ScoreFn, queries: list[dict[str, str]] | None = None,
+                 attribution: AttributionConfig | None = None):
         self.cfg, self.score_fn = cfg, score_fn
+        self.attribution = attribution or AttributionConfig()
         self.rank, self.world = init_distributed(cfg.deepspeed.dist_backend)
         validate_configs(cfg, self.world)
         torch.manual_seed(cfg.run.seed)
-        self.out = Path(cfg.run.out_dir)
+        self.out = out_dir_of(cfg.run)
         self.model_dir = prepare_model_dir(cfg, self.rank)
         device = device_for_rank()
         model, self.tokenizer = load_policy(self.model_dir, cfg.deepspeed.precision, device,
@@ -248,7 +254,6 @@ class Trainer:
         self.writer = MetricWriter(self.out / "tensorboard", self.rank == 0, purge_step=self.start_step + 1)
         if self.rank == 0:
             self.out.mkdir(parents=True, exist_ok=True)
-            (self.out / "config.json").write_text(cfg.model_dump_json(indent=2))
             log.info("train-rl config: %s", cfg.model_dump_json())
 
     def step(self, step: int) -> dict[str, float]:
@@ -263,10 +268,11 @@ class Trainer:
         flat_queries = [q for q, g in zip(queries, groups) for _ in g]
         t_roll = time.perf_counter()
         scored = score_rollouts(self.score_fn, flat_queries, rollouts, group_ids, self.tokenizer,
-                                {"step": step + 1, "rank": self.rank, "model_path": str(self.model_dir)})
+                                {"step": step + 1, "rank": self.rank, "model_path": str(self.model_dir),
+                                 "out_dir": str(self.out)})
         t_score = time.perf_counter()
         rewards = effective_rewards(cfg, scored)
-        packed, adv = build_packed(cfg, rollouts, scored, rewards, group_ids)
+        packed, adv = build_packed(cfg, rollouts, scored, rewards, group_ids, self.attribution)
         sums = local_sums(rollouts, scored, rewards, adv, packed)
         sums["prompts_cut"] = n_cut
         sums["step_tokens"] = sum(len(p.response_ids) for p in packed if p.include)
@@ -316,9 +322,12 @@ class Trainer:
                                self.rank, self.cfg.run.keep_checkpoints)
 
 
-def run_grpo(config: TrainRLConfig, score_fn: ScoreFn, queries: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    """Run (or resume) the GRPO job in this process; returns a summary (rank 0's view)."""
-    tr = Trainer(config, score_fn, queries)
+def run_grpo(config: TrainRLConfig, score_fn: ScoreFn, queries: list[dict[str, str]] | None = None, *,
+             attribution: AttributionConfig | None = None) -> dict[str, Any]:
+    """Run (or resume) the GRPO job in this process; returns a summary (rank 0's view).
+
+    ``attribution``: the section whose weights the rule applies (its defaults when None)."""
+    tr = Trainer(config, score_fn, queries, attribution)
     history: list[dict[str, float]] = []
     last_saved = None
     try:
@@ -341,7 +350,7 @@ def run_grpo(config: TrainRLConfig, score_fn: ScoreFn, queries: list[dict[str, s
         tr.rollout.close()
     summary = {
         "steps_run": len(history), "start_step": tr.start_step, "end_step": config.run.steps,
-        "out_dir": str(tr.out), "tensorboard": str(tr.out / "tensorboard"), "records": str(tr.out / "records"),
+        "out_dir": str(tr.out), "tensorboard": str(tr.out / "tensorboard"), "records": str(tr.out / RUN_RECORDS),
         "checkpoint": str(last_saved) if last_saved else None, "mode": config.objective.mode,
         "rollout_engine": tr.rollout.name, "world_size": tr.world, "history": history,
         "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else None,

@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from schemas.layout import RUN_RECORDS
 from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
 
 
@@ -24,13 +25,13 @@ def atomic_parquet(path: Path, table: pa.Table) -> None:
 
 
 def write_rollout_records(out_dir: Path, step: int, rank: int, rows: list[dict[str, Any]]) -> Path:
-    path = out_dir / "records" / "rollouts" / f"step-{step:06d}-rank{rank}.parquet"
+    path = out_dir / RUN_RECORDS / "rollouts" / f"step-{step:06d}-rank{rank}.parquet"
     atomic_parquet(path, pa.Table.from_pylist(rows, schema=TRAIN_ROLLOUTS_SCHEMA))
     return path
 
 
 def write_step_record(out_dir: Path, step: int, metrics: dict[str, float]) -> Path:
-    path = out_dir / "records" / "train_steps" / f"step-{step:06d}.parquet"
+    path = out_dir / RUN_RECORDS / "train_steps" / f"step-{step:06d}.parquet"
     rows = [{"step": step, "metric": k, "value": float(v)} for k, v in sorted(metrics.items())]
     atomic_parquet(path, pa.Table.from_pylist(rows, schema=TRAIN_STEPS_SCHEMA))
     return path

@@ -3,10 +3,10 @@
 - :func:`group_advantages`: A_i = (r_i - mean_group) / (std_group + eps) over the responses of a
   group that have a reward. A missing reward (``None``: judge failure) drops the response; a group
   with fewer than 2 rewarded responses, or zero variance, contributes nothing and is counted.
-- :func:`policy_weights`: the sign rule of G.3 on the nominal markers w-bar (3.0 direct, 1.5
-  contextual, 1.0 other). A_i < 0: w = w-bar. A_i > 0: attributed tokens 1.0, others 1.2. Findings
-  present but none localised: uniform 1.0 (B.4). ``unconditional`` (paper 4.4) instead applies a
-  negative update, weighted by w-bar, to diagnosed tokens of every response whatever its sign.
+- :func:`policy_weights`: the training mode picks the weight rule of ``tasks.attribution.weights``
+  (the one owner of the sign rule and, through ``AttributionConfig``, of every weight): binary and
+  hierarchical use uniform weights (standard GRPO), ``full`` the sign rule of G.3, ``unconditional``
+  the 4.4 ablation.
 - :func:`token_loss`: -w_{i,t} * min(rho A, clip(rho, 1-eps_low, 1+eps_high) A) per response token,
   plus beta * k3 KL to a reference policy (unweighted, off by default).
 - The step loss is the sum of token terms divided by the count of response tokens entering the
@@ -22,12 +22,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Sequence
 
+import numpy as np
 import torch
 
-DIRECT, CONTEXT, OTHER = 3.0, 1.5, 1.0
-POSITIVE_OTHER = 1.2
+from schemas.config_attribution import AttributionConfig
+from schemas.config_train import Mode
+from tasks.attribution.weights import Rule, token_weights
+
+# The weight rule each training mode uses (paper 4.3, 4.4): uniform weights are standard GRPO.
+RULE_OF_MODE: dict[str, Rule] = {"binary": "uniform", "hierarchical": "uniform", "full": "sign",
+                                 "unconditional": "unconditional"}
 
 
 @dataclass(frozen=True)
@@ -66,31 +72,17 @@ def group_advantages(rewards: Sequence[float | None], group_ids: Sequence[int], 
     return GroupAdvantages(adv, retained, informative, len(groups), degenerate, sum(not r for r in retained))
 
 
-WeightMode = Literal["binary", "hierarchical", "full", "unconditional"]
+def policy_weights(membership, advantage: float, mode: Mode, uniform: bool = False,
+                   attribution: AttributionConfig | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-token ``(weights >= 0, advantage sign multiplier in {+1, -1})`` for one response, (T,) float64.
 
-
-def policy_weights(markers: torch.Tensor, advantage: float, mode: WeightMode, uniform: bool = False
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token ``(weights >= 0, advantage sign multiplier in {+1, -1})`` for one response.
-
-    ``markers``: (T,) nominal w-bar per generated token. ``uniform``: findings were present but none
-    could be localised (B.4). binary/hierarchical modes use uniform weights 1.0 (standard GRPO).
+    ``membership``: (T,) codes of ``tasks.attribution.weights`` per generated token. ``uniform``:
+    findings were present but none could be localised (B.4).
     """
-    ones = torch.ones_like(markers)
-    if mode in ("binary", "hierarchical") or uniform:
-        return ones, ones
-    attributed = markers > OTHER
-    if mode == "full":
-        if advantage < 0:
-            return markers.clone(), ones
-        if advantage > 0:
-            return torch.where(attributed, ones, torch.full_like(markers, POSITIVE_OTHER)), ones
-        return ones, ones
-    if mode == "unconditional":
-        # Diagnosed tokens always get a negative update of strength w-bar * |A| (paper 4.4's variant).
-        sign = torch.where(attributed, -ones, ones) if advantage > 0 else ones
-        return markers.clone(), sign
-    raise ValueError(f"unknown mode {mode!r}; use one of binary, hierarchical, full, unconditional")
+    if mode not in RULE_OF_MODE:
+        raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(RULE_OF_MODE)}")
+    codes = membership.numpy() if isinstance(membership, torch.Tensor) else membership
+    return token_weights(codes, advantage, attribution, uniform=uniform, rule=RULE_OF_MODE[mode])
 
 
 @dataclass

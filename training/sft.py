@@ -7,7 +7,7 @@ token; the loss is the cross-entropy of the answer tokens only, divided by the c
 tokens in the whole step (all micro-batches and ranks), like the GRPO objective, so the split of a
 step does not change the update.
 
-Run: ``python -m training.sft [--profile demo] [--set run.answers_path=...] [--resume]``; from Python
+Run: ``python -m training.sft [--profile demo] [--set train_sft.run.answers_path=...] [--resume]``; from Python
 ``run_sft(config, examples=None) -> summary``.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -22,9 +23,11 @@ from typing import Any
 
 import torch
 
-from schemas.config_train import SFT_DEMO_OVERRIDES, SFTConfig
+from schemas.config import load_config, write_config
+from schemas.config_train import SFTConfig
+from schemas.layout import RUN_CONFIG, runs_dir
 from training import checkpoint
-from training.config import deep_merge
+from training.config import out_dir_of
 from training.data import QuerySource
 from training.engine import build_engine_for, device_for_rank, init_distributed, load_policy
 from training.metrics import MetricWriter, write_step_record
@@ -38,7 +41,8 @@ TOY_ANSWER = "```html\n<!DOCTYPE html>\n<html><body><button id=\"inc\">+1</butto
 
 
 def sft_demo_config(**overrides: Any) -> SFTConfig:
-    return SFTConfig.model_validate(deep_merge(SFT_DEMO_OVERRIDES, overrides))
+    """The demo profile's ``train_sft`` section with nested ``overrides`` on top (no environment overrides)."""
+    return load_config("demo", overrides={"train_sft": overrides}, environ={}).train_sft
 
 
 def load_examples(path: str | None) -> list[dict[str, str]]:
@@ -107,7 +111,7 @@ def run_sft(cfg: SFTConfig, examples: list[dict[str, str]] | None = None) -> dic
     examples = examples if examples is not None else load_examples(cfg.run.answers_path)
     steps = validate_sft(cfg, world, len(examples))
     torch.manual_seed(cfg.run.seed)
-    out = Path(cfg.run.out_dir)
+    out = out_dir_of(cfg.run)
     model_dir = prepare_model_dir(cfg, rank)  # type: ignore[arg-type]  (reads model.* and run.out_dir/seed)
     model, tok = load_policy(model_dir, cfg.deepspeed.precision, device_for_rank(), cfg.model.gradient_checkpointing)
     per_rank = cfg.run.examples_per_step // world
@@ -151,24 +155,23 @@ def run_sft(cfg: SFTConfig, examples: list[dict[str, str]] | None = None) -> dic
 
 
 def main(argv: list[str] | None = None) -> int:
-    from training.config import parse_set
-
     ap = argparse.ArgumentParser(prog="python -m training.sft", description="SFT job (teacher answers)")
-    ap.add_argument("--config", help="JSON file of the train_sft section (SFTConfig)")
-    ap.add_argument("--profile", choices=["demo", "full"], default="demo")
-    ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    ap.add_argument("--config", help="a whole resolved configuration (a train-sft run folder's config.json)")
+    ap.add_argument("--profile", choices=["demo", "full"], default=None)
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                    help="a path in the whole configuration, e.g. train_sft.run.epochs=2")
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--local_rank", "--local-rank", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
-        if args.config:
-            cfg = SFTConfig.model_validate(json.loads(Path(args.config).read_text()))
-        else:
-            cfg = sft_demo_config() if args.profile == "demo" else SFTConfig()
-        cfg = parse_set(cfg, args.set)  # type: ignore[arg-type]
-        if args.resume:
-            cfg = cfg.model_copy(update={"run": cfg.run.model_copy(update={"resume": True})})
+        whole = load_config(args.profile, sets=args.set, file=args.config)
+        cfg = whole.train_sft
+        cfg.run.resume = cfg.run.resume or args.resume
+        if cfg.run.out_dir is None:
+            cfg.run.out_dir = runs_dir(whole.data_dir, "sft") / "job"
+        if not args.config and int(os.environ.get("RANK", "0")) == 0:
+            write_config(whole, cfg.run.out_dir / RUN_CONFIG)
         summary = run_sft(cfg)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)

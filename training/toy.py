@@ -1,13 +1,15 @@
 """Toy queries and a toy score function, for the demo run and the CPU tests (not the paper's reward).
 
 ``pattern_reward`` rewards the share of generated tokens whose id lies in a fixed band, so a tiny
-random policy can visibly learn; it also returns nominal token markers (3.0 on the tokens outside
-the band, as if "directly implicated") so every weight mode is exercised. The real score function
+random policy can visibly learn; it also returns token membership (DIRECT on the tokens outside the
+band, as if "directly implicated") so every weight mode is exercised. The real score function
 is supplied by the train-rl flow (environment rewards + attribution).
 """
 from __future__ import annotations
 
 from typing import Any
+
+from tasks.attribution.weights import DIRECT, OTHER
 
 TOY_QUERIES = [
     {"query_id": f"toy-{i}", "query": q}
@@ -31,13 +33,13 @@ def in_band(token_id: int) -> bool:
 
 
 def pattern_reward(prompts: list[str], responses: list[str], token_ids: list[list[int]], **ctx: Any
-                   ) -> tuple[list[float | None], list[list[float]], dict[str, Any]]:
-    """Reward = share of response tokens in ``BAND``; markers 3.0 on the others (the "errors")."""
+                   ) -> tuple[list[float | None], list[list[int]], dict[str, Any]]:
+    """Reward = share of response tokens in ``BAND``; DIRECT membership on the others (the "errors")."""
     rewards: list[float | None] = []
-    markers: list[list[float]] = []
+    membership: list[list[int]] = []
     for ids in token_ids:
         hits = [in_band(t) for t in ids]
         rewards.append(sum(hits) / len(ids) if ids else 0.0)
-        markers.append([1.0 if h else 3.0 for h in hits])
+        membership.append([OTHER if h else DIRECT for h in hits])
     passed = [r is not None and r >= 0.5 for r in rewards]
-    return rewards, markers, {"passed": passed, "tier": ["rubric" if p else "runtime" for p in passed]}
+    return rewards, membership, {"passed": passed, "tier": ["rubric" if p else "runtime" for p in passed]}

@@ -11,7 +11,7 @@ statements the relations reach are parsed and queried; the trace is the same as 
 ``scoped=False``, the whole-page analysis). ``trace.scope`` says what that analysis did.
 
 ``token_weights(trace, offsets, advantage)`` turns a trace into per-token weights by the rule in
-``tasks.attribution.tokens`` (``offsets`` as a list of pairs or the ``(T, 2)`` array of
+``tasks.attribution.weights`` (``offsets`` as a list of pairs or the ``(T, 2)`` array of
 ``tokens.token_offsets_array``, the training hot path); ``score_additions(...)`` is what
 ``rubricrl score`` adds to its output.
 
@@ -33,9 +33,8 @@ from tasks.attribution.expand import ContextSpan, Relation, expand, merge_interv
 from tasks.attribution.locate import AnchorResult, Scorer, locate, proximity
 from tasks.attribution.normalize import NormalizedFinding, normalize
 from tasks.attribution.scope import ScopedAnalyzer, ScopeStats, anchor_callees, anchor_needs
-from tasks.attribution.tokens import (
-    CONTEXT, DIRECT, Status, load_tokenizer, token_membership, token_offsets, weights_from_membership,
-)
+from tasks.attribution.tokens import load_tokenizer, token_membership, token_offsets
+from tasks.attribution.weights import CONTEXT, DIRECT, Status, weights_from_membership
 
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 

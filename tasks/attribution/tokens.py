@@ -11,29 +11,9 @@ id's bytes (the ByteLevel decoder's own rule) and counts UTF-8 lead bytes; it gi
 whenever the bytes are valid UTF-8 (checked with a strict decode of those bytes, not a second full
 decode; ``verify=True`` adds that decode for debugging); otherwise the window path runs.
 
-Weights (response tokens; ``m`` = membership: direct if the token overlaps a direct span, else
-contextual if it overlaps a context span, else other; direct wins where they overlap):
-
-====================  ==========  ===========  =======
-case                  direct      contextual   other
-====================  ==========  ===========  =======
-A < 0                 3.0         1.5          1.0
-A > 0                 1.0         1.0          1.2
-A = 0                 1.0         1.0          1.0
-findings, none
-localised (any A)     1.0         1.0          1.0
-====================  ==========  ===========  =======
-
-A valid diagnosis with no findings has empty sets, so the ordinary sign rule gives 1.0 (A<0) or 1.2
-(A>0) everywhere. A missing diagnosis means no reward: the response is dropped before weighting.
-
-``unconditional`` (the paper's 4.4 ablation, "unconditional error penalization"): diagnosed regions
-get NEGATIVE updates whatever the sign of A. The trainer multiplies each token's term by ``A * w``;
-this mode therefore returns, for A > 0, ``w = -3.0`` on direct tokens and ``-1.5`` on contextual
-tokens (so ``A * w < 0``: their likelihood is pushed down) and ``1.0`` elsewhere (the plain baseline,
-not the 1.2 of the sign rule, since this variant does not re-emphasise unaffected regions). For A < 0
-it equals the sign rule (3.0 / 1.5 / 1.0); for A = 0, and when findings exist but none is localised,
-every weight is 1.0 as in the sign rule.
+Membership (``token_membership``): a token is DIRECT if it overlaps a direct span, else CONTEXT if
+it overlaps a context span, else OTHER; direct wins where they overlap. The codes and the weight rule
+that reads them live in ``tasks.attribution.weights``.
 
 Prompt positions get the baseline and are excluded from the loss; weights are shifted with the
 targets: position t of the packed sequence weights the prediction of token t+1.
@@ -43,14 +23,12 @@ Run: ``python -c "from tasks.attribution.tokens import token_offsets, load_token
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Protocol, Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 
-from schemas.config_attribution import AttributionConfig
+from tasks.attribution.weights import CONTEXT, DIRECT, MEMBERSHIP_DTYPE
 
-Status = Literal["localised", "unlocalised", "no_findings"]
-OTHER, CONTEXT, DIRECT = 0, 1, 2
 _FFFD = "\ufffd"
 
 
@@ -271,13 +249,14 @@ def token_offsets(ids: Sequence[int], tokenizer, *, skip_special_tokens: bool = 
 
 def token_membership(offsets: Sequence[tuple[int, int]], direct: Sequence[tuple[int, int]],
                      context: Sequence[tuple[int, int]]) -> np.ndarray:
-    """(T,) int8: DIRECT if a token overlaps a direct span, else CONTEXT if it overlaps a context span."""
+    """(T,) membership codes (int8): DIRECT if a token overlaps a direct span, else CONTEXT if it
+    overlaps a context span, else OTHER."""
     if not len(offsets):
-        return np.zeros(0, dtype=np.int8)
+        return np.zeros(0, dtype=MEMBERSHIP_DTYPE)
     off = offsets if isinstance(offsets, np.ndarray) else np.asarray(offsets, dtype=np.int64)
     off = off.reshape(-1, 2)
     s, e = off[:, 0], off[:, 1]
-    out = np.zeros(len(off), dtype=np.int8)
+    out = np.zeros(len(off), dtype=MEMBERSHIP_DTYPE)  # OTHER
     for value, spans in ((CONTEXT, context), (DIRECT, direct)):
         merged = merge_intervals(spans)
         if not merged:
@@ -302,25 +281,6 @@ def merge_intervals(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append([s, e])
     return [(s, e) for s, e in out]
-
-
-def weights_from_membership(membership: np.ndarray, advantage: float, status: Status,
-                            config: AttributionConfig | None = None) -> np.ndarray:
-    """(T,) float64 weights by the table in the module docstring (``config.mode`` picks the rule)."""
-    cfg = config or AttributionConfig()
-    if advantage != advantage:
-        raise ValueError("advantage is NaN; a response without a reward has no advantage: drop it before weighting")
-    m = np.asarray(membership, dtype=np.int8)
-    base = np.full(m.shape, cfg.baseline_weight, dtype=np.float64)
-    if status == "unlocalised" or advantage == 0:
-        return base
-    if advantage < 0:
-        table = np.array([cfg.baseline_weight, cfg.context_weight, cfg.direct_weight], dtype=np.float64)
-    elif cfg.mode == "unconditional":
-        table = np.array([cfg.baseline_weight, -cfg.context_weight, -cfg.direct_weight], dtype=np.float64)
-    else:
-        table = np.array([cfg.positive_other_weight, cfg.baseline_weight, cfg.baseline_weight], dtype=np.float64)
-    return table[m]
 
 
 def align_with_targets(prompt_len: int, response_weights: Sequence[float], *, baseline: float = 1.0,

@@ -18,12 +18,13 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from tasks.llm.ledger import cost_usd
 
-if TYPE_CHECKING:
-    from tasks.llm.base import LLMRequest, LLMResult, Provider, RawReply
+# These live in tasks.llm.base, which calls this module (Provider.bulk): importing them here, even for
+# type checking only, would close an import circle, so they are named in annotations only.
+LLMRequest = LLMResult = Provider = RawReply = Any
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,11 @@ import pyarrow as pa
 from schemas.config_llm import Prices
 from schemas.llm import LLM_CALLS_SCHEMA
 
+# LLMResult and Usage live in tasks.llm.base, which imports this module: importing them here, even
+# for type checking only, would close an import circle, so they are named in annotations only.
+LLMResult = Usage = Any
+
 if TYPE_CHECKING:
-    from tasks.llm.base import LLMResult, Usage
     from tasks.llm.cache import CallStore
     from tasks.store import Manifest, StageStore
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from tasks.llm.base import LLMRequest, LLMResult, Provider
 from tasks.llm.prompts import load_prompt
+from tasks.stage import chunked
 from tasks.store import StageNotFound, StageStore
 
 log = logging.getLogger("rubricrl.rubrics")
@@ -90,8 +91,7 @@ def row_hash(upstream_hash: str, stage: str, prompt_fp: str, provider: Provider,
 
 def chunk_query_ids(query_ids: list[str], chunk_size: int) -> dict[str, list[str]]:
     """Stable parts: the sorted query ids cut into chunks, keyed ``c00000``, ``c00001``, ..."""
-    ids = sorted(query_ids)
-    return {f"c{i // chunk_size:05d}": ids[i:i + chunk_size] for i in range(0, len(ids), chunk_size)}
+    return chunked(sorted(query_ids), chunk_size)
 
 
 def read_part(store: StageStore, stage: str, key: str, query_ids: list[str]) -> pa.Table:

@@ -1,11 +1,12 @@
 """One GRPO step's environment work: score the rollouts (gates, judge, hierarchical reward) and
 attribute every finding to the generated tokens (paper 3.4, B.3, B.4).
 
-Returns per response the reward (``None`` = missing: the trainer drops it), the nominal diagnostic
-markers w̄ per generated token id (3.0 direct, 1.5 contextual, 1.0 other; the trainer applies the
-sign rule because it computes the advantages), ``uniform`` for findings that could not be localised,
-and the judgments / rewards / attributions rows for the stages. Token spans come from the generated
-ids (``token_offsets_array``), never from re-tokenising the text.
+Returns per response the reward (``None`` = missing: the trainer drops it), the membership code of
+every generated token id (``tasks.attribution.weights``: direct / context / other; the trainer turns
+codes into weights with the one rule there, since it computes the advantages), ``uniform`` for
+findings that could not be localised, and the judgments / rewards / attributions rows for the
+stages. Token spans come from the generated ids (``token_offsets_array``), never from re-tokenising
+the text. The ``score-step`` flow (``flows/score_rollouts.py``) runs it once per GRPO step.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from schemas.config_attribution import AttributionConfig
 from schemas.config_env import EnvConfig
 from schemas.rubric import Task
 from tasks.attribution.api import AttributionTrace, trace_row
-from tasks.attribution.tokens import token_membership, token_offsets_array, weights_from_membership
+from tasks.attribution.tokens import token_membership, token_offsets_array
 from tasks.env.records import tables
 from tasks.env.score import ScoreInput, score_batch
 from tasks.llm.base import Provider
@@ -30,7 +31,7 @@ from tasks.llm.base import Provider
 @dataclass
 class StepScore:
     rewards: list[float | None]
-    markers: list[list[float]]
+    membership: list[np.ndarray]  # (T_i,) int8 codes per response
     uniform: list[bool]
     passed: list[bool]
     tier: list[str]
@@ -52,15 +53,12 @@ def score_step(rollout_ids: list[str], query_ids: list[str], responses: list[str
                           provider=provider, cfg=env, attribution=attribution)
     judgments, rewards = tables(results, env, env.reward_kind)
     t1 = time.perf_counter()
-    markers, uniform, rows = [], [], []
+    membership, uniform, rows = [], [], []
     for res, ids, text in zip(results, token_ids, responses):
         offsets = token_offsets_array(ids, tokenizer, expected_text=text)
         trace = res.attribution if res.attribution is not None else AttributionTrace(h=res.html_offset or 0,
                                                                                        source_len=res.html_length)
-        membership = token_membership(offsets, trace.direct_response(), trace.context_response())
-        # advantage -1 gives the nominal markers (3.0 / 1.5 / 1.0); the trainer applies the sign rule
-        w = weights_from_membership(membership, -1.0, trace.status, attribution.model_copy(update={"mode": "sign"}))
-        markers.append(np.asarray(w, dtype=float).tolist())
+        membership.append(token_membership(offsets, trace.direct_response(), trace.context_response()))
         uniform.append(trace.status == "unlocalised")
         rows.append(trace_row(trace, res.key, res.query_id, offsets=[tuple(map(int, o)) for o in offsets],
                               config=attribution))
@@ -68,5 +66,5 @@ def score_step(rollout_ids: list[str], query_ids: list[str], responses: list[str
     passed = [bool(r.format_valid and r.source_valid and r.runtime_valid
                    and not any(f["layer"] == "rubric_alignment" and f["severity"] in ("critical", "major")
                                for f in r.findings)) for r in results]
-    return StepScore([r.reward for r in results], markers, uniform, passed, tier, judgments, rewards,
+    return StepScore([r.reward for r in results], membership, uniform, passed, tier, judgments, rewards,
                      pa.Table.from_pylist(rows, schema=ATTRIBUTIONS_SCHEMA), t1 - t0, time.perf_counter() - t1)

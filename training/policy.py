@@ -1,4 +1,4 @@
-"""Sampling a policy checkpoint for select-rl-queries and evaluate (shared by both flows, not a flow).
+"""Sampling a policy checkpoint for select-rl-queries and evaluate (shared by both flows).
 
 The policy is the newest checkpoint under ``<data_dir>/checkpoints`` (``tasks.checkpoints``), an
 explicit model directory, or, when there is none, the tiny random model built the way
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.config_train import ModelSection
+from schemas.layout import RUNS
 from tasks.checkpoints import is_model_dir, model_identity, newest_policy
 
 log = logging.getLogger("rubricrl.policy")
@@ -42,7 +43,7 @@ def resolve_policy(data_dir: Path, explicit: str | Path | None, tiny: ModelSecti
     newest = newest_policy(data_dir)
     if newest is not None:
         return PolicyRef(newest.resolve(), "checkpoint", model_identity(newest))
-    path = Path(data_dir).resolve() / "runs" / "tiny_model"
+    path = Path(data_dir).resolve() / RUNS / "tiny_model"
     if not (path / "config.json").exists():
         from training.tiny import build_tiny_model
 

@@ -1,0 +1,34 @@
+"""Every folder and file a run writes under the data directory (``Config.data_dir``), named here only.
+
+``make clean`` removes exactly ``RUN_OUTPUTS`` (``python3 -m schemas.layout data`` prints them as
+paths); nothing else is written under the data directory, and nothing a run writes lies outside it.
+No third-party imports: ``make clean`` runs it with the system Python.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+STAGES = "stages"  # Parquet parts + manifest per stage version (tasks/store.py)
+CATALOG = "catalog.duckdb"  # one view per published stage (tasks/catalog.py)
+VALIDATION = "validation"  # GX validation reports (tasks/stage.py)
+REPORTS = "reports"  # plots and markdown reports of the flows
+EXPORTS = "exports"  # files for other tools (the SFT chat export)
+RUNS = "runs"  # one folder per training run: checkpoints, TensorBoard logs, step records
+CHECKPOINTS = "checkpoints"  # the policies the flows hand on (tasks/checkpoints.py)
+LLM = "llm"  # response cache, ledger, batch ids (llm.store_path)
+RUN_OUTPUTS = (STAGES, CATALOG, VALIDATION, REPORTS, EXPORTS, RUNS, CHECKPOINTS, LLM)
+
+RUN_CONFIG = "config.json"  # the whole resolved configuration of one training run, in its run folder
+RUN_QUERIES = "queries.parquet"  # a train-rl run's queries with their rubrics, in its run folder
+RUN_RECORDS = "records"  # per-step Parquet records of a training run, in its run folder
+
+
+def runs_dir(data_dir: str | Path, flow: str) -> Path:
+    """Where ``flow`` (train-rl, sft, ...) keeps its run folders."""
+    return Path(data_dir) / RUNS / flow
+
+
+if __name__ == "__main__":  # make clean: the paths to remove under the data directory given
+    root = Path(sys.argv[1] if len(sys.argv) > 1 else "data")
+    print(" ".join(str(root / name) for name in RUN_OUTPUTS))
