@@ -1,5 +1,5 @@
 """The ablation modes (paper 4.3/4.4) through real GRPO steps on the tiny model (CPU, DeepSpeed): binary,
-hierarchical, full and unconditional, and ``weights_input='final'``. One step each from the same seed, so every
+hierarchical, full and unconditional. One step each from the same seed, so every
 mode sees the same rollouts; the step records show which rewards reached the advantages and which tokens got
 which weights, and the updated weights differ where the modes do."""
 from __future__ import annotations
@@ -10,24 +10,28 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from schemas.config_attribution import AttributionConfig
+from tasks.attribution.weights import DIRECT, OTHER
 from training.config import demo_config
 from training.grpo import run_grpo
 from training.toy import in_band
 
 RUNS = {"binary": {"mode": "binary"}, "hierarchical": {"mode": "hierarchical"}, "full": {"mode": "full"},
-        "unconditional": {"mode": "unconditional"}, "final": {"mode": "full", "weights_input": "final"}}
+        "unconditional": {"mode": "unconditional"}}
+W = AttributionConfig()  # the weight numbers (one owner)
 
 
 def score(prompts, responses, token_ids, **_ctx):
-    """Share of tokens in the toy band as the reward; marker 3.0 on the others; passed = any token in the band
-    (so a random tiny policy has both passes and fails in most groups)."""
+    """Share of tokens in the toy band as the reward; the others directly implicated; passed = any token in the
+    band (so a random tiny policy has both passes and fails in most groups)."""
     rewards = [sum(map(in_band, ids)) / len(ids) if ids else 0.0 for ids in token_ids]
-    markers = [[1.0 if in_band(t) else 3.0 for t in ids] for ids in token_ids]
-    return rewards, markers, {"passed": [r > 0 for r in rewards]}
+    membership = [[OTHER if in_band(t) else DIRECT for t in ids] for ids in token_ids]
+    return rewards, membership, {"passed": [r > 0 for r in rewards]}
 
 
 def markers_of(ids: list[int]) -> list[float]:
-    return [1.0 if in_band(t) else 3.0 for t in ids]
+    """The nominal weights of the score's membership: direct on the implicated tokens, baseline elsewhere."""
+    return [W.baseline_weight if in_band(t) else W.direct_weight for t in ids]
 
 
 @pytest.fixture(scope="module")
@@ -82,18 +86,18 @@ def test_full_mode_weights_follow_the_sign_rule(runs):
     neg = [r for r in rows if r["advantage"] < 0]
     pos = [r for r in rows if r["advantage"] > 0]
     assert neg and pos
-    for r in neg:  # A < 0: the markers (3.0 on diagnosed tokens, 1.0 elsewhere)
-        assert r["token_weights"] == markers_of(r["response_ids"])
+    for r in neg:  # A < 0: the markers (direct weight on diagnosed tokens, baseline elsewhere)
+        assert r["token_weights"] == pytest.approx(markers_of(r["response_ids"]))
     for r in pos:  # A > 0: attributed 1.0, the other tokens 1.2
-        assert r["token_weights"] == pytest.approx([1.0 if m > 1.0 else 1.2 for m in markers_of(r["response_ids"])])
+        assert r["token_weights"] == pytest.approx([W.baseline_weight if m > W.baseline_weight else W.positive_other_weight
+                                                    for m in markers_of(r["response_ids"])])
 
 
-def test_unconditional_and_final_weights_ignore_the_sign(runs):
-    for name in ("unconditional", "final"):
-        rows = runs[name][0]
-        pos = [r for r in rows if r["advantage"] > 0]
-        assert pos and any(3.0 in r["token_weights"] for r in pos), name
-        assert all(r["token_weights"] == markers_of(r["response_ids"]) for r in rows), name
+def test_unconditional_weights_ignore_the_sign(runs):
+    rows = runs["unconditional"][0]
+    pos = [r for r in rows if r["advantage"] > 0]
+    assert pos and any(W.direct_weight in r["token_weights"] for r in pos)
+    assert all(r["token_weights"] == pytest.approx(markers_of(r["response_ids"])) for r in rows)
 
 
 def test_the_modes_reach_the_update(runs):
@@ -104,6 +108,5 @@ def test_the_modes_reach_the_update(runs):
     def moved(a: str, b: str) -> float:
         return max((params[a][k] - params[b][k]).abs().max().item() for k in params[a])
 
-    for a, b in (("binary", "hierarchical"), ("hierarchical", "full"), ("full", "unconditional"),
-                 ("full", "final")):
+    for a, b in (("binary", "hierarchical"), ("hierarchical", "full"), ("full", "unconditional")):
         assert moved(a, b) > 1e-6, (a, b)

@@ -1,5 +1,5 @@
-"""One GRPO step's environment work (tasks/rl_step.score_step), directly: the judge's findings become per-token
-markers on the generated ids (3.0 on the quoted code, 1.0 elsewhere), ``passed`` is the paper's pass, and a
+"""One GRPO step's environment work (tasks/score_step.score_step), directly: the judge's findings become per-token
+membership on the generated ids (DIRECT on the quoted code, OTHER elsewhere), ``passed`` is the paper's pass, and a
 finding no quote of which can be found makes the response ``uniform`` (weights 1.0, never spread)."""
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 from schemas.config_attribution import AttributionConfig
 from schemas.config_env import EnvConfig, RuntimeConfig
 from schemas.rubric import Task
-from tasks.rl_step import score_step
+from tasks.attribution.weights import CONTEXT, DIRECT, OTHER
+from tasks.score_step import score_step
 from tests.fixtures.rubrics.support import ScriptedProvider
 
 FIX = Path(__file__).parent / "fixtures" / "env"
@@ -55,25 +56,24 @@ def scored(tmp_path_factory):
     return {k: i for i, k in enumerate(keys)}, out, tok, ids[0]
 
 
-def test_markers_put_the_direct_weight_on_the_quoted_tokens(scored):
+def test_membership_marks_the_quoted_tokens_direct(scored):
     at, out, tok, ids = scored
-    cfg = AttributionConfig()
-    m = out.markers[at["located"]]
+    m = list(out.membership[at["located"]])
     assert len(m) == len(ids)
-    direct = [i for i, w in enumerate(m) if w == cfg.direct_weight]
+    direct = [i for i, w in enumerate(m) if w == DIRECT]
     assert direct and direct == list(range(direct[0], direct[-1] + 1))  # one contiguous run
     text = tok.decode(ids[direct[0]:direct[-1] + 1])
     assert QUOTE in text and len(text) < len(QUOTE) + 12  # the quote, give or take the tokens at its edges
-    assert set(m) <= {cfg.direct_weight, cfg.context_weight, cfg.baseline_weight}
-    assert cfg.baseline_weight in m  # the rest of the app is not implicated
+    assert set(m) <= {DIRECT, CONTEXT, OTHER}
+    assert OTHER in m  # the rest of the app is not implicated
 
 
 def test_passed_and_uniform(scored):
     at, out, _, _ = scored
     assert [out.passed[at[k]] for k in DIAGNOSES] == [True, False, False, True]  # a minor finding still passes
     assert [out.uniform[at[k]] for k in DIAGNOSES] == [False, False, True, False]
-    # no findings, and an unlocalised finding: every token 1.0 (never spread over every match)
+    # no findings, and an unlocalised finding: no token implicated (never spread over every match)
     for k in ("clean", "unlocated"):
-        assert set(out.markers[at[k]]) == {1.0}, k
+        assert set(out.membership[at[k]].tolist()) == {OTHER}, k
     assert out.rewards[at["clean"]] > out.rewards[at["minor"]] > out.rewards[at["located"]]
     assert out.judgments.column("provider").to_pylist() == ["scripted"] * len(DIAGNOSES)
