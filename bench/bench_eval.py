@@ -30,9 +30,9 @@ def build(root: Path, n: int) -> dict:
     from schemas.queries import QUERIES_SCHEMA
     from tasks.llm.offline import OfflineProvider
     from tasks.rubrics import load_tasks
-    from tasks.stage import StageSpec, run_stage
-    from tasks.store import StageStore
-    from tasks.synthesize import sample_personas, synthesize_chunk
+    from tasks.stages.stage import StageSpec, run_stage
+    from tasks.stages.store import StageStore
+    from tasks.queries.synthesize import sample_personas, synthesize_chunk
 
     store = StageStore(root)
     tab = synthesize_chunk(list(range(n)), 17, sample_personas(20, 17), 2, 4, OfflineProvider(), 1).drop_columns(["error"])
@@ -51,13 +51,13 @@ def main() -> None:
 
     from schemas.config import load_config
     from schemas.evaluation import EVAL_RESULTS_SCHEMA  # noqa: F401 (rows are built to this schema)
-    from tasks import evaluation
+    from tasks.evaluation import summary as evaluation
     from tasks.env.records import score_rollouts_table
-    from tasks.eval_generators import api_provider, api_rollouts, folder_rollouts, parse_generator
-    from tasks.eval_report import write_report
+    from tasks.evaluation.generators import api_provider, api_rollouts, folder_rollouts, parse_generator
+    from tasks.evaluation.report import write_report
     from tasks.llm.offline import OfflineProvider
-    from tasks.probe_records import eval_rows, summary_rows
-    from tasks.teacher import offline_teacher_answer
+    from tasks.selection.records import eval_rows, summary_rows
+    from tasks.sft.teacher import offline_teacher_answer
     from tests.fakes.fake_openai import FakeOpenAI
     from tests.fixtures.policy_data import ANSWER
 

@@ -103,7 +103,7 @@ def corpus() -> dict[str, str]:
     from bench.bench_env import make_app
     from schemas.rubric import Task
     from tasks.env.extract import extract_html
-    from tasks.teacher import offline_app
+    from tasks.sft.teacher import offline_app
 
     apps: dict[str, str] = {}
     tasks = [Task.model_validate_json((FIX / "task_counter.json").read_text())]

@@ -31,8 +31,8 @@ from schemas.rubrics import (ITEMS_SCHEMA, candidates_suites, checks_suites, exp
 from tasks.llm.base import Provider
 from tasks.rubrics import checks, pipeline, stages
 from tasks.rubrics.report import coverage_markdown, coverage_summary
-from tasks.stage import StageOutcome, StageSpec, run_stage
-from tasks.store import StageStore
+from tasks.stages.stage import StageOutcome, StageSpec, run_stage
+from tasks.stages.store import StageStore
 
 log = logging.getLogger("rubricrl.rubrics")
 # The stage store is the cross-run cache (parts keyed by chunk), so Prefect result caching is off.

@@ -11,8 +11,8 @@ from prefect.artifacts import create_markdown_artifact
 
 from schemas.config import Config, load_config
 from tasks.llm import Provider, get_provider
-from tasks.stage import StageOutcome
-from tasks.store import StageStore
+from tasks.stages.stage import StageOutcome
+from tasks.stages.store import StageStore
 
 
 @dataclass

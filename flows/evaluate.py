@@ -8,7 +8,7 @@ and category, tier rates, mean reward, output tokens and generation time, averag
 spread over runs) as markdown + PNG under ``<data_dir>/reports/eval/`` and in the artifact. Two or more
 generators get delta columns against the first.
 
-Generators (``tasks/eval_generators.py``): a Hugging Face directory (sampled here with the GRPO job's
+Generators (``tasks/evaluation/generators.py``): a Hugging Face directory (sampled here with the GRPO job's
 transformers engine), a folder of responses (scored on the queries it has files for; all must have
 references), or an API model (``api:anthropic/<model>``, ``api:openai/<model>@<base_url>``). None given:
 the newest policy checkpoint, else the tiny random model (labelled so).
@@ -31,16 +31,16 @@ from flows.common import flow_context, forward_library_logs, publish_artifact, s
 from schemas.env import TIERS as ENV_TIERS
 from schemas.evaluation import EVAL_RESULTS_SCHEMA, eval_results_suites
 from schemas.rubric import Task
-from tasks import evaluation
-from tasks.eval_report import write_report
-from tasks.checkpoints import held_out
-from tasks.eval_generators import (api_provider, api_rollouts, benchmark_meta, benchmark_query_ids, folder_rollouts,
+from tasks.evaluation import summary as evaluation
+from tasks.evaluation.report import write_report
+from tasks.rl.checkpoints import held_out
+from tasks.evaluation.generators import (api_provider, api_rollouts, benchmark_meta, benchmark_query_ids, folder_rollouts,
                                    model_label, parse_generator, read_response_folder)  # noqa: F401 (re-exported)
 from tasks.env.records import reward_config_hash, score_rollouts_table
 from tasks.llm.prompts import load_prompt
-from tasks.probe_records import eval_rows, query_meta, summary_rows, tier_rates
+from tasks.selection.records import eval_rows, query_meta, summary_rows, tier_rates
 from tasks.rubrics import load_tasks
-from tasks.stage import StageSpec, run_stage
+from tasks.stages.stage import StageSpec, run_stage
 from training.policy import resolve_policy, sample_policy
 
 def _model_rollouts(spec: dict[str, Any], queries: list[Task], ev: Any, llm: Any) -> list[dict[str, Any]]:

@@ -12,13 +12,13 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
 from schemas.sft import SFT_ANSWERS_SCHEMA, sft_answers_suites
-from tasks import sft_data
-from tasks.checkpoints import held_out
+from tasks.sft import data as sft_data
+from tasks.rl.checkpoints import held_out
 from tasks.llm import get_provider
 from tasks.llm.prompts import load_prompt
 from tasks.rubrics import load_tasks
-from tasks.stage import StageSpec, chunked, run_stage
-from tasks.teacher import GENERATION_PROMPT
+from tasks.stages.stage import StageSpec, chunked, run_stage
+from tasks.sft.teacher import GENERATION_PROMPT
 
 answer_chunk = task(sft_data.answer_chunk, name="teacher-answers", retries=1, retry_delay_seconds=[10],
                     cache_policy=NO_CACHE)

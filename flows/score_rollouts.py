@@ -17,7 +17,7 @@ Run: ``prefect deployment run score-rollouts/<deployment>`` or ``score_rollouts(
 score-step. The train-rl job calls ``score_step_flow`` (its ``train.run.score_fn``) in the trainer's
 process once per step. It reads the run's whole resolved configuration from the run folder (written
 once by train-rl), and builds the judge provider, the tasks and the tokenizer once per run, not per
-step. The work is ``tasks.score_step.score_step``; the step's judgments, rewards and attributions
+step. The work is ``tasks.rl.score_step.score_step``; the step's judgments, rewards and attributions
 rows go to the run folder's records, which train-rl publishes as stages at the end.
 """
 from __future__ import annotations
@@ -42,9 +42,9 @@ from schemas.layout import RUN_CONFIG, RUN_QUERIES, RUN_RECORDS
 from schemas.rubric import Task
 from tasks.env.records import reward_config_hash, score_rollouts_tables, task_from_row
 from tasks.llm import Provider, get_provider
-from tasks.score_step import score_step
-from tasks.stage import StageSpec, chunked, run_stage
-from tasks.store import atomic_write_table
+from tasks.rl.score_step import score_step
+from tasks.stages.stage import StageSpec, chunked, run_stage
+from tasks.stages.store import atomic_write_table
 
 
 def _score_chunk(rollouts: pa.Table, tasks: dict[str, dict[str, Any]], env: dict[str, Any],

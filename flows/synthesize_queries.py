@@ -17,10 +17,10 @@ from prefect.cache_policies import NO_CACHE
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
 from schemas.benchmark import BENCHMARK_SCHEMA, benchmark_suites
 from schemas.queries import CANDIDATES_SCHEMA, QUERIES_SCHEMA, candidates_suites, queries_suites
-from tasks import coverage, synthesize
-from tasks.dedup import near_duplicates
-from tasks.ingest import ingest_jsonl
-from tasks.stage import StageSpec, chunked, run_stage
+from tasks.queries import coverage, synthesize
+from tasks.queries.dedup import near_duplicates
+from tasks.queries.ingest import ingest_jsonl
+from tasks.stages.stage import StageSpec, chunked, run_stage
 
 # The stage store is the cross-run cache (parts keyed by chunk), so Prefect result caching is off.
 synthesize_chunk = task(synthesize.synthesize_chunk, name="synthesize-chunk", retries=2, retry_delay_seconds=[5, 30],

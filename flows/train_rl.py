@@ -32,8 +32,8 @@ from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, rewa
 from schemas.layout import CHECKPOINTS, RUN_CONFIG, RUN_QUERIES, RUN_RECORDS, runs_dir
 from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
 from schemas.train_stages import JUDGE_PROVIDER, rollouts_suites, train_steps_suites, with_judge_provider
-from tasks.stage import StageSpec, run_stage
-from tasks.train_plots import write_run_plots
+from tasks.stages.stage import StageSpec, run_stage
+from tasks.rl.plots import write_run_plots
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -113,7 +113,7 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
     run_dir.mkdir(parents=True, exist_ok=True)
     queries_path = run_dir / RUN_QUERIES
     pq.write_table(store.read("rl_queries", columns=["query_id", "query", "rubric_json"]), queries_path)
-    from tasks.checkpoints import newest_policy
+    from tasks.rl.checkpoints import newest_policy
 
     policy = newest_policy(store.root)
     cfg = fc.cfg.model_copy(deep=True)

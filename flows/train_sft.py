@@ -29,8 +29,8 @@ from flows.common import flow_context, forward_library_logs, publish_artifact, s
 from schemas.config import Config, write_config
 from schemas.layout import CHECKPOINTS, EXPORTS, REPORTS, RUN_CONFIG, RUN_RECORDS, runs_dir
 from schemas.sft_steps import SFT_STEPS_SCHEMA, sft_steps_suites
-from tasks.stage import StageSpec, run_stage
-from tasks.store import fingerprint
+from tasks.stages.stage import StageSpec, run_stage
+from tasks.stages.store import fingerprint
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -31,7 +31,7 @@ FLOWS = {  # flow name -> (module, function)
 
 def _store(args: argparse.Namespace):
     from schemas.config import load_config
-    from tasks.store import StageStore
+    from tasks.stages.store import StageStore
 
     return StageStore(load_config(args.profile, sets=args.set).data_dir)
 
@@ -69,7 +69,7 @@ def _print_where(args: argparse.Namespace) -> None:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    from tasks.catalog import format_table, query
+    from tasks.stages.catalog import format_table, query
 
     cols, rows = query(_store(args), args.query)
     print(format_table(cols, rows))
@@ -84,7 +84,7 @@ def cmd_stages(args: argparse.Namespace) -> int:
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
-    from tasks.catalog import refresh_catalog
+    from tasks.stages.catalog import refresh_catalog
 
     print(refresh_catalog(_store(args)))
     return 0
@@ -129,7 +129,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     else:
         print(f"== ledger: none yet at {path} (run `make run` first)")
     if args.dry_run:
-        from tasks.cost import estimate_profile, format_costs
+        from tasks.llm.cost import estimate_profile, format_costs
         from tasks.llm.anthropic_provider import DEFAULT_MODEL
 
         model = cfg.llm.model or DEFAULT_MODEL

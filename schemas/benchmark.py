@@ -5,7 +5,7 @@ One row per ingested query (same ``query_id`` as the ``queries`` stage): the ben
 its given checklist items. build-rubrics adds the given items to the query's rubric as dynamic
 items marked given (``source_module = GIVEN_MODULE``); evaluate reports by these labels.
 
-Formats read by ``tasks/ingest.py`` (JSONL, one object per line):
+Formats read by ``tasks/queries/ingest.py`` (JSONL, one object per line):
 
 - WebGen-Bench: ``id``, ``instruction``, ``Category`` (``{"primary_category", "subcategories"}`` or a
   string), ``application_type``, ``ui_instruct``: ``[{"task", "expected_result", "task_category"}]``;

@@ -2,7 +2,7 @@
 
 ``passed`` is the paper's pass: every gate passed and every rubric item met (no critical or major
 finding on a rubric item). ``tier`` is the rewards stage's tier (``missing`` when the judge failed:
-not a pass, no reward). The markdown/PNG report is built from these rows by ``tasks/evaluation.py``.
+not a pass, no reward). The markdown/PNG report is built from these rows by ``tasks/evaluation/summary.py``.
 """
 from __future__ import annotations
 

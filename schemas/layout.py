@@ -9,13 +9,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-STAGES = "stages"  # Parquet parts + manifest per stage version (tasks/store.py)
-CATALOG = "catalog.duckdb"  # one view per published stage (tasks/catalog.py)
-VALIDATION = "validation"  # GX validation reports (tasks/stage.py)
+STAGES = "stages"  # Parquet parts + manifest per stage version (tasks/stages/store.py)
+CATALOG = "catalog.duckdb"  # one view per published stage (tasks/stages/catalog.py)
+VALIDATION = "validation"  # GX validation reports (tasks/stages/stage.py)
 REPORTS = "reports"  # plots and markdown reports of the flows
 EXPORTS = "exports"  # files for other tools (the SFT chat export)
 RUNS = "runs"  # one folder per training run: checkpoints, TensorBoard logs, step records
-CHECKPOINTS = "checkpoints"  # the policies the flows hand on (tasks/checkpoints.py)
+CHECKPOINTS = "checkpoints"  # the policies the flows hand on (tasks/rl/checkpoints.py)
 LLM = "llm"  # response cache, ledger, batch ids (llm.store_path)
 RUN_OUTPUTS = (STAGES, CATALOG, VALIDATION, REPORTS, EXPORTS, RUNS, CHECKPOINTS, LLM)
 

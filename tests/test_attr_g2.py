@@ -11,7 +11,7 @@ import pytest
 from schemas.attribution import attributions_suites
 from tasks.attribution.api import annotate_findings, attribute, score_additions, token_weights, trace_row, traces_table
 from tasks.attribution.tokens import load_tokenizer, token_offsets
-from tasks.validate import run_suites
+from tasks.stages.validate import run_suites
 from tests.fixtures.attribution.make_tokenizer import byte_level
 
 FIX = Path(__file__).parent / "fixtures" / "attribution"

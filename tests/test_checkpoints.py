@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from tasks.checkpoints import held_out, model_identity, newest_policy, policy_dirs
+from tasks.rl.checkpoints import held_out, model_identity, newest_policy, policy_dirs
 
 
 def _model(root, name, mtime, weights=True):

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from schemas.config_env import RuntimeConfig
-from tasks.store import StageStore, fingerprint
+from tasks.stages.store import StageStore, fingerprint
 
 FIX = Path(__file__).parent / "fixtures" / "env"
 COUNT = {"text": "^\\d+$"}

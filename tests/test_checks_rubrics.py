@@ -17,7 +17,7 @@ from schemas.rubrics import CHECKS_SCHEMA
 from tasks.rubrics import load_tasks
 from tasks.rubrics.checks import check_rows, dropped_markdown, dry_run, dry_run_verdict
 from tasks.rubrics.checks_offline import item_label, offline_checks
-from tasks.store import StageStore
+from tasks.stages.store import StageStore
 
 RT = RuntimeConfig(load_timeout_s=4.0, settle_s=0.2, hard_limit_s=8.0, concurrency=6)
 needs_browser = pytest.mark.skipif(not Path(RT.executable_path).exists(),
@@ -73,8 +73,8 @@ def test_offline_rubrics_carry_checks_and_the_offline_teacher_passes_them(prefec
     from flows.build_rubrics import build_stages
     from tasks.env.score import ScoreInput, score_batch
     from tasks.llm.offline import OfflineProvider
-    from tasks.synthesize import sample_personas, synthesize_chunk
-    from tasks.teacher import offline_teacher_answer
+    from tasks.queries.synthesize import sample_personas, synthesize_chunk
+    from tasks.sft.teacher import offline_teacher_answer
     from tests.fixtures.rubrics.support import publish_queries
 
     store = StageStore(data_dir)

@@ -44,7 +44,7 @@ def ingested(prefect_harness, tmp_path_factory):
 def test_readme_ingest_without_profile(ingested):
     work, _env_, p = ingested
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
-    from tasks.store import StageStore
+    from tasks.stages.store import StageStore
 
     store = StageStore(work / "data")
     assert store.manifest("queries").row_count == 5
@@ -74,7 +74,7 @@ def test_build_rubrics_keeps_given_items_and_marks_them(ingested, monkeypatch):
     work, _env_, _p = ingested
     from flows.build_rubrics import build_rubrics
     from tasks.rubrics import load_tasks
-    from tasks.store import StageStore
+    from tasks.stages.store import StageStore
 
     monkeypatch.setenv("RUBRICRL_DATA_DIR", str(work / "data"))
     build_rubrics(profile="demo")
@@ -167,8 +167,8 @@ def test_evaluate_on_the_ingested_benchmark_reports_its_categories(ingested, mon
     from flows.build_rubrics import build_rubrics
     from flows.evaluate import evaluate
     from tasks.rubrics import load_tasks
-    from tasks.store import StageStore
-    from tasks.teacher import offline_teacher_answer
+    from tasks.stages.store import StageStore
+    from tasks.sft.teacher import offline_teacher_answer
 
     monkeypatch.setenv("RUBRICRL_DATA_DIR", str(work / "data"))
     build_rubrics(profile="demo")  # current after the test above: no work

@@ -1,6 +1,6 @@
 from schemas.config import load_config
 from schemas.config_llm import Prices
-from tasks.cost import call_counts, estimate_profile
+from tasks.llm.cost import call_counts, estimate_profile
 
 
 def test_full_profile_counts_follow_the_paper_scale():

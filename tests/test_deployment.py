@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.store import StageStore
+from tasks.stages.store import StageStore
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.store import StageStore
+from tasks.stages.store import StageStore
 from tests.fixtures.policy_data import build_references
 from tests.test_deployment import _free_port
 

@@ -7,7 +7,7 @@ import duckdb
 import pytest
 
 from schemas.config_env import RuntimeConfig
-from tasks.store import StageStore
+from tasks.stages.store import StageStore
 from tests.fixtures.env_inputs import publish_rollouts
 
 NAMES = ["clean.txt", "throws.txt", "syntax_error.txt", "no_html.txt", "network.txt"]

@@ -9,10 +9,10 @@ import pytest
 from flows.evaluate import evaluate
 from schemas.config_env import RuntimeConfig
 from tasks.rubrics import load_tasks
-from tasks.checkpoints import held_out
+from tasks.rl.checkpoints import held_out
 from tasks.llm.cache import CallStore
-from tasks.store import StageStore
-from tasks.teacher import offline_teacher_answer
+from tasks.stages.store import StageStore
+from tasks.sft.teacher import offline_teacher_answer
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.fixtures.policy_data import ANSWER, build_references
 

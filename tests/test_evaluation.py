@@ -1,6 +1,6 @@
 import pytest
 
-from tasks.evaluation import markdown_table, plot, summarize
+from tasks.evaluation.summary import markdown_table, plot, summarize
 
 
 def _row(model, run, q, diff, dom, tier, passed, reward):

@@ -5,8 +5,8 @@ import pytest
 
 from flows.evaluate import evaluate, read_response_folder
 from tasks.rubrics import load_tasks
-from tasks.store import StageStore
-from tasks.teacher import offline_teacher_answer
+from tasks.stages.store import StageStore
+from tasks.sft.teacher import offline_teacher_answer
 from tests.fixtures.policy_data import build_references, trained_policy
 
 SETS = ["env.runtime.enabled=false"]

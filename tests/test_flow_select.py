@@ -7,8 +7,8 @@ import json
 import duckdb
 
 from flows.select_rl_queries import select_rl_queries
-from tasks.checkpoints import held_out
-from tasks.store import StageStore
+from tasks.rl.checkpoints import held_out
+from tasks.stages.store import StageStore
 from tests.fixtures.policy_data import build_references, trained_policy
 
 SETS = ["selection.target_size=6", "selection.probe_samples=4", "selection.max_candidates=12",

@@ -5,7 +5,7 @@ import duckdb
 import pytest
 
 from flows.synthesize_queries import synthesize_queries
-from tasks.store import StageStore
+from tasks.stages.store import StageStore
 
 SETS = ["synth.n_queries=120", "synth.n_personas=20", "synth.chunk_size=40"]
 

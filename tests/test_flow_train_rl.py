@@ -11,7 +11,7 @@ from flows.build_rubrics import build_rubrics
 from flows.synthesize_queries import synthesize_queries
 from flows.train_rl import train_rl
 from tasks.rubrics import load_tasks
-from tasks.store import StageStore
+from tasks.stages.store import StageStore
 
 SETS = ["synth.n_queries=12", "synth.chunk_size=12", "train.run.steps=2", "train.rollout.queries_per_step=2",
         "train.rollout.group_size=2", "train.rollout.max_new_tokens=16", "env.runtime.enabled=false"]

@@ -6,8 +6,8 @@ import asyncio
 import pytest
 
 from flows.train_sft import chat_to_examples, train_sft
-from tasks.checkpoints import newest_policy
-from tasks.store import StageStore
+from tasks.rl.checkpoints import newest_policy
+from tasks.stages.store import StageStore
 from tests.fixtures.policy_data import build_references, write_export
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
-from tasks.ingest import ingest_jsonl
+from tasks.queries.ingest import ingest_jsonl
 
 BENCH = Path(__file__).parent / "fixtures" / "benchmarks"
 

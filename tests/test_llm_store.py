@@ -135,7 +135,7 @@ def test_ledger_summary_and_parquet_and_duckdb_view(tmp_path: Path) -> None:
     import duckdb
 
     from tasks.llm.ledger import publish_llm_calls
-    from tasks.store import StageStore
+    from tasks.stages.store import StageStore
 
     cfg = LLMConfig(provider="offline", store_path=str(tmp_path / "llm.sqlite"))
     p = get_provider(config=cfg, run_id="run-1")

@@ -23,7 +23,7 @@ import pytest
 
 from schemas.config_llm import ServerConfig
 from tasks.llm.cache import CallStore
-from tasks.store import StageStore
+from tasks.stages.store import StageStore
 from tests.fixtures.env_inputs import publish_rollouts
 from tests.fixtures.open_judge import JUDGE_MAX_TOKENS, MAX_LEN, MODEL, RESPONSES, bounds_sets, free_port
 

@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 
 from flows.train_rl import step_judge_providers
 from schemas.rubric import Task
-from tasks.evaluation import summarize
-from tasks.probe_records import eval_rows, judge_providers, passed, summary_rows
+from tasks.evaluation.summary import summarize
+from tasks.selection.records import eval_rows, judge_providers, passed, summary_rows
 
 
 def _f(layer: str, severity: str, item: str) -> dict:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pyarrow.compute as pc
 
 from tasks.llm.offline import OfflineProvider
-from tasks.store import StageStore
-from tasks.synthesize import sample_personas, synthesize_chunk
+from tasks.stages.store import StageStore
+from tasks.queries.synthesize import sample_personas, synthesize_chunk
 from tests.fixtures.kill import kill_after_parts
 
 REPO = Path(__file__).resolve().parent.parent

@@ -9,8 +9,8 @@ import duckdb
 from flows.build_rubrics import build_rubrics
 from tasks.llm.offline import OfflineProvider
 from tasks.llm.prompts import PROMPT_DIR, load_prompt
-from tasks.store import StageStore
-from tasks.synthesize import sample_personas, synthesize_chunk
+from tasks.stages.store import StageStore
+from tasks.queries.synthesize import sample_personas, synthesize_chunk
 from tests.fixtures.rubrics.support import publish_queries
 
 STAGES = ["expansions", "requirements", "modules", "rubric_candidates", "rubric_references", "rubric_checks",

@@ -11,7 +11,7 @@ from schemas.config_rubrics import RubricsConfig
 from schemas.rubric import RUBRIC_LEVELS, CompactRubric
 from tasks.rubrics import load_tasks
 from tasks.rubrics.filtering import TRACE_ONLY
-from tasks.store import StageStore
+from tasks.stages.store import StageStore
 from tests.fixtures.rubrics.support import publish_queries, q5_text, recorded_provider
 
 STAGES = ["expansions", "requirements", "modules", "rubric_candidates", "rubric_references", "rubric_checks",

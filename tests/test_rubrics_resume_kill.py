@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 
 from tasks.llm.offline import OfflineProvider
-from tasks.store import StageStore
+from tasks.stages.store import StageStore
 from tests.fixtures.kill import kill_after_parts
 from tests.fixtures.rubrics.support import offline_items, publish_queries
 
@@ -16,7 +16,7 @@ N, CHUNK = 600, 10
 
 
 def _texts() -> dict[str, str]:
-    from tasks.synthesize import sample_personas, synthesize_chunk
+    from tasks.queries.synthesize import sample_personas, synthesize_chunk
 
     t = synthesize_chunk(list(range(N)), 17, sample_personas(40, 17), 2, 4, OfflineProvider(), 1)
     return dict(zip(t.column("query_id").to_pylist(), t.column("text").to_pylist()))

@@ -12,7 +12,7 @@ from schemas.config_attribution import AttributionConfig
 from schemas.config_env import EnvConfig, RuntimeConfig
 from schemas.rubric import Task
 from tasks.attribution.weights import CONTEXT, DIRECT, OTHER
-from tasks.score_step import score_step
+from tasks.rl.score_step import score_step
 from tests.fixtures.rubrics.support import ScriptedProvider
 
 FIX = Path(__file__).parent / "fixtures" / "env"

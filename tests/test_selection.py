@@ -1,7 +1,7 @@
 import pytest
 
 from schemas.config_selection import SelectionConfig
-from tasks.selection import Candidate, discrimination, select, selection_diff
+from tasks.selection.select import Candidate, discrimination, select, selection_diff
 
 
 def test_discrimination_is_zero_for_equal_rewards_and_grows_with_spread():

@@ -6,7 +6,7 @@ from schemas.config_env import EnvConfig
 from schemas.rubric import CompactItem, CompactRubric, Task
 from tasks.llm.base import Provider, RawReply
 from tasks.llm.offline import OfflineProvider
-from tasks.sft_data import answer_chunk, export_chat, rejection_rates
+from tasks.sft.data import answer_chunk, export_chat, rejection_rates
 
 
 class ScriptedTeacher(Provider):

@@ -4,7 +4,7 @@ import os
 import pyarrow as pa
 import pytest
 
-from tasks.store import StageNotFound, StageStore
+from tasks.stages.store import StageNotFound, StageStore
 
 SCHEMA = pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("v", pa.int64())])
 

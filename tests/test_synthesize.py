@@ -1,8 +1,8 @@
 import pytest
 
-from tasks.dedup import exact_jaccard, near_duplicates
+from tasks.queries.dedup import exact_jaccard, near_duplicates
 from tasks.llm.offline import OfflineProvider
-from tasks.synthesize import candidate_spec, load_taxonomy, sample_personas, synthesize_chunk
+from tasks.queries.synthesize import candidate_spec, load_taxonomy, sample_personas, synthesize_chunk
 
 
 def test_taxonomy_has_twelve_validated_categories():

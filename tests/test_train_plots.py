@@ -2,7 +2,7 @@
 import pytest
 
 from schemas.config_attribution import AttributionConfig
-from tasks.train_plots import plot_run, step_series
+from tasks.rl.plots import plot_run, step_series
 
 A = AttributionConfig()
 

@@ -2,10 +2,10 @@ import pyarrow as pa
 import pytest
 
 from schemas.queries import QUERIES_SCHEMA, queries_suites
-from tasks.stage import StageSpec, run_stage
-from tasks.store import StageStore
-from tasks.synthesize import load_taxonomy
-from tasks.validate import StageValidationError
+from tasks.stages.stage import StageSpec, run_stage
+from tasks.stages.store import StageStore
+from tasks.queries.synthesize import load_taxonomy
+from tasks.stages.validate import StageValidationError
 
 
 def _row(qid, cats=("interaction",), caps=("in_drag_reorder",), domain="Games"):

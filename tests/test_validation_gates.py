@@ -27,9 +27,9 @@ from schemas.sft import SFT_ANSWERS_SCHEMA, sft_answers_suites
 from schemas.sft_steps import SFT_STEPS_SCHEMA, sft_steps_suites
 from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
 from schemas.train_stages import rollouts_suites, train_steps_suites, with_judge_provider
-from tasks.stage import StageSpec, run_stage
-from tasks.store import StageStore
-from tasks.validate import StageValidationError
+from tasks.stages.stage import StageSpec, run_stage
+from tasks.stages.store import StageStore
+from tasks.stages.validate import StageValidationError
 
 ID_COLUMNS = ("query_id", "rollout_id", "answer_id", "response_id", "eval_id", "key", "step")
 OK = {"status": "ok", "provider": "offline", "input_hash": "h", "model": "m", "prompt_version": "1", "attempts": 1}

@@ -1,6 +1,6 @@
 """Sampling a policy checkpoint for select-rl-queries and evaluate (shared by both flows).
 
-The policy is the newest checkpoint under ``<data_dir>/checkpoints`` (``tasks.checkpoints``), an
+The policy is the newest checkpoint under ``<data_dir>/checkpoints`` (``tasks.rl.checkpoints``), an
 explicit model directory, or, when there is none, the tiny random model built the way
 ``training.grpo.prepare_model_dir`` builds it (``train.model.tiny_*``, under ``<data_dir>/runs/tiny_model``);
 rows say which (``policy_kind`` = ``checkpoint`` | ``tiny-random``). Sampling is the GRPO job's
@@ -16,7 +16,7 @@ from typing import Any
 
 from schemas.config_train import ModelSection
 from schemas.layout import RUNS
-from tasks.checkpoints import is_model_dir, model_identity, newest_policy
+from tasks.rl.checkpoints import is_model_dir, model_identity, newest_policy
 
 log = logging.getLogger("rubricrl.policy")
 

@@ -25,7 +25,7 @@ LLMResult = Usage = Any
 
 if TYPE_CHECKING:
     from tasks.llm.cache import CallStore
-    from tasks.store import Manifest, StageStore
+    from tasks.stages.store import Manifest, StageStore
 
 
 def cost_usd(usage: "Usage", prices: Prices, discount: float = 1.0) -> float:
@@ -166,9 +166,9 @@ def publish_llm_calls(stage_store: "StageStore", call_store: "CallStore", report
     Re-publishing an unchanged ledger does no work (the fingerprint is the ledger's watermark).
     """
     from schemas.llm import llm_calls_suites
-    from tasks.catalog import refresh_catalog
-    from tasks.store import fingerprint
-    from tasks.validate import StageValidationError, run_suites
+    from tasks.stages.catalog import refresh_catalog
+    from tasks.stages.store import fingerprint
+    from tasks.stages.validate import StageValidationError, run_suites
 
     count, last_id = call_store.ledger_watermark()
     fp = fingerprint(stage="llm_calls", rows=count, last_id=last_id, schema=str(LLM_CALLS_SCHEMA))

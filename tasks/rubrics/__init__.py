@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from schemas.checks import Check
 from schemas.rubric import CompactRubric, Task
-from tasks.store import StageNotFound, StageStore
+from tasks.stages.store import StageNotFound, StageStore
 
 
 def load_tasks(store: StageStore, query_ids: list[str] | None = None) -> list[Task]:

@@ -27,7 +27,7 @@ from schemas.config_env import RuntimeConfig
 from schemas.rubrics import CHECKS_SCHEMA
 from tasks.rubrics.checks_offline import offline_checks
 from tasks.rubrics.pipeline import OK, PartCounts, PriorRows, QueryContext, StageDef, build_part, read_part
-from tasks.store import StageStore
+from tasks.stages.store import StageStore
 
 EMPTY_PAGE = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title></title></head><body></body></html>"
 DRY_RUN_BATCH = 8  # checks per empty page: pages of one batch run in turn, batches in parallel

@@ -2,7 +2,7 @@
 
 ``item_label(requirement)`` names an item by its first content words; the template checks look for
 that name (visible text for an initial-state item; a button of that name whose click changes the
-app's status region for a dynamic item). The offline teacher (``tasks/teacher.py``) builds its apps
+app's status region for a dynamic item). The offline teacher (``tasks/sft/teacher.py``) builds its apps
 from the same labels, so its answers pass their own checks, and a policy that learned the teacher's
 apps by SFT can pass them too. Rows made by this rule say provider=offline like every offline row.
 """

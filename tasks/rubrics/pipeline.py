@@ -25,8 +25,8 @@ from pydantic import BaseModel
 
 from tasks.llm.base import LLMRequest, LLMResult, Provider
 from tasks.llm.prompts import load_prompt
-from tasks.stage import chunked
-from tasks.store import StageNotFound, StageStore
+from tasks.stages.stage import chunked
+from tasks.stages.store import StageNotFound, StageStore
 
 log = logging.getLogger("rubricrl.rubrics")
 OK = "ok"

@@ -17,7 +17,7 @@ from tasks.llm.base import Provider
 from tasks.rubrics import decomposition, expansion, filtering, modules, requirements
 from tasks.rubrics.pipeline import (OK, PartCounts, PriorRows, QueryContext, StageDef, build_part, digest, grouped,
                                     query_hash, read_part)
-from tasks.store import StageStore
+from tasks.stages.store import StageStore
 
 TRACE_FIELDS = ("core_objects", "actions", "states", "outputs", "hard_constraints", "underspecified", "causal_links")
 

@@ -19,9 +19,9 @@ from typing import Any, get_args
 
 from schemas.config_eval import EvalConfig
 from schemas.rubric import Task
-from tasks.checkpoints import is_model_dir, model_identity
+from tasks.rl.checkpoints import is_model_dir, model_identity
 from tasks.llm.base import LLMRequest, TextOutput
-from tasks.teacher import GENERATION_PROMPT, offline_teacher_answer
+from tasks.sft.teacher import GENERATION_PROMPT, offline_teacher_answer
 
 API_PREFIX = "api:"
 API_PROVIDERS = ("anthropic", "openai")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.env.extract import extract_html
-from tasks.evaluation import fmt_delta
+from tasks.evaluation.summary import fmt_delta
 
 THUMB_W, THUMB_H, THUMB_SCALE = 320, 220, 0.4  # a thumbnail renders the app at 1/THUMB_SCALE its size
 

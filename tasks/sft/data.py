@@ -22,7 +22,7 @@ from schemas.sft import SFT_ANSWERS_SCHEMA
 from tasks.env.score import ScoreInput, score_batch
 from tasks.llm.base import LLMRequest, Provider, TextOutput
 from tasks.llm.prompts import load_prompt
-from tasks.teacher import GENERATION_PROMPT, offline_teacher_answer
+from tasks.sft.teacher import GENERATION_PROMPT, offline_teacher_answer
 
 STAGE = "sft_answers"
 

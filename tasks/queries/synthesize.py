@@ -20,7 +20,7 @@ from schemas.queries import CANDIDATES_SCHEMA, DIFFICULTIES, DOMAINS, QueryDraft
 from schemas.taxonomy import PersonaAttributes, Taxonomy
 from tasks.llm.base import LLMRequest, Provider
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"  # tasks/data: the taxonomy and persona tables
 PROMPT = "synthesize_query"
 STAGE = "query_candidates"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from tasks.store import StageStore
+from tasks.stages.store import StageStore
 
 log = logging.getLogger(__name__)
 CATALOG = "catalog.duckdb"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from tasks.synthesize import Persona
+from tasks.queries.synthesize import Persona
 
 
 def coverage_counts(queries: pa.Table, personas: list[Persona]) -> dict[str, Counter]:

@@ -11,8 +11,8 @@ from collections import defaultdict
 from typing import Any
 
 from schemas.rubric import Task
-from tasks.selection import Candidate, Scored
-from tasks.store import StageStore
+from tasks.selection.select import Candidate, Scored
+from tasks.stages.store import StageStore
 
 UNMET = ("critical", "major")
 QUERY_META = ["query_id", "category_ids", "capability_ids", "persona_id", "difficulty", "domain"]
@@ -140,7 +140,7 @@ def top_findings(judgment: dict[str, Any] | None) -> list[str]:
 
 
 def summary_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows for ``tasks.evaluation.summarize``, whose tiers do not include ``missing`` (judge failed):
+    """Rows for ``tasks.evaluation.summary.summarize``, whose tiers do not include ``missing`` (judge failed):
     such a row keeps its pass (False) and no reward, and its tier is recounted by ``missing_rates``."""
     return [{**r, "tier": "valid" if r["tier"] == "missing" else r["tier"]} for r in rows]
 

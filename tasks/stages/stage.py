@@ -15,9 +15,9 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from schemas.validation import FrameSuite
-from tasks.catalog import refresh_catalog
-from tasks.store import Manifest, StageStore, fingerprint, schema_hash
-from tasks.validate import StageValidationError, ValidationReport, run_suites
+from tasks.stages.catalog import refresh_catalog
+from tasks.stages.store import Manifest, StageStore, fingerprint, schema_hash
+from tasks.stages.validate import StageValidationError, ValidationReport, run_suites
 
 log = logging.getLogger("rubricrl.stage")
 T = TypeVar("T")

@@ -1,0 +1,1 @@
+"""SFT data: the teacher's answers and the chat-format export (paper D.1)."""
