@@ -97,7 +97,7 @@ def bench_weights(model_dir: Path, repeats: int) -> dict[str, float]:
     def real_step(c) -> float:
         """One real step's weight-dependent work: packing (sign rule or uniform) and the DeepSpeed update."""
         t0 = time.perf_counter()
-        p, _ = build_packed(c, rollouts, scored, rewards, gids)
+        p, _ = build_packed(c, rollouts, scored, rewards, gids, AttributionConfig())
         run_update(engine, make_micro_batches(p, mb, 0), n_tok, 1, temperature=1.0, eps_low=0.2, eps_high=0.28)
         return time.perf_counter() - t0
 
