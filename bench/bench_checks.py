@@ -15,6 +15,7 @@ import json
 import os
 import time
 from pathlib import Path
+import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no paid call by accident
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures" / "checks"

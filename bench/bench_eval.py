@@ -22,6 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no paid call by accident
 
 
 def build(root: Path, n: int) -> dict:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run as a script by `make bench`: the project (and bench.bench_env) importable
+import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no paid call by accident
 FIX = REPO / "tests" / "fixtures" / "env"
 FAULT = "throw new Error('injected fault');"
 _LISTEN = re.compile(r"addEventListener\(\s*(['\"])(click|keydown|keyup|input|change|submit|pointerdown|mousedown|"

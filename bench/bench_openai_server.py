@@ -26,6 +26,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # the response fixtures live under tests/
+import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no paid call by accident
 
 from tests.fixtures.open_judge import (JUDGE_MAX_TOKENS, MAX_ITEMS, MAX_LEN, MAX_STRING_CHARS, RESPONSES,  # noqa: E402
                                        free_port)

@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from schemas.attribution import attributions_suites
+from schemas.train_stages import JUDGE_PROVIDER
 from tasks.attribution.api import annotate_findings, attribute, score_additions, token_weights, trace_row, traces_table
 from tasks.attribution.tokens import load_tokenizer, token_offsets
 from tasks.stages.validate import run_suites
@@ -135,6 +137,8 @@ def test_attributions_stage_row_validates_and_is_queryable(trace, tok_dir):
     empty = attribute(RESPONSE, H, {**DIAGNOSIS, "rubric_alignment": {"name": "rubric_alignment"}})
     table = traces_table([trace_row(trace, "q5-r0", "q5", advantage=-0.8, offsets=offsets),
                           trace_row(empty, "q5-r1", "q5")])
+    # as train-rl publishes it: with the provider of the judgments behind each row
+    table = table.append_column(JUDGE_PROVIDER, pa.array(["offline"] * table.num_rows, pa.string()))
     report = run_suites("attributions", table, attributions_suites())
     assert report.success, report.describe_failures()
     con = duckdb.connect()

@@ -113,7 +113,7 @@ GATES = [
          "expect_column_values_to_be_in_set on 'must_cover_accounted'"),
     Gate("rubric_items", ITEMS_SCHEMA, lambda: items_suites(_REFS),
          {"query_id": "q1", "id": "I1", "scope": "initial_state", "rubric_level": "core_module",
-          "covered_requirement_ids": ["R1"]},
+          "covered_requirement_ids": ["R1"], "check": None},  # no executable check kept: allowed
          {"query_id": "qbad", "id": "D1"},  # a dynamic id on an initial_state item
          "expect_column_values_to_be_in_set on 'id_matches_scope'"),
     *(Gate(name, JUDGMENTS_SCHEMA, judgments_suites,

@@ -76,7 +76,6 @@ def test_serve_judge_prints_settings_and_stops_on_sigterm(tmp_path) -> None:
         import sys
         from schemas.config_llm import ServerConfig
         from tasks.llm import vllm_server as vs
-from tests.fixtures.open_judge import free_port
         vs.SERVER_MODULE = {FAKE!r}
         sys.exit(vs.serve_judge({str(model)!r}, ServerConfig(port={port}), log_path={str(tmp_path / 's.log')!r}))
     """)

@@ -325,6 +325,8 @@ class BrowserRuntime:
         elif session.started:
             if session.evidence.status == "ok" and ev.status == "unresponsive":  # the hard limit hit mid-probe
                 session.evidence.status = "hung"
+            # A navigation an action started can reach the route after the probe returned (under load): keep it.
+            session.evidence.navigations = list(session.navigations)
             ev.interaction = session.evidence.to_dict()
         ev.duration_s = round(time.perf_counter() - started, 3)
         return ev

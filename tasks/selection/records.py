@@ -135,7 +135,7 @@ def top_findings(judgment: dict[str, Any] | None) -> list[str]:
     """The most severe findings of one response as one line each (``severity layer item: description``)."""
     fs = sorted((judgment or {}).get("findings") or [], key=lambda f: SEVERITY_ORDER.index(f["severity"])
                 if f["severity"] in SEVERITY_ORDER else len(SEVERITY_ORDER))
-    return [f"{f['severity']} {f['layer']}{' ' + f['item_id'] if f.get('item_id') else ''}: {f['description']}"
+    return [f"{f['severity']} {f['layer']}{' ' + f['item_id'] if f.get('item_id') else ''}: {f.get('description') or ''}"
             for f in fs[:TOP_FINDINGS]]
 
 
