@@ -133,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
         from tasks.llm import get_provider
 
         try:
-            provider = get_provider(args.provider, model=args.model, base_url=args.base_url)
+            # the project's LLM settings, the cache and ledger under the data directory like every other entry point
+            provider = get_provider(args.provider, model=args.model, base_url=args.base_url,
+                                    config=project.resolved_llm())
         except ValueError as e:
             print(f"rubricrl score: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT

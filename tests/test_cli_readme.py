@@ -19,7 +19,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SAMPLE = REPO / "tests" / "fixtures" / "benchmarks" / "webgen_sample.jsonl"
-EMPTY = {k: {"critical": [], "major": [], "minor": []} for k in ("static_check", "code_simulation", "rubric_alignment")}
+EMPTY = {k: {"name": k, "critical": [], "major": [], "minor": []}
+         for k in ("static_check", "code_simulation", "rubric_alignment")}
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -98,12 +99,14 @@ def test_score_with_the_openai_provider(tmp_path):
     with FakeOpenAI(reply=lambda body: json.dumps(EMPTY)) as api:
         p = subprocess.run([str(BIN / "rubricrl"), "score", "--task", str(fix / "task_counter.json"), "--response",
                             str(fix / "clean.txt"), "--no-browser", "--provider", "openai", "--model", "local",
-                            "--base-url", api.base_url + "/v1"], cwd=REPO, env=_env(OPENAI_API_KEY="test-key"),
+                            "--base-url", api.base_url + "/v1"], cwd=REPO,
+                           env=_env(OPENAI_API_KEY="test-key", RUBRICRL_DATA_DIR=str(tmp_path / "data")),
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stderr[-2000:]
         assert api.seen("/v1/chat/completions")
     out = json.loads(p.stdout)
-    assert out["judge"]["provider"] == "openai" and out["format_valid"]
+    assert out["judge"]["provider"] == "openai" and out["format_valid"] and out["reward"] is not None
+    assert (tmp_path / "data" / "llm" / "llm.sqlite").exists()  # the cache lives under the data directory
 
 
 def test_every_entry_point_in_the_repo_has_telemetry_off():
