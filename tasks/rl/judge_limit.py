@@ -4,7 +4,9 @@
 the trainer's ScoreStream runs several score-step calls at once in one process, each would get its own
 limit and together they would exceed ``env.judge.concurrency``. :class:`SharedLimit` wraps the run's one
 provider so every ``complete`` in the process waits for a slot of one shared semaphore: the setting stays
-the process-wide number of judge calls in flight, however many score calls overlap.
+the process-wide number of judge calls in flight, however many score calls overlap. A hung call holds
+its slot until the HTTP client's timeout (``llm.retry.timeout_s``) ends it, even after the trainer's
+stream has given up on its part (``train.rollout.score_timeout_s``).
 """
 from __future__ import annotations
 
