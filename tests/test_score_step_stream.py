@@ -18,18 +18,17 @@ import threading
 import time
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from schemas.config import load_config, write_config
-from schemas.layout import RUN_CONFIG, RUN_QUERIES, RUN_RECORDS
+from schemas.layout import RUN_RECORDS
 from tasks.attribution.tokens import load_tokenizer
 from training.rollout import Rollout
 from training.stream import ScoreStream
 from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.fakes.http_fake import Scripted
-from tests.test_score_step_weights import APP, BROKEN, RUBRIC
+from tests.test_score_step_weights import APP, BROKEN, DEFAULTS
+from tests.test_score_step_weights import _run_dir as run_dir_with
 
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT_S, HANG_S = 20.0, 240.0  # a normal part takes a few seconds; the hang is far past the timeout
@@ -51,16 +50,9 @@ def tokenizer_dir(tmp_path_factory):
 
 
 def _run_dir(root: Path, base_url: str) -> Path:
-    run = root / "runs" / "train-rl" / "r1"
-    sets = ["llm.provider=anthropic", f"llm.base_url={base_url}", "llm.retry.max_retries=0",
-            f"llm.store_path={root / 'llm.sqlite'}", "env.judge.concurrency=2", "env.checks.enabled=false",
-            "train.run.score_fn=flows.score_rollouts:score_step_flow", f"train.run.out_dir={run}"]
-    cfg = load_config("demo", sets=sets, environ={})
-    cfg.data_dir = root
-    write_config(cfg, run / RUN_CONFIG)
-    pq.write_table(pa.Table.from_pylist([{"query_id": "q1", "query": "Build a counter app.",
-                                          "rubric_json": json.dumps(RUBRIC)}]), run / RUN_QUERIES)
-    return run
+    return run_dir_with(root, DEFAULTS, ("llm.provider=anthropic", f"llm.base_url={base_url}", "llm.retry.max_retries=0",
+                                         f"llm.store_path={root / 'llm.sqlite'}", "env.judge.concurrency=2",
+                                         "env.checks.enabled=false"))
 
 
 def test_judge_failure_hang_and_browser_crash_mid_stream(prefect_harness, tmp_path, tokenizer_dir, monkeypatch):
