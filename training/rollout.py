@@ -208,7 +208,8 @@ class VLLMEngine:
                                "them before generating again")
         ids = self.llm.enqueue([{"prompt_token_ids": p} for p in prompt_ids],
                                self.sampling_params(n, seed, len(prompt_ids)), use_tqdm=False)
-        index = {str(r): i for i, r in enumerate(ids)}
+        # enqueue returns the engine's internal ids ("<external>-<uuid>"); finished outputs carry the external one
+        index = {key: i for i, r in enumerate(ids) for key in (str(r), str(r).rsplit("-", 1)[0])}
         engine = self.llm.llm_engine
         while engine.has_unfinished_requests():
             for o in engine.step():
