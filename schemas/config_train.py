@@ -47,6 +47,13 @@ class RolloutSection(_Section):
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0, description="vLLM KV-cache share on GPU "
                                                                                "(colocated with training)")
     vllm_cpu_kvcache_gb: int = Field(1, ge=1, description="vLLM on CPU: KV cache GiB (VLLM_CPU_KVCACHE_SPACE)")
+    stream_scoring: bool = Field(True, description="Score each group as soon as it is generated (training/stream.py; "
+                                                   "runner and workers: env.task_runner / env.workers); False = "
+                                                   "one score call after the whole batch")
+    off_policy: bool = Field(False, description="One-step-off-policy: step t+1's rollouts are generated with the "
+                                                "weights step t sampled with, while step t is scored (staleness <= 1)")
+    score_timeout_s: float | None = Field(1800.0, gt=0, description="A score call running longer gives missing "
+                                                                    "rewards (dropped, counted); None = no limit")
 
 
 class ObjectiveSection(_Section):

@@ -29,9 +29,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -39,7 +38,6 @@ import torch
 from schemas.config_attribution import AttributionConfig
 from schemas.config_train import TrainRLConfig
 from schemas.layout import RUN_RECORDS
-from tasks.attribution.weights import membership_codes
 from training import checkpoint
 from training.config import out_dir_of, validate_configs
 from training.data import QuerySource, load_queries
@@ -47,47 +45,14 @@ from training.engine import build_engine, device_for_rank, init_distributed, loa
 from training.metrics import MetricWriter, fraction_by_weight, write_rollout_records, write_step_record
 from training.objective import group_advantages, policy_weights
 from training.rollout import Rollout, TransformersEngine, VLLMEngine, build_prompt, encode_prompts
+from training.stream import ScoreFn, Scored, ScoreStream, score_rollouts  # noqa: F401 - Scored: the contract's type
 from training.update import PackedResponse, make_micro_batches, run_update
 
 log = logging.getLogger("rubricrl.train")
-ScoreFn = Callable[..., tuple[list[float | None], list[list[int]], dict[str, Any]]]
-
-
-@dataclass
-class Scored:
-    rewards: list[float | None]
-    membership: list[np.ndarray]  # (T_i,) int8 codes per response
-    info: dict[str, Any]
-    time_score_s: float
-    time_attribute_s: float
 
 
 def step_seed(seed: int, step: int, rank: int) -> int:
     return (seed * 1_000_003 + step * 10_007 + rank * 101) % (2**31 - 1)
-
-
-def score_rollouts(score_fn: ScoreFn, queries: list[dict[str, str]], rollouts: list[Rollout], group_ids: list[int],
-                   tokenizer: Any, ctx: dict[str, Any]) -> Scored:
-    """Call the caller's score function and check what comes back (clear errors, nothing silently fixed)."""
-    responses = [tokenizer.decode(r.response_ids, skip_special_tokens=True) for r in rollouts]
-    token_ids = [list(r.response_ids) for r in rollouts]
-    t0 = time.perf_counter()
-    rewards, membership, info = score_fn([q["query"] for q in queries], responses, token_ids,
-                                      query_ids=[q["query_id"] for q in queries], group_ids=group_ids, **ctx)
-    elapsed = time.perf_counter() - t0
-    n = len(rollouts)
-    if len(rewards) != n or len(membership) != n:
-        raise ValueError(f"score_fn returned {len(rewards)} rewards and {len(membership)} membership arrays for {n} "
-                         "responses; return one of each per response, in order")
-    codes = [membership_codes(m, f"score_fn response {i}") for i, m in enumerate(membership)]
-    for i, (m, ids) in enumerate(zip(codes, token_ids)):
-        if len(m) != len(ids):
-            raise ValueError(f"score_fn: response {i} has {len(ids)} token ids but {len(m)} membership codes; align the "
-                             "weights with the generated token ids (one per id)")
-    info = dict(info or {})
-    attribute = float(info.pop("time_attribute_s", 0.0))
-    score = float(info.pop("time_score_s", max(elapsed - attribute, 0.0)))
-    return Scored(list(rewards), codes, info, score, attribute)
 
 
 def effective_rewards(cfg: TrainRLConfig, scored: Scored) -> list[float | None]:
