@@ -124,7 +124,7 @@ def bench_split(score_fn_spec: str, steps: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as d:
         cfg = demo_config(run={"out_dir": d, "steps": steps, "save_every": 10**6})
         hist = run_grpo(cfg, resolve_score_fn(score_fn_spec))["history"][1:]  # drop the warm-up step
-    keys = ("time/rollout_s", "time/score_s", "time/attribute_s", "time/update_s", "time/step_s", "time/tokens_per_s")
+    keys = ("time/generate_s", "time/score_s", "time/attribute_s", "time/update_s", "time/step_s", "time/tokens_per_s")
     return {k: statistics.mean(h[k] for h in hist) for k in keys}
 
 

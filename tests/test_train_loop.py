@@ -57,7 +57,7 @@ def test_policy_learns_toy_reward_and_every_parameter_changes(tmp_path):
     acc.Reload()
     tags = set(acc.Tags()["scalars"])
     for tag in ("reward/mean", "reward/pass_rate", "loss/policy", "loss/clip_frac", "loss/kl", "rollout/entropy",
-                "rollout/zero_variance_group_frac", "weights/frac_3", "judge/failures", "time/rollout_s",
+                "rollout/zero_variance_group_frac", "weights/frac_3", "judge/failures", "time/generate_s", "time/score_tail_s", "time/overlap_s", "rollout/staleness", "loss/ratio_mean",
                 "time/score_s", "time/attribute_s", "time/update_s"):
         assert tag in tags, tag
     assert len(acc.Scalars("reward/mean")) == 10

@@ -34,6 +34,9 @@ def validate_configs(cfg: TrainRLConfig, world_size: int = 1) -> None:
     if ds.precision == "fp16":
         raise ValueError("deepspeed.precision='fp16' is not supported (loss scaling would interact with the NaN guard); "
                          "use 'bf16' on GPU or 'fp32' on CPU")
+    if ro.off_policy and not ro.stream_scoring:
+        raise ValueError("rollout.off_policy=true generates the next step while this one is scored, which needs "
+                         "rollout.stream_scoring=true; set both, or off_policy=false")
     if ro.engine == "vllm" and ds.zero_stage == 3 and world_size > 1:
         raise ValueError("rollout.engine='vllm' with ZeRO-3 on several ranks would gather the full model on every rank "
                          "each step; use zero_stage <= 2 or the transformers engine")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ import numpy as np
 import torch
 
 from schemas.config_attribution import AttributionConfig
+from schemas.config_env import EnvConfig
 from schemas.config_train import TrainRLConfig
 from schemas.layout import RUN_RECORDS
 from training import checkpoint
@@ -45,7 +47,7 @@ from training.engine import build_engine, device_for_rank, init_distributed, loa
 from training.metrics import MetricWriter, fraction_by_weight, write_rollout_records, write_step_record
 from training.objective import group_advantages, policy_weights
 from training.rollout import Rollout, TransformersEngine, VLLMEngine, build_prompt, encode_prompts
-from training.stream import ScoreFn, Scored, ScoreStream, score_rollouts  # noqa: F401 - Scored: the contract's type
+from training.stream import ScoreFn, Scored, ScoreStream, reorder, score_rollouts, stream_timing
 from training.update import PackedResponse, make_micro_batches, run_update
 
 log = logging.getLogger("rubricrl.train")
@@ -130,6 +132,8 @@ def step_metrics(sums: dict[str, float], upd: dict[str, float], times: dict[str,
         "loss/policy": upd.get("loss_sum", 0.0) / tokens,
         "loss/clip_frac": upd.get("clipped", 0.0) / tokens,
         "loss/kl": upd.get("kl_sum", 0.0) / tokens,
+        "loss/ratio_mean": upd.get("ratio_sum", 0.0) / tokens,  # to the behaviour logprobs (1 on-policy)
+        "loss/ratio_max": upd.get("ratio_max", 0.0),
         "loss/tokens": upd.get("tokens", 0.0),
         "judge/failures": sums["judge_failed"],
         "judge/failure_rate": sums["judge_failed"] / n,
@@ -186,13 +190,44 @@ def named_weights(engine: Any):
         yield from engine.module.state_dict().items()
 
 
+@dataclass
+class StepBatch:
+    """One step's rollouts (generated, perhaps a step ahead) and their scores in flight."""
+
+    step: int
+    queries: list[dict[str, str]]
+    groups: list[list[Rollout]]
+    n_cut: int
+    first_gid: int  # group id of the first query (group ids are unique across steps and ranks)
+    t0: float
+    staleness: int  # optimiser steps between the sampling weights and the weights this batch updates
+    stream: ScoreStream | None = None
+    t_generated: float = 0.0
+
+    @property
+    def rollouts(self) -> list[Rollout]:
+        return [r for g in self.groups for r in g]
+
+    @property
+    def group_ids(self) -> list[int]:
+        return [self.first_gid + gi for gi, g in enumerate(self.groups) for _ in g]
+
+    @property
+    def flat_queries(self) -> list[dict[str, str]]:
+        return [q for q, g in zip(self.queries, self.groups) for _ in g]
+
+
 class Trainer:
     """Holds the engine, rollout engine and bookkeeping; ``step(s)`` runs one GRPO step."""
 
     def __init__(self, cfg: TrainRLConfig, score_fn: ScoreFn, queries: list[dict[str, str]] | None = None,
-                 attribution: AttributionConfig | None = None):
+                 attribution: AttributionConfig | None = None, env: EnvConfig | None = None):
         self.cfg, self.score_fn = cfg, score_fn
         self.attribution = attribution or AttributionConfig()
+        self.env = env or EnvConfig()  # the score workers: env.task_runner / env.workers / env.ray_address
+        # off-policy: the next step's batch, generated a step ahead (never checkpointed: see README)
+        self.pending: StepBatch | None = None
+        self.staleness_now = 0
         self.rank, self.world = init_distributed(cfg.deepspeed.dist_backend)
         validate_configs(cfg, self.world)
         torch.manual_seed(cfg.run.seed)
@@ -221,25 +256,63 @@ class Trainer:
             self.out.mkdir(parents=True, exist_ok=True)
             log.info("train-rl config: %s", cfg.model_dump_json())
 
-    def step(self, step: int) -> dict[str, float]:
+    def generate(self, step: int) -> StepBatch:
+        """Step ``step``'s rollouts; when streaming, each group goes to a ScoreStream as it finishes."""
         cfg, t0 = self.cfg, time.perf_counter()
+        g = cfg.rollout.group_size
         queries = self.data.batch(step, self.rank, self.world, cfg.rollout.queries_per_step)
         prompts = [build_prompt(self.tokenizer, q["query"], cfg.rollout.instruction) for q in queries]
         prompt_ids, n_cut = encode_prompts(self.tokenizer, prompts, cfg.rollout.max_prompt_tokens)
-        groups = self.rollout.generate(prompt_ids, cfg.rollout.group_size, step_seed(cfg.run.seed, step, self.rank))
-        rollouts = [r for g in groups for r in g]
-        group_ids = [(step * cfg.rollout.queries_per_step + self.rank * len(queries) + gi)
-                     for gi, g in enumerate(groups) for _ in g]
-        flat_queries = [q for q, g in zip(queries, groups) for _ in g]
-        t_roll = time.perf_counter()
-        scored = score_rollouts(self.score_fn, flat_queries, rollouts, group_ids, self.tokenizer,
-                                {"step": step + 1, "rank": self.rank, "model_path": str(self.model_dir),
-                                 "out_dir": str(self.out)})
+        first_gid = step * cfg.rollout.queries_per_step + self.rank * len(queries)
+        batch = StepBatch(step, queries, [[] for _ in queries], n_cut, first_gid, t0, self.staleness_now)
+        seed = step_seed(cfg.run.seed, step, self.rank)
+        if not cfg.rollout.stream_scoring:
+            batch.groups = self.rollout.generate(prompt_ids, g, seed)
+            batch.t_generated = time.perf_counter()
+            return batch
+        env = self.env
+        batch.stream = ScoreStream(self.score_fn, self.tokenizer, self.score_ctx(step), workers=env.workers,
+                                   runner=env.task_runner, ray_address=env.ray_address,
+                                   timeout_s=cfg.rollout.score_timeout_s, score_fn_path=cfg.run.score_fn)
+        for i, group in self.rollout.generate_stream(prompt_ids, g, seed):
+            batch.groups[i] = group
+            batch.stream.submit([queries[i]] * len(group), group, [first_gid + i] * len(group), part=i, offset=i * g)
+        batch.stream.generation_done()
+        batch.t_generated = time.perf_counter()
+        return batch
+
+    def score_ctx(self, step: int) -> dict[str, Any]:
+        return {"step": step + 1, "rank": self.rank, "model_path": str(self.model_dir), "out_dir": str(self.out)}
+
+    def scores(self, batch: StepBatch) -> tuple[Scored, dict[str, float]]:
+        """The batch's scores in prompt order (waiting for the stream), and the generation/scoring timing."""
+        if batch.stream is not None:
+            scored, timing = batch.stream.finish()
+            return reorder(scored, batch.stream.offsets()), timing
+        t_gen = batch.t_generated
+        scored = score_rollouts(self.score_fn, batch.flat_queries, batch.rollouts, batch.group_ids, self.tokenizer,
+                                self.score_ctx(batch.step))
+        timing = stream_timing(batch.t0, t_gen, t_gen, time.perf_counter())
+        timing["score_busy_s"], timing["attribute_s"] = scored.time_score_s, scored.time_attribute_s
+        return scored, timing
+
+    def step(self, step: int) -> dict[str, float]:
+        cfg, t_step = self.cfg, time.perf_counter()
+        batch = self.pending if self.pending is not None and self.pending.step == step else self.generate(step)
+        self.pending = None
+        if cfg.rollout.off_policy and step + 1 < cfg.run.steps:
+            # generated now, with the weights this batch was sampled with, while its scores come in; the
+            # update below makes it one step stale (see README "One-step-off-policy rollouts")
+            self.staleness_now = 1
+            self.pending = self.generate(step + 1)
+            self.staleness_now = 0
+        scored, timing = self.scores(batch)
         t_score = time.perf_counter()
+        rollouts, group_ids = batch.rollouts, batch.group_ids
         rewards = effective_rewards(cfg, scored)
         packed, adv = build_packed(cfg, rollouts, scored, rewards, group_ids, self.attribution)
         sums = local_sums(rollouts, scored, rewards, adv, packed)
-        sums["prompts_cut"] = n_cut
+        sums["prompts_cut"] = batch.n_cut
         sums["step_tokens"] = sum(len(p.response_ids) for p in packed if p.include)
         sums = gather_sums(sums)
         upd: dict[str, float] = {}
@@ -249,19 +322,21 @@ class Trainer:
                                temperature=cfg.rollout.temperature, eps_low=cfg.objective.eps_low,
                                eps_high=cfg.objective.eps_high, kl_coef=cfg.objective.kl_coef,
                                ref_model=self.ref_model, step=step).sums
-            grad_norm = stats.pop("grad_norm", None)
+            grad_norm, ratio_max = stats.pop("grad_norm", None), stats.pop("ratio_max", None)
             upd = gather_sums(stats)
             if grad_norm is not None:
                 upd["grad_norm"] = grad_norm
+            if ratio_max is not None:  # a max does not sum over ranks: this rank's
+                upd["ratio_max"] = ratio_max
             if self.rollout.name == "vllm":
                 self.rollout.sync_weights(named_weights(self.engine))
         t_upd = time.perf_counter()
-        times = {"rollout_s": t_roll - t0, "score_s": scored.time_score_s, "attribute_s": scored.time_attribute_s,
-                 "update_s": t_upd - t_score, "step_s": t_upd - t0}
+        times = {**timing, "update_s": t_upd - t_score, "step_s": t_upd - t_step}
         metrics = step_metrics(sums, upd, times)
         metrics["rollout/prompts_cut"] = sums["prompts_cut"]
+        metrics["rollout/staleness"] = float(batch.staleness)
         metrics["loss/update_skipped"] = float(sums["step_tokens"] == 0)
-        self._record(step + 1, queries, groups, rollouts, scored, rewards, adv, packed, group_ids, metrics)
+        self._record(step + 1, batch.queries, batch.groups, rollouts, scored, rewards, adv, packed, group_ids, metrics)
         return metrics
 
     def _record(self, step: int, queries, groups, rollouts, scored, rewards, adv, packed, group_ids, metrics) -> None:
@@ -288,11 +363,12 @@ class Trainer:
 
 
 def run_grpo(config: TrainRLConfig, score_fn: ScoreFn, queries: list[dict[str, str]] | None = None, *,
-             attribution: AttributionConfig | None = None) -> dict[str, Any]:
+             attribution: AttributionConfig | None = None, env: EnvConfig | None = None) -> dict[str, Any]:
     """Run (or resume) the GRPO job in this process; returns a summary (rank 0's view).
 
-    ``attribution``: the section whose weights the rule applies (its defaults when None)."""
-    tr = Trainer(config, score_fn, queries, attribution)
+    ``attribution``: the section whose weights the rule applies (its defaults when None); ``env``: the
+    environment section, whose task runner, workers and Ray address run the streamed scoring."""
+    tr = Trainer(config, score_fn, queries, attribution, env)
     history: list[dict[str, float]] = []
     last_saved = None
     try:

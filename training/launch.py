@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from training.grpo import run_grpo
 
-    summary = run_grpo(cfg.train, score_fn, attribution=cfg.attribution)
+    summary = run_grpo(cfg.train, score_fn, attribution=cfg.attribution, env=cfg.env)
     import torch.distributed as dist
 
     if int(os.environ.get("RANK", "0")) == 0:

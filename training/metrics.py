@@ -1,7 +1,8 @@
 """Step metrics (TensorBoard) and per-step records (Parquet parts for the DuckDB stages).
 
 Metric names are grouped by prefix: ``reward/``, ``loss/``, ``rollout/``, ``weights/``, ``judge/``
-and ``time/`` (the step time split: rollout / score / attribute / update). Only rank 0 writes
+and ``time/`` (the step time split: ``generate_s``, ``score_s`` / ``score_tail_s`` / ``overlap_s`` as
+``training/stream.py`` defines them, ``score_busy_s``, ``attribute_s``, ``update_s``, ``step_s``). Only rank 0 writes
 TensorBoard; every rank writes its own rollout records.
 """
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Both return, per prompt, G :class:`Rollout` s with the generated token ids and the behaviour policy's
 logprob of each (the tempered, untruncated distribution), which the objective's ratio uses.
+``generate_stream`` yields ``(prompt_index, group)`` as each group finishes (so scoring can start at once);
+``generate`` is that stream collected in prompt order (one code path: identical results).
 
 - :class:`TransformersEngine` samples from the training module itself, so weights never need syncing.
 - :class:`VLLMEngine` runs vLLM in the training process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``,
@@ -19,7 +21,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable, Iterator, Protocol
 
 import torch
 
@@ -64,8 +66,22 @@ class Rollout:
     finished: bool  # stopped on EOS (False: hit max_new_tokens)
 
 
+def collect(stream: Iterable[tuple[int, list[Rollout]]], n_prompts: int) -> list[list[Rollout]]:
+    """A ``generate_stream`` in prompt order (every prompt exactly once)."""
+    groups: list[list[Rollout] | None] = [None] * n_prompts
+    for i, g in stream:
+        groups[i] = g
+    missing = [i for i, g in enumerate(groups) if g is None]
+    if missing:
+        raise RuntimeError(f"the rollout stream ended without groups for prompts {missing[:5]}")
+    return groups  # type: ignore[return-value]
+
+
 class RolloutEngine(Protocol):
     name: str
+
+    def generate_stream(self, prompt_ids: list[list[int]], n: int, seed: int) -> Iterator[tuple[int, list[Rollout]]]:
+        """``(prompt_index, group of n)`` as groups finish; the same samples as ``generate``."""
 
     def generate(self, prompt_ids: list[list[int]], n: int, seed: int) -> list[list[Rollout]]:
         """``n`` responses per prompt; ``seed`` makes the sampling reproducible."""
@@ -97,8 +113,13 @@ class TransformersEngine:
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) | {tokenizer.eos_token_id}
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
-    @torch.no_grad()
     def generate(self, prompt_ids: list[list[int]], n: int, seed: int) -> list[list[Rollout]]:
+        return collect(self.generate_stream(prompt_ids, n, seed), len(prompt_ids))
+
+    @torch.no_grad()
+    def generate_stream(self, prompt_ids: list[list[int]], n: int, seed: int) -> Iterator[tuple[int, list[Rollout]]]:
+        """Each generate batch's complete groups as the batch finishes (a group split over two batches
+        comes with the second); the batches and the RNG draws are those of one whole ``generate``."""
         device = next(self.model.parameters()).device
         flat = [p for p in prompt_ids for _ in range(n)]
         out: list[Rollout] = []
@@ -106,12 +127,17 @@ class TransformersEngine:
         self.model.eval()
         # Seeded per call, so a resumed run samples exactly what the uninterrupted run sampled.
         gen = torch.Generator(device="cpu").manual_seed(seed)
-        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=gen)))
-            for start in range(0, len(flat), self.batch_size):
-                out.extend(self._generate_batch(flat[start:start + self.batch_size], device))
-        self.model.train(was_training)
-        return [out[i * n:(i + 1) * n] for i in range(len(prompt_ids))]
+        try:
+            with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+                torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=gen)))
+                done = 0
+                for start in range(0, len(flat), self.batch_size):
+                    out.extend(self._generate_batch(flat[start:start + self.batch_size], device))
+                    while (done + 1) * n <= len(out):
+                        yield done, out[done * n:(done + 1) * n]
+                        done += 1
+        finally:
+            self.model.train(was_training)
 
     def _generate_batch(self, prompts: list[list[int]], device: torch.device) -> list[Rollout]:
         width = max(len(p) for p in prompts)
@@ -167,23 +193,37 @@ class VLLMEngine:
                        gpu_memory_utilization=gpu_memory_utilization, enforce_eager=not torch.cuda.is_available(),
                        enable_prefix_caching=True)
 
+    def sampling_params(self, n: int, seed: int, n_prompts: int) -> list[Any]:
+        """One SamplingParams per prompt (seed + prompt index): untruncated, tempered, sampled-token logprob."""
+        return [self._SamplingParams(n=n, temperature=self.temperature, top_k=0, top_p=1.0, logprobs=0,
+                                     max_tokens=self.max_new_tokens, seed=seed + i) for i in range(n_prompts)]
+
     def generate(self, prompt_ids: list[list[int]], n: int, seed: int) -> list[list[Rollout]]:
-        requests = [{"prompt_token_ids": p} for p in prompt_ids]
-        params = [self._SamplingParams(n=n, temperature=self.temperature, top_k=0, top_p=1.0, logprobs=0,
-                                       max_tokens=self.max_new_tokens, seed=seed + i) for i in range(len(prompt_ids))]
-        outs = self.llm.generate(requests, params, use_tqdm=False)
-        result = []
-        for p, o in zip(prompt_ids, outs):
-            group = []
-            for c in o.outputs:
-                ids = list(c.token_ids)
-                lps = [d[t].logprob for t, d in zip(ids, c.logprobs or [])]
-                if len(lps) != len(ids):
-                    raise RuntimeError(f"vLLM returned {len(lps)} logprobs for {len(ids)} tokens; "
-                                       "SamplingParams(logprobs=0) must return the sampled token's logprob")
-                group.append(Rollout(list(p), ids, lps, c.finish_reason == "stop"))
-            result.append(group)
-        return result
+        return collect(self.generate_stream(prompt_ids, n, seed), len(prompt_ids))
+
+    def generate_stream(self, prompt_ids: list[list[int]], n: int, seed: int) -> Iterator[tuple[int, list[Rollout]]]:
+        """The engine's step loop (as ``LLM.generate`` runs it): a request's group as soon as it finishes."""
+        if self.llm.llm_engine.has_unfinished_requests():
+            raise RuntimeError("vLLM still holds unfinished requests from an abandoned stream; finish or drop "
+                               "them before generating again")
+        ids = self.llm.enqueue([{"prompt_token_ids": p} for p in prompt_ids],
+                               self.sampling_params(n, seed, len(prompt_ids)), use_tqdm=False)
+        index = {str(r): i for i, r in enumerate(ids)}
+        engine = self.llm.llm_engine
+        while engine.has_unfinished_requests():
+            for o in engine.step():
+                if o.finished:
+                    i = index[str(o.request_id)]
+                    yield i, [self._rollout(prompt_ids[i], c) for c in o.outputs]
+
+    @staticmethod
+    def _rollout(prompt: list[int], c: Any) -> Rollout:
+        ids = list(c.token_ids)
+        lps = [d[t].logprob for t, d in zip(ids, c.logprobs or [])]
+        if len(lps) != len(ids):
+            raise RuntimeError(f"vLLM returned {len(lps)} logprobs for {len(ids)} tokens; "
+                               "SamplingParams(logprobs=0) must return the sampled token's logprob")
+        return Rollout(list(prompt), ids, lps, c.finish_reason == "stop")
 
     def sync_weights(self, named_params: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Push new weights in place, then drop cached prefixes computed with the old ones."""

@@ -109,6 +109,14 @@ def merge_scored(parts: list[Scored]) -> Scored:
                   sum(p.time_score_s for p in parts), sum(p.time_attribute_s for p in parts))
 
 
+def reorder(scored: Scored, positions: list[int]) -> Scored:
+    """``scored`` (response k at ``positions[k]``) in position order."""
+    order = sorted(range(len(positions)), key=positions.__getitem__)
+    info = {k: [v[i] for i in order] if isinstance(v, list) else v for k, v in scored.info.items()}
+    return Scored([scored.rewards[i] for i in order], [scored.membership[i] for i in order], info,
+                  scored.time_score_s, scored.time_attribute_s)
+
+
 def stream_timing(t_start: float, t_gen_done: float | None, t_first_submit: float | None,
                   t_last_score: float | None) -> dict[str, float]:
     """The timing dict of the module docstring from four instants (pure)."""
@@ -188,9 +196,13 @@ class ScoreStream:
         self._finished = False
 
     # -- producer side ---------------------------------------------------------------------------------
-    def submit(self, queries: list[dict[str, str]], rollouts: list[Rollout], group_ids: list[int]) -> None:
+    def submit(self, queries: list[dict[str, str]], rollouts: list[Rollout], group_ids: list[int], *,
+               part: int | None = None, offset: int | None = None) -> None:
         """One finished group (or chunk): scoring starts now in the background; blocks only for back-pressure
-        (at most ``workers`` calls in flight), never drops anything."""
+        (at most ``workers`` calls in flight), never drops anything. ``part`` / ``offset`` (the ctx the call
+        gets): default the submission index and the running response count; the trainer passes the group's
+        index and its first response's index in prompt order, so ids and record names do not depend on
+        which group finished first."""
         if self._finished:
             raise RuntimeError("ScoreStream.submit after finish(); make a new stream per step")
         if not (len(queries) == len(rollouts) == len(group_ids)):
@@ -201,7 +213,8 @@ class ScoreStream:
         args = score_args(queries, rollouts, group_ids, self.tokenizer)
         while not self._slots.acquire(timeout=0.2):
             self._expire_overdue()  # a hung call must not hold its slot forever
-        part = _Part(len(self._parts), self._n, args[2], args, time.perf_counter())
+        part = _Part(len(self._parts) if part is None else part, self._n if offset is None else offset, args[2], args,
+                     time.perf_counter())
         self._n += len(rollouts)
         self._parts.append(part)
         threading.Thread(target=self._run, args=(part,), name=f"score-part-{part.index}", daemon=True).start()
@@ -212,6 +225,11 @@ class ScoreStream:
             self.t_gen_done = time.perf_counter()
 
     # -- workers ---------------------------------------------------------------------------------------
+    def offsets(self) -> list[int]:
+        """Per submitted response (submission order), its ``offset`` position: to put ``finish``'s result
+        back in the caller's order."""
+        return [p.offset + k for p in self._parts for k in range(len(p.token_ids))]
+
     def _run(self, part: _Part) -> None:
         prompts, responses, token_ids, kw = part.args
         ctx = {**self.ctx, "part": part.index, "offset": part.offset}

@@ -123,6 +123,9 @@ def run_update(engine: Any, micro_batches: list[MicroBatch], n_step_tokens: int,
             stats.add("tokens", float(mask.sum()))
             stats.add("clipped", float(ts.clipped.sum()))
             stats.add("kl_sum", float(ts.kl.sum()))
+            stats.add("ratio_sum", float((ts.ratio * mask).sum()))
+            ratio_max = float(ts.ratio[mask].max()) if bool(mask.any()) else 0.0
+            stats.sums["ratio_max"] = max(stats.sums.get("ratio_max", 0.0), ratio_max)
             stats.add("entropy_sum", float((token_entropy(logits.detach(), temperature) * mask).sum()))
     norm = engine.get_global_grad_norm()
     if norm is not None:
