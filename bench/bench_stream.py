@@ -190,8 +190,40 @@ class Judge:
             self.peak = self.inflight
 
 
-def make_score_fn(tasks, tokenizer_path: str, provider, env, attribution, ends: list[float]):
-    """The score_fn contract (training/grpo.py) around the real score_step; appends each call's end time."""
+_local = threading.local()
+
+
+@dataclass
+class Call:
+    """One score call, as the bench saw it (where the time goes)."""
+
+    offset: int
+    start: float
+    browser_s: float  # check_many wall time in this call
+    score_s: float  # score_step's scoring phase: static, browser, judge, rewards
+    attribute_s: float
+    end: float
+
+
+def time_browser() -> None:
+    """Bench-only instrumentation: the browser's wall time per score call (check_many runs in the calling
+    thread, so a thread-local sum is that call's)."""
+    from tasks.env.runtime import BrowserRuntime
+
+    orig = BrowserRuntime.check_many
+
+    def timed(self, htmls, extras=None):
+        t0 = time.perf_counter()
+        try:
+            return orig(self, htmls, extras)
+        finally:
+            _local.browser_s = getattr(_local, "browser_s", 0.0) + time.perf_counter() - t0
+
+    BrowserRuntime.check_many = timed  # type: ignore[method-assign]
+
+
+def make_score_fn(tasks, tokenizer_path: str, provider, env, attribution, calls: list[Call]):
+    """The score_fn contract (training/grpo.py) around the real score_step; records each call in ``calls``."""
     from tasks.attribution.tokens import load_tokenizer
     from tasks.rl.score_step import score_step
 
@@ -199,9 +231,10 @@ def make_score_fn(tasks, tokenizer_path: str, provider, env, attribution, ends: 
 
     def score_fn(prompts, responses, token_ids, *, query_ids, group_ids, step, rank, offset=0, **_):
         ids = [f"s{step:05d}-r{rank}-{offset + i:04d}" for i in range(len(responses))]
+        _local.browser_s, start = 0.0, time.perf_counter()
         out = score_step(ids, query_ids, responses, token_ids, tasks, tok, provider=provider, env=env,
                          attribution=attribution)
-        ends.append(time.perf_counter())
+        calls.append(Call(offset, start, _local.browser_s, out.time_score_s, out.time_attribute_s, time.perf_counter()))
         info = {"uniform": out.uniform, "passed": out.passed, "tier": out.tier,
                 "judge_failed": [r is None for r in out.rewards], "time_score_s": out.time_score_s,
                 "time_attribute_s": out.time_attribute_s}
@@ -243,9 +276,9 @@ class Update:
         return time.perf_counter() - t0
 
 
-def run_streamed(step: Step, score_fn, tok, times: list[float], workers: int, ends: list[float]):
+def run_streamed(step: Step, score_fn, tok, times: list[float], workers: int, calls: list[Call]):
     """Replay generation (group g submitted when it is generated) into a real ScoreStream."""
-    from training.stream import ScoreStream
+    from training.stream import ScoreStream, reorder
 
     order = sorted(range(len(step.groups)), key=lambda g: times[g])
     stream = ScoreStream(score_fn, tok, {"step": 2, "rank": 0}, workers=workers)
@@ -254,19 +287,14 @@ def run_streamed(step: Step, score_fn, tok, times: list[float], workers: int, en
         time.sleep(max(t0 + times[g] - time.perf_counter(), 0.0))
         idx = step.groups[g]
         b0 = time.perf_counter()
-        stream.submit([step.queries[i] for i in idx], [step.rollouts[i] for i in idx], [step.group_ids[i] for i in idx])
+        stream.submit([step.queries[i] for i in idx], [step.rollouts[i] for i in idx], [step.group_ids[i] for i in idx],
+                      part=g, offset=idx[0])  # as the trainer: ids and order do not depend on who finished first
         blocked += time.perf_counter() - b0
     stream.generation_done()
     scored, timing = stream.finish()
     done = time.perf_counter()
-    # Parts are merged in submission order; put them back in the step's order for the comparison and update.
-    pos = [i for g in order for i in step.groups[g]]
-    inv = sorted(range(len(pos)), key=lambda k: pos[k])
-    scored.rewards = [scored.rewards[k] for k in inv]
-    scored.membership = [scored.membership[k] for k in inv]
-    scored.info = {k: [v[x] for x in inv] for k, v in scored.info.items()}
-    return scored, timing, {"t0": t0, "done": done, "blocked_s": blocked, "gen_end": t0 + max(times),
-                            "last_scored": max(ends)}
+    return reorder(scored, stream.offsets()), timing, {"t0": t0, "done": done, "blocked_s": blocked, "gen_end": t0 + max(times),
+                                                     "last_scored": max(c.end for c in calls)}
 
 
 def cpu_s() -> float:
@@ -321,8 +349,9 @@ def main() -> int:
         judge = Judge(lat)
         provider = make_provider("anthropic", base_url=judge.api.base_url,
                                  config=LLMConfig(store_path=str(Path(tmp) / "llm.sqlite"), cache=False))
-        ends: list[float] = []
-        score_fn = make_score_fn(tasks, str(model_dir), provider, env, AttributionConfig(), ends)
+        calls: list[Call] = []
+        time_browser()
+        score_fn = make_score_fn(tasks, str(model_dir), provider, env, AttributionConfig(), calls)
         warm = build_step(pool, tok, cfg, min(2, args.groups), 2, args.seed, 0)  # browser, SDK pool, caches
         score_rollouts(score_fn, warm.queries, warm.rollouts, warm.group_ids, tok, {"step": 0, "rank": 0})
         t_setup.append(time.perf_counter())
@@ -331,19 +360,20 @@ def main() -> int:
 
         # Serial: one score call after the whole batch, as with rollout.stream_scoring=false.
         judge.reset_peak()
+        calls.clear()
         c0, t0 = cpu_s(), time.perf_counter()
         serial = score_rollouts(score_fn, step.queries, step.rollouts, step.group_ids, tok, {"step": 1, "rank": 0})
         serial_score = time.perf_counter() - t0
-        serial_cpu, serial_peak = cpu_s() - c0, judge.peak
+        serial_cpu, serial_peak, (serial_call,) = cpu_s() - c0, judge.peak, calls
         upd_serial = update(step, serial)
         gen_s = args.gen_s or serial_score
         times = finish_times(step, slots, gen_s)
 
         # Streamed: the same responses arrive as their groups are generated.
         judge.reset_peak()
-        ends.clear()
+        calls.clear()
         c0 = cpu_s()
-        streamed, timing, mark = run_streamed(step, score_fn, tok, times, args.workers, ends)
+        streamed, timing, mark = run_streamed(step, score_fn, tok, times, args.workers, calls)
         stream_cpu, stream_peak = cpu_s() - c0, judge.peak
         upd_stream = update(step, streamed, run=args.update_twice)
         judge.api.stop()
@@ -381,6 +411,20 @@ def main() -> int:
           f"(ScoreStream's own: {timing['score_tail_s']:.2f} s; floor set by judge latency alone: "
           f"{max(floor - max(times), 0):.2f} s)")
     print(f"ratio serial / streamed      {serial_step / streamed_step:8.2f} x")
+    sc = serial_call
+    print(f"where the time goes, serial call: browser {sc.browser_s:.2f} s, judge + gates {sc.score_s - sc.browser_s:.2f} "
+          f"s, attribution {sc.attribute_s:.2f} s")
+    first = {step.groups[g][0]: g for g in range(len(step.groups))}
+    per = [(c, times[first[c.offset]]) for c in calls]
+    t0s = mark["t0"]
+    print(f"  streamed calls ({len(calls)}): mean browser {statistics.mean(c.browser_s for c, _ in per):.2f} s, mean judge "
+          f"+ gates {statistics.mean(c.score_s - c.browser_s for c, _ in per):.2f} s, mean wait for a worker "
+          f"{statistics.mean(c.start - t0s - a for c, a in per):.2f} s")
+    c, a = max(per, key=lambda x: x[0].end)
+    print(f"  last scored group: generated at {a:.2f} s, call started {c.start - t0s:.2f} s, browser {c.browser_s:.2f} s, "
+          f"judge + gates {c.score_s - c.browser_s:.2f} s (its max drawn latency "
+          f"{max(lats[i] for i in step.groups[first[c.offset]]):.2f} s), attribution {c.attribute_s:.2f} s, "
+          f"scored at {c.end - t0s:.2f} s")
     print(f"results equal: rewards {same_r}/{n}, membership {same_m}/{n}; missing rewards (streamed) {missing}")
     print(f"goal tail <= 10% of serial scoring: {'PASS' if ok_tail else 'FAIL'} ({100 * tail / serial_score:.1f}%)")
     print(f"goal streamed <= 1.15 x (max(gen, scoring) + update) = {bound:.2f} s: "
