@@ -390,45 +390,49 @@ def main() -> int:
     same_m = sum((a == b).all() for a, b in zip(serial.membership, streamed.membership))
     missing = sum(r is None for r in streamed.rewards)
     ok_tail, ok_step = tail <= 0.10 * serial_score, streamed_step <= bound
+
+    def row(text: str) -> None:  # every figure says its judge was the local fake (no API key, nothing billed)
+        print(f"{text}  [offline: fake judge API]")
+
     print(f"bench_stream: B={args.groups} x G={args.group_size} = {n} responses over {len(pool)} fixture tasks; "
           f"judge = fake Anthropic API via the real SDK (offline: no real judge), latency lognormal median "
           f"{args.median_s:g} s / p95 {args.p95_s:g} s x {args.latency_scale:g} (drawn: median "
           f"{statistics.median(lats):.2f} s, max {max(lats):.2f} s); judge concurrency {args.judge_concurrency}, "
           f"browser slots {args.browser_concurrency}, stream workers {args.workers}, gen slots {slots}")
-    print(f"setup (untimed in both modes): tiny model {t_setup[1] - t_setup[0]:.1f} s, DeepSpeed engine "
-          f"{t_setup[2] - t_setup[1]:.1f} s, browser + SDK warm-up {t_setup[3] - t_setup[2]:.1f} s")
-    print(f"generation (replayed)        {gen_s:8.2f} s  groups finish at {min(times):.2f} .. {max(times):.2f} s")
-    print(f"serial scoring               {serial_score:8.2f} s  (score {serial.time_score_s:.2f} s, attribute "
-          f"{serial.time_attribute_s:.2f} s; judge peak in flight {serial_peak}; bench process CPU {serial_cpu:.1f} s)")
-    print(f"update (real DeepSpeed)      {update_s:8.2f} s  " + (
+    row(f"setup (untimed in both modes): tiny model {t_setup[1] - t_setup[0]:.1f} s, DeepSpeed engine "
+        f"{t_setup[2] - t_setup[1]:.1f} s, browser + SDK warm-up {t_setup[3] - t_setup[2]:.1f} s")
+    row(f"generation (replayed)        {gen_s:8.2f} s  groups finish at {min(times):.2f} .. {max(times):.2f} s")
+    row(f"serial scoring               {serial_score:8.2f} s  (score {serial.time_score_s:.2f} s, attribute "
+        f"{serial.time_attribute_s:.2f} s; judge peak in flight {serial_peak}; bench process CPU {serial_cpu:.1f} s)")
+    row(f"update (real DeepSpeed)      {update_s:8.2f} s  " + (
         "(run after the serial scoring; the streamed step adds this measured duration)" if upd_stream is None
         else f"(serial step {upd_serial:.2f} s, streamed step {upd_stream:.2f} s)"))
-    print(f"serial step                  {serial_step:8.2f} s  = generation + scoring + update")
-    print(f"streamed step                {streamed_step:8.2f} s  (scoring busy {timing['score_busy_s']:.2f} s summed "
-          f"over calls; submit blocked {mark['blocked_s']:.2f} s; judge peak in flight {stream_peak}; "
-          f"bench process CPU {stream_cpu:.1f} s)")
-    print(f"scoring tail                 {tail:8.2f} s  = {100 * tail / serial_score:.1f}% of serial scoring "
-          f"(ScoreStream's own: {timing['score_tail_s']:.2f} s; floor set by judge latency alone: "
-          f"{max(floor - max(times), 0):.2f} s)")
-    print(f"ratio serial / streamed      {serial_step / streamed_step:8.2f} x")
+    row(f"serial step                  {serial_step:8.2f} s  = generation + scoring + update")
+    row(f"streamed step                {streamed_step:8.2f} s  (scoring busy {timing['score_busy_s']:.2f} s summed "
+        f"over calls; submit blocked {mark['blocked_s']:.2f} s; judge peak in flight {stream_peak}; "
+        f"bench process CPU {stream_cpu:.1f} s)")
+    row(f"scoring tail                 {tail:8.2f} s  = {100 * tail / serial_score:.1f}% of serial scoring "
+        f"(ScoreStream's own: {timing['score_tail_s']:.2f} s; floor set by judge latency alone: "
+        f"{max(floor - max(times), 0):.2f} s)")
+    row(f"ratio serial / streamed      {serial_step / streamed_step:8.2f} x")
     sc = serial_call
-    print(f"where the time goes, serial call: browser {sc.browser_s:.2f} s, judge + gates {sc.score_s - sc.browser_s:.2f} "
-          f"s, attribution {sc.attribute_s:.2f} s")
+    row(f"where the time goes, serial call: browser {sc.browser_s:.2f} s, judge + gates {sc.score_s - sc.browser_s:.2f} "
+        f"s, attribution {sc.attribute_s:.2f} s")
     first = {step.groups[g][0]: g for g in range(len(step.groups))}
     per = [(c, times[first[c.offset]]) for c in calls]
     t0s = mark["t0"]
-    print(f"  streamed calls ({len(calls)}): mean browser {statistics.mean(c.browser_s for c, _ in per):.2f} s, mean judge "
-          f"+ gates {statistics.mean(c.score_s - c.browser_s for c, _ in per):.2f} s, mean wait for a worker "
-          f"{statistics.mean(c.start - t0s - a for c, a in per):.2f} s")
+    row(f"  streamed calls ({len(calls)}): mean browser {statistics.mean(c.browser_s for c, _ in per):.2f} s, mean judge "
+        f"+ gates {statistics.mean(c.score_s - c.browser_s for c, _ in per):.2f} s, mean wait for a worker "
+        f"{statistics.mean(c.start - t0s - a for c, a in per):.2f} s")
     c, a = max(per, key=lambda x: x[0].end)
-    print(f"  last scored group: generated at {a:.2f} s, call started {c.start - t0s:.2f} s, browser {c.browser_s:.2f} s, "
-          f"judge + gates {c.score_s - c.browser_s:.2f} s (its max drawn latency "
-          f"{max(lats[i] for i in step.groups[first[c.offset]]):.2f} s), attribution {c.attribute_s:.2f} s, "
-          f"scored at {c.end - t0s:.2f} s")
-    print(f"results equal: rewards {same_r}/{n}, membership {same_m}/{n}; missing rewards (streamed) {missing}")
-    print(f"goal tail <= 10% of serial scoring: {'PASS' if ok_tail else 'FAIL'} ({100 * tail / serial_score:.1f}%)")
-    print(f"goal streamed <= 1.15 x (max(gen, scoring) + update) = {bound:.2f} s: "
-          f"{'PASS' if ok_step else 'FAIL'} ({streamed_step:.2f} s, {streamed_step / (bound / 1.15):.3f} x)")
+    row(f"  last scored group: generated at {a:.2f} s, call started {c.start - t0s:.2f} s, browser {c.browser_s:.2f} s, "
+        f"judge + gates {c.score_s - c.browser_s:.2f} s (its max drawn latency "
+        f"{max(lats[i] for i in step.groups[first[c.offset]]):.2f} s), attribution {c.attribute_s:.2f} s, "
+        f"scored at {c.end - t0s:.2f} s")
+    row(f"results equal: rewards {same_r}/{n}, membership {same_m}/{n}; missing rewards (streamed) {missing}")
+    row(f"goal tail <= 10% of serial scoring: {'PASS' if ok_tail else 'FAIL'} ({100 * tail / serial_score:.1f}%)")
+    row(f"goal streamed <= 1.15 x (max(gen, scoring) + update) = {bound:.2f} s: "
+        f"{'PASS' if ok_step else 'FAIL'} ({streamed_step:.2f} s, {streamed_step / (bound / 1.15):.3f} x)")
     print(f"load: {load}")
     return 0
 
