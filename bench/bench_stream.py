@@ -149,9 +149,11 @@ def build_step(pool, tok, cfg, n_groups: int, group_size: int, seed: int, step: 
     return Step(queries, rollouts, gids, groups, markers)
 
 
-def finish_times(step: Step, slots: int, gen_s: float) -> list[float]:
-    """When each group's last member is generated: responses take their token count / rate in ``slots``
-    sequence slots, queued in group order (pure). The rate is set so the last one ends at ``gen_s``."""
+def finish_times(step: Step, slots: int, gen_s: float, per_response: bool = False) -> list[tuple[float, list[int]]]:
+    """The parts scoring receives, (generated at, response indices), in step order (pure). Responses take
+    their token count / rate in ``slots`` sequence slots, queued in group order; the rate is set so the last
+    one ends at ``gen_s``. A group is ready when its last member is (the trainer's parts); ``per_response``:
+    each response alone, when it is generated (as vLLM yields finished requests)."""
     ends = [0.0] * len(step.rollouts)
     free = [0.0] * max(1, slots)
     for i, r in enumerate(step.rollouts):
@@ -159,7 +161,9 @@ def finish_times(step: Step, slots: int, gen_s: float) -> list[float]:
         ends[i] = start + len(r.response_ids)
         heapq.heappush(free, ends[i])
     scale = gen_s / max(ends)
-    return [scale * max(ends[i] for i in g) for g in step.groups]
+    if per_response:
+        return [(scale * ends[i], [i]) for i in range(len(ends))]
+    return [(scale * max(ends[i] for i in g), list(g)) for g in step.groups]
 
 
 class Judge:
@@ -276,24 +280,23 @@ class Update:
         return time.perf_counter() - t0
 
 
-def run_streamed(step: Step, score_fn, tok, times: list[float], workers: int, calls: list[Call]):
-    """Replay generation (group g submitted when it is generated) into a real ScoreStream."""
+def run_streamed(step: Step, score_fn, tok, parts: list[tuple[float, list[int]]], workers: int, calls: list[Call]):
+    """Replay generation (each part submitted when it is generated) into a real ScoreStream."""
     from training.stream import ScoreStream, reorder
 
-    order = sorted(range(len(step.groups)), key=lambda g: times[g])
     stream = ScoreStream(score_fn, tok, {"step": 2, "rank": 0}, workers=workers)
     t0, blocked = stream.t_start, 0.0
-    for g in order:
-        time.sleep(max(t0 + times[g] - time.perf_counter(), 0.0))
-        idx = step.groups[g]
+    for k in sorted(range(len(parts)), key=lambda k: parts[k][0]):
+        at, idx = parts[k]
+        time.sleep(max(t0 + at - time.perf_counter(), 0.0))
         b0 = time.perf_counter()
         stream.submit([step.queries[i] for i in idx], [step.rollouts[i] for i in idx], [step.group_ids[i] for i in idx],
-                      part=g, offset=idx[0])  # as the trainer: ids and order do not depend on who finished first
+                      part=k, offset=idx[0])  # as the trainer: ids and order do not depend on who finished first
         blocked += time.perf_counter() - b0
     stream.generation_done()
     scored, timing = stream.finish()
     done = time.perf_counter()
-    return reorder(scored, stream.offsets()), timing, {"t0": t0, "done": done, "blocked_s": blocked, "gen_end": t0 + max(times),
+    return reorder(scored, stream.offsets()), timing, {"t0": t0, "done": done, "blocked_s": blocked, "gen_end": t0 + max(at for at, _ in parts),
                                                      "last_scored": max(c.end for c in calls)}
 
 
@@ -324,6 +327,8 @@ def main() -> int:
     ap.add_argument("--browser-concurrency", type=int, default=env0.runtime.concurrency)
     ap.add_argument("--gen-s", type=float, default=0.0, help="generation time (0: the measured serial scoring time)")
     ap.add_argument("--gen-slots", type=int, default=0, help="sequences generated at once (0: a quarter of B x G)")
+    ap.add_argument("--per-response", action="store_true",
+                    help="submit each response when it is generated (default: each group, as the trainer does)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--update-twice", action="store_true",
                     help="run the real update after the streamed scoring too (default: its measured duration)")
@@ -367,13 +372,14 @@ def main() -> int:
         serial_cpu, serial_peak, (serial_call,) = cpu_s() - c0, judge.peak, calls
         upd_serial = update(step, serial)
         gen_s = args.gen_s or serial_score
-        times = finish_times(step, slots, gen_s)
+        parts = finish_times(step, slots, gen_s, args.per_response)
+        gen_end = max(at for at, _ in parts)
 
         # Streamed: the same responses arrive as their groups are generated.
         judge.reset_peak()
         calls.clear()
         c0 = cpu_s()
-        streamed, timing, mark = run_streamed(step, score_fn, tok, times, args.workers, calls)
+        streamed, timing, mark = run_streamed(step, score_fn, tok, parts, args.workers, calls)
         stream_cpu, stream_peak = cpu_s() - c0, judge.peak
         upd_stream = update(step, streamed, run=args.update_twice)
         judge.api.stop()
@@ -385,7 +391,7 @@ def main() -> int:
     update_s = upd_serial if upd_stream is None else statistics.mean([upd_serial, upd_stream])
     bound = 1.15 * (max(gen_s, serial_score) + update_s)
     # What the judge alone forces: a response cannot be scored before its group is generated + its own latency.
-    floor = max(times[g] + max(lats[i] for i in step.groups[g]) for g in range(len(step.groups)))
+    floor = max(at + max(lats[i] for i in idx) for at, idx in parts)
     same_r = sum(a == b for a, b in zip(serial.rewards, streamed.rewards))
     same_m = sum((a == b).all() for a, b in zip(serial.membership, streamed.membership))
     missing = sum(r is None for r in streamed.rewards)
@@ -398,10 +404,12 @@ def main() -> int:
           f"judge = fake Anthropic API via the real SDK (offline: no real judge), latency lognormal median "
           f"{args.median_s:g} s / p95 {args.p95_s:g} s x {args.latency_scale:g} (drawn: median "
           f"{statistics.median(lats):.2f} s, max {max(lats):.2f} s); judge concurrency {args.judge_concurrency}, "
-          f"browser slots {args.browser_concurrency}, stream workers {args.workers}, gen slots {slots}")
+          f"browser slots {args.browser_concurrency}, stream workers {args.workers}, gen slots {slots}, "
+          f"parts: {'one per response' if args.per_response else 'one per group'}")
     row(f"setup (untimed in both modes): tiny model {t_setup[1] - t_setup[0]:.1f} s, DeepSpeed engine "
         f"{t_setup[2] - t_setup[1]:.1f} s, browser + SDK warm-up {t_setup[3] - t_setup[2]:.1f} s")
-    row(f"generation (replayed)        {gen_s:8.2f} s  groups finish at {min(times):.2f} .. {max(times):.2f} s")
+    unit = "responses" if args.per_response else "groups"
+    row(f"generation (replayed)        {gen_s:8.2f} s  {unit} finish at {min(at for at, _ in parts):.2f} .. {gen_end:.2f} s")
     row(f"serial scoring               {serial_score:8.2f} s  (score {serial.time_score_s:.2f} s, attribute "
         f"{serial.time_attribute_s:.2f} s; judge peak in flight {serial_peak}; bench process CPU {serial_cpu:.1f} s)")
     row(f"update (real DeepSpeed)      {update_s:8.2f} s  " + (
@@ -413,21 +421,21 @@ def main() -> int:
         f"bench process CPU {stream_cpu:.1f} s)")
     row(f"scoring tail                 {tail:8.2f} s  = {100 * tail / serial_score:.1f}% of serial scoring "
         f"(ScoreStream's own: {timing['score_tail_s']:.2f} s; floor set by judge latency alone: "
-        f"{max(floor - max(times), 0):.2f} s)")
+        f"{max(floor - gen_end, 0):.2f} s)")
     row(f"ratio serial / streamed      {serial_step / streamed_step:8.2f} x")
     sc = serial_call
     row(f"where the time goes, serial call: browser {sc.browser_s:.2f} s, judge + gates {sc.score_s - sc.browser_s:.2f} "
         f"s, attribution {sc.attribute_s:.2f} s")
-    first = {step.groups[g][0]: g for g in range(len(step.groups))}
-    per = [(c, times[first[c.offset]]) for c in calls]
+    part_at = {idx[0]: (at, idx) for at, idx in parts}
+    per = [(c, part_at[c.offset][0]) for c in calls]
     t0s = mark["t0"]
     row(f"  streamed calls ({len(calls)}): mean browser {statistics.mean(c.browser_s for c, _ in per):.2f} s, mean judge "
         f"+ gates {statistics.mean(c.score_s - c.browser_s for c, _ in per):.2f} s, mean wait for a worker "
         f"{statistics.mean(c.start - t0s - a for c, a in per):.2f} s")
     c, a = max(per, key=lambda x: x[0].end)
-    row(f"  last scored group: generated at {a:.2f} s, call started {c.start - t0s:.2f} s, browser {c.browser_s:.2f} s, "
+    row(f"  last scored part: generated at {a:.2f} s, call started {c.start - t0s:.2f} s, browser {c.browser_s:.2f} s, "
         f"judge + gates {c.score_s - c.browser_s:.2f} s (its max drawn latency "
-        f"{max(lats[i] for i in step.groups[first[c.offset]]):.2f} s), attribution {c.attribute_s:.2f} s, "
+        f"{max(lats[i] for i in part_at[c.offset][1]):.2f} s), attribution {c.attribute_s:.2f} s, "
         f"scored at {c.end - t0s:.2f} s")
     row(f"results equal: rewards {same_r}/{n}, membership {same_m}/{n}; missing rewards (streamed) {missing}")
     row(f"goal tail <= 10% of serial scoring: {'PASS' if ok_tail else 'FAIL'} ({100 * tail / serial_score:.1f}%)")
