@@ -25,6 +25,7 @@ Run: ``python bench/bench_stream.py [--groups 8] [--group-size 8] [--latency-sca
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import heapq
 import json
@@ -247,6 +248,39 @@ def make_score_fn(tasks, tokenizer_path: str, provider, env, attribution, calls:
     return score_fn
 
 
+def flow_score_fn(calls: list[Call]):
+    """The train-rl job's real scorer, the ``score-step`` Prefect flow, timed per call like ``make_score_fn``."""
+    from flows.score_rollouts import score_step_flow
+
+    def score_fn(prompts, responses, token_ids, **kw):
+        _local.browser_s, start = 0.0, time.perf_counter()
+        rewards, membership, info = score_step_flow(prompts, responses, token_ids, **kw)
+        calls.append(Call(kw.get("offset", 0), start, _local.browser_s, info["time_score_s"], info["time_attribute_s"],
+                          time.perf_counter()))
+        return rewards, membership, info
+
+    return score_fn
+
+
+def flow_run_dir(root: Path, tasks: dict[str, Any], api_url: str, env: Any) -> Path:
+    """What train-rl writes into a run folder for the score-step flow: the resolved config and the queries."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from schemas.config import load_config, write_config
+    from schemas.layout import RUN_CONFIG, RUN_QUERIES
+
+    run = root / "runs" / "train-rl" / "bench"
+    sets = ["llm.provider=anthropic", f"llm.base_url={api_url}", "llm.cache=false", f"train.run.out_dir={run}",
+            f"env.judge.concurrency={env.judge.concurrency}", f"env.runtime.concurrency={env.runtime.concurrency}"]
+    cfg = load_config("demo", sets=sets, environ={})
+    cfg.data_dir = root
+    write_config(cfg, run / RUN_CONFIG)
+    pq.write_table(pa.Table.from_pylist([{"query_id": q, "query": t.query, "rubric_json": t.rubric.model_dump_json()}
+                                         for q, t in tasks.items()]), run / RUN_QUERIES)
+    return run
+
+
 class Update:
     """A real DeepSpeed step of the tiny policy on the step's batch (rewards and membership as scored)."""
 
@@ -280,11 +314,12 @@ class Update:
         return time.perf_counter() - t0
 
 
-def run_streamed(step: Step, score_fn, tok, parts: list[tuple[float, list[int]]], workers: int, calls: list[Call]):
+def run_streamed(step: Step, score_fn, tok, parts: list[tuple[float, list[int]]], workers: int, calls: list[Call],
+                 ctx: dict[str, Any]):
     """Replay generation (each part submitted when it is generated) into a real ScoreStream."""
     from training.stream import ScoreStream, reorder
 
-    stream = ScoreStream(score_fn, tok, {"step": 2, "rank": 0}, workers=workers)
+    stream = ScoreStream(score_fn, tok, ctx, workers=workers)
     t0, blocked = stream.t_start, 0.0
     for k in sorted(range(len(parts)), key=lambda k: parts[k][0]):
         at, idx = parts[k]
@@ -310,6 +345,7 @@ def main() -> int:
     from schemas.config_env import EnvConfig, JudgeConfig, RuntimeConfig
     from schemas.config_llm import LLMConfig
     from tasks.llm.factory import make_provider
+    from tasks.rl.judge_limit import SharedLimit
     from tests.fakes.http_fake import LongTail
     from training.config import demo_config
     from training.stream import score_rollouts
@@ -329,6 +365,8 @@ def main() -> int:
     ap.add_argument("--gen-slots", type=int, default=0, help="sequences generated at once (0: a quarter of B x G)")
     ap.add_argument("--per-response", action="store_true",
                     help="submit each response when it is generated (default: each group, as the trainer does)")
+    ap.add_argument("--scorer", choices=["direct", "flow"], default="direct",
+                    help="direct: score_step in a score_fn; flow: the score-step Prefect flow (train-rl's scorer)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--update-twice", action="store_true",
                     help="run the real update after the streamed scoring too (default: its measured duration)")
@@ -344,7 +382,7 @@ def main() -> int:
                       deepspeed={"micro_batch_size": mb})
     pool = load_pool()
     tasks = {t.query_id: t for t, _ in pool}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         t_setup = [time.perf_counter()]
         model_dir = build_tiny_model(Path(tmp) / "tiny")
         t_setup.append(time.perf_counter())
@@ -352,13 +390,20 @@ def main() -> int:
         tok = update.tok
         t_setup.append(time.perf_counter())
         judge = Judge(lat)
-        provider = make_provider("anthropic", base_url=judge.api.base_url,
-                                 config=LLMConfig(store_path=str(Path(tmp) / "llm.sqlite"), cache=False))
         calls: list[Call] = []
         time_browser()
-        score_fn = make_score_fn(tasks, str(model_dir), provider, env, AttributionConfig(), calls)
+        if args.scorer == "flow":
+            from prefect.testing.utilities import prefect_test_harness
+
+            stack.enter_context(prefect_test_harness(server_startup_timeout=180))
+            run_dir = flow_run_dir(Path(tmp) / "data", tasks, judge.api.base_url, env)
+            score_fn, base = flow_score_fn(calls), {"rank": 0, "model_path": str(model_dir), "out_dir": str(run_dir)}
+        else:  # the run's one provider, judge concurrency bound process-wide, as the score-step flow builds it
+            provider = SharedLimit(make_provider("anthropic", base_url=judge.api.base_url, config=LLMConfig(
+                store_path=str(Path(tmp) / "llm.sqlite"), cache=False)), env.judge.concurrency)
+            score_fn, base = make_score_fn(tasks, str(model_dir), provider, env, AttributionConfig(), calls), {"rank": 0}
         warm = build_step(pool, tok, cfg, min(2, args.groups), 2, args.seed, 0)  # browser, SDK pool, caches
-        score_rollouts(score_fn, warm.queries, warm.rollouts, warm.group_ids, tok, {"step": 0, "rank": 0})
+        score_rollouts(score_fn, warm.queries, warm.rollouts, warm.group_ids, tok, {**base, "step": 0})
         t_setup.append(time.perf_counter())
         step = build_step(pool, tok, cfg, args.groups, args.group_size, args.seed, 1)
         lats = [lat.draw(m) for m in step.markers]
@@ -367,7 +412,7 @@ def main() -> int:
         judge.reset_peak()
         calls.clear()
         c0, t0 = cpu_s(), time.perf_counter()
-        serial = score_rollouts(score_fn, step.queries, step.rollouts, step.group_ids, tok, {"step": 1, "rank": 0})
+        serial = score_rollouts(score_fn, step.queries, step.rollouts, step.group_ids, tok, {**base, "step": 1})
         serial_score = time.perf_counter() - t0
         serial_cpu, serial_peak, (serial_call,) = cpu_s() - c0, judge.peak, calls
         upd_serial = update(step, serial)
@@ -379,7 +424,7 @@ def main() -> int:
         judge.reset_peak()
         calls.clear()
         c0 = cpu_s()
-        streamed, timing, mark = run_streamed(step, score_fn, tok, parts, args.workers, calls)
+        streamed, timing, mark = run_streamed(step, score_fn, tok, parts, args.workers, calls, {**base, "step": 2})
         stream_cpu, stream_peak = cpu_s() - c0, judge.peak
         upd_stream = update(step, streamed, run=args.update_twice)
         judge.api.stop()
@@ -405,7 +450,7 @@ def main() -> int:
           f"{args.median_s:g} s / p95 {args.p95_s:g} s x {args.latency_scale:g} (drawn: median "
           f"{statistics.median(lats):.2f} s, max {max(lats):.2f} s); judge concurrency {args.judge_concurrency}, "
           f"browser slots {args.browser_concurrency}, stream workers {args.workers}, gen slots {slots}, "
-          f"parts: {'one per response' if args.per_response else 'one per group'}")
+          f"parts: {'one per response' if args.per_response else 'one per group'}, scorer {args.scorer}")
     row(f"setup (untimed in both modes): tiny model {t_setup[1] - t_setup[0]:.1f} s, DeepSpeed engine "
         f"{t_setup[2] - t_setup[1]:.1f} s, browser + SDK warm-up {t_setup[3] - t_setup[2]:.1f} s")
     unit = "responses" if args.per_response else "groups"
