@@ -15,10 +15,13 @@ Inputs: a rollouts stage with ``rollout_id``, ``query_id``, ``response`` and a t
 Run: ``prefect deployment run score-rollouts/<deployment>`` or ``score_rollouts(...)`` in Python.
 
 score-step. The train-rl job calls ``score_step_flow`` (its ``train.run.score_fn``) in the trainer's
-process once per step. It reads the run's whole resolved configuration from the run folder (written
-once by train-rl), and builds the judge provider, the tasks and the tokenizer once per run, not per
-step. The work is ``tasks.rl.score_step.score_step``; the step's judgments, rewards and attributions
-rows go to the run folder's records, which train-rl publishes as stages at the end.
+process: once per step, or (streamed scoring, the default) once per finished group, several at once on
+the trainer's score workers. It reads the run's whole resolved configuration from the run folder
+(written once by train-rl), and builds the judge provider, the tasks and the tokenizer once per run,
+not per step; the provider is shared by every call in the process and holds ``env.judge.concurrency``
+as a process-wide bound (``tasks.rl.judge_limit``). The work is ``tasks.rl.score_step.score_step``; the
+judgments, rewards and attributions rows go to the run folder's records (one file per step and rank,
+``-pNNNN`` per group when streamed), which train-rl publishes as stages at the end.
 """
 from __future__ import annotations
 
@@ -42,6 +45,7 @@ from schemas.layout import RUN_CONFIG, RUN_QUERIES, RUN_RECORDS
 from schemas.rubric import Task
 from tasks.env.records import reward_config_hash, score_rollouts_tables, task_from_row
 from tasks.llm import Provider, get_provider
+from tasks.rl.judge_limit import SharedLimit
 from tasks.rl.score_step import score_step
 from tasks.stages.stage import StageSpec, chunked, run_stage
 from tasks.stages.store import atomic_write_table
@@ -148,11 +152,17 @@ class StepRun:
     tasks: dict[str, Task]
 
 
+def step_records_name(step: int, rank: int, part: int | None) -> str:
+    """``step-000003-rank0.parquet``, or per streamed part ``step-000003-rank0-p0002.parquet``."""
+    return f"step-{step:06d}-rank{rank}" + ("" if part is None else f"-p{part:04d}") + ".parquet"
+
+
 @lru_cache(maxsize=4)
 def step_run(run_dir: str) -> StepRun:
     cfg = load_config(file=Path(run_dir) / RUN_CONFIG)
     rows = pq.read_table(Path(run_dir) / RUN_QUERIES, columns=["query_id", "query", "rubric_json"]).to_pylist()
-    return StepRun(cfg, get_provider(config=cfg.resolved_llm()), {r["query_id"]: task_from_row(r) for r in rows})
+    provider = SharedLimit(get_provider(config=cfg.resolved_llm()), cfg.env.judge.concurrency)
+    return StepRun(cfg, provider, {r["query_id"]: task_from_row(r) for r in rows})  # type: ignore[arg-type]
 
 
 @lru_cache(maxsize=4)
@@ -167,17 +177,20 @@ score_step_task = task(score_step, name="score-step", cache_policy=NO_CACHE)
 
 @flow(name="score-step", log_prints=True)
 def score_step_flow(prompts: list[str], responses: list[str], token_ids: list[list[int]], query_ids: list[str],
-                    group_ids: list[int], step: int, rank: int, model_path: str, out_dir: str
+                    group_ids: list[int], step: int, rank: int, model_path: str, out_dir: str,
+                    part: int | None = None, offset: int = 0
                     ) -> tuple[list[float | None], list[list[int]], dict[str, Any]]:
-    """One step's rewards and token membership, by the trainer's ``score_fn`` contract (training/grpo.py)."""
+    """One step's (or one part's) rewards and token membership, by the trainer's ``score_fn`` contract
+    (training/grpo.py). ``part`` / ``offset``: a streamed chunk's index and its first response's index in
+    the step, so rollout ids are the step's and each part has its own records file."""
     run = step_run(out_dir)
-    ids = [f"s{step:05d}-r{rank}-{i:04d}" for i in range(len(responses))]
+    ids = [f"s{step:05d}-r{rank}-{offset + i:04d}" for i in range(len(responses))]
     out = score_step_task(ids, query_ids, responses, token_ids, run.tasks, step_tokenizer(model_path),
                           provider=run.provider, env=run.cfg.env, attribution=run.cfg.attribution)
     records = Path(out_dir) / RUN_RECORDS
     for name, table in (("judgments", out.judgments), ("rewards", out.rewards_table),
                         ("attributions", out.attributions)):
-        atomic_write_table(records / name / f"step-{step:06d}-rank{rank}.parquet", table)
+        atomic_write_table(records / name / step_records_name(step, rank, part), table)
     info = {"uniform": out.uniform, "passed": out.passed, "tier": out.tier,
             "judge_failed": [r is None for r in out.rewards], "time_score_s": out.time_score_s,
             "time_attribute_s": out.time_attribute_s}

@@ -59,4 +59,26 @@ def train_steps_suites() -> list[FrameSuite]:
         E.ExpectCompoundColumnsToBeUnique(column_list=["step", "metric"]),
         E.ExpectColumnValuesToBeBetween(column="step", min_value=1),
         judge_provider_expectation(),
-    ), ["step", "metric"])]
+    ), ["step", "metric"]),
+        # The streamed step's timing split and staleness (training/stream.py, README "Streamed scoring"): the
+        # tail is part of the scoring span, and the off-policy trainer never uses a batch more than one step old.
+        FrameSuite("timing", _timing, suite(
+            "train_steps-timing",
+            *[E.ExpectColumnValuesToBeBetween(column=c, min_value=0.0) for c in STEP_TIMES],
+            E.ExpectColumnValuesToBeInSet(column="tail_within_score", value_set=[True]),
+            E.ExpectColumnValuesToBeInSet(column="rollout/staleness", value_set=[0.0, 1.0]),
+        ), ["step"])]
+
+
+STEP_TIMES = ("time/generate_s", "time/score_s", "time/score_tail_s", "time/overlap_s", "time/update_s")
+
+
+def _timing(table: pa.Table) -> pd.DataFrame:
+    """One row per step with the timing metrics and the staleness as columns (a metric a step lacks is null,
+    and its expectations skip it)."""
+    long = table.select(["step", "metric", "value"]).to_pandas()
+    wide = long.pivot_table(index="step", columns="metric", values="value", aggfunc="first")
+    wide = wide.reindex(columns=[*STEP_TIMES, "rollout/staleness"]).reset_index()
+    tail, score = wide["time/score_tail_s"], wide["time/score_s"]
+    wide["tail_within_score"] = (tail.isna() | score.isna() | (tail <= score + 1e-9)).tolist()
+    return wide

@@ -43,10 +43,11 @@ def tokenizer_dir(tmp_path_factory):
     return byte_level(tmp_path_factory.mktemp("tok"))
 
 
-def _run_dir(root: Path, weights: dict[str, float]) -> Path:
+def _run_dir(root: Path, weights: dict[str, float], sets: tuple[str, ...] = ("env.runtime.enabled=false",
+                                                                               "llm.provider=offline")) -> Path:
     """What train-rl writes into a run folder: the whole resolved configuration and the queries."""
     run = root / "runs" / "train-rl" / "r1"
-    sets = ["env.runtime.enabled=false", "llm.provider=offline", "train.run.score_fn=flows.score_rollouts:score_step_flow",
+    sets = [*sets, "train.run.score_fn=flows.score_rollouts:score_step_flow",
             f"train.run.out_dir={run}"] + [f"attribution.{k}_weight={v}" for k, v in weights.items()]
     cfg = load_config("demo", sets=sets, environ={})
     cfg.data_dir = root

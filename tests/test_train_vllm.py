@@ -69,6 +69,21 @@ def test_vllm_ids_and_logprobs_match_teacher_forcing(tiny):
     assert list(out.token_ids) == hf[:len(out.token_ids)]
 
 
+def test_vllm_stream_equals_one_generate_call(tiny):
+    """``generate_stream`` (the engine's step loop, each group as it finishes) yields every group once; collected,
+    it is exactly ``LLM.generate`` with the same SamplingParams: same seeds, same ids and logprobs."""
+    _, _, engine = tiny
+    streamed = list(engine.generate_stream(PROMPTS, n=3, seed=11))
+    assert sorted(i for i, _ in streamed) == [0, 1]
+    outs = engine.llm.generate([{"prompt_token_ids": p} for p in PROMPTS], engine.sampling_params(3, 11, len(PROMPTS)),
+                               use_tqdm=False)
+    direct = [[(list(c.token_ids), [d[t].logprob for t, d in zip(c.token_ids, c.logprobs)]) for c in o.outputs]
+              for o in outs]
+    got = dict(streamed)
+    assert [[(r.response_ids, r.logprobs) for r in got[i]] for i in range(len(PROMPTS))] == direct
+    assert engine.generate(PROMPTS, n=3, seed=11) == [got[i] for i in range(len(PROMPTS))]
+
+
 def test_vllm_tracks_weights_after_update(tiny):
     _, model, engine = tiny
     before = engine.generate(PROMPTS, n=2, seed=3)

@@ -144,6 +144,8 @@ GATES = [
          "expect_column_values_to_be_in_set on 'weights_aligned'"),
     Gate("train_steps", TRAIN_STEPS, train_steps_suites, {"step": 1, "metric": "loss", "value": 0.3},
          {"step": 3, "metric": "loss", "value": float("nan")}, "expect_column_values_to_not_be_null on 'value'"),
+    Gate("train_steps", TRAIN_STEPS, train_steps_suites, {"step": 1, "metric": "rollout/staleness", "value": 0.0},
+         {"step": 3, "value": 2.0}, "expect_column_values_to_be_in_set on 'rollout/staleness'"),  # two steps stale
     Gate("attributions", ATTRIBUTIONS, attributions_suites, {**_ATTRIBUTION, "findings": [_ATTR_FINDING]},
          {"response_id": "rbad", "findings": [{**_ATTR_FINDING, "direct_spans": [{"start": 90, "end": 130}]}]},
          "expect_column_pair_values_a_to_be_greater_than_b"),  # a span past the end of the source

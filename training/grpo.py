@@ -225,6 +225,12 @@ class Trainer:
         self.cfg, self.score_fn = cfg, score_fn
         self.attribution = attribution or AttributionConfig()
         self.env = env or EnvConfig()  # the score workers: env.task_runner / env.workers / env.ray_address
+        if self.env.task_runner == "ray" and cfg.rollout.stream_scoring:
+            from training.launch import resolve_score_fn
+
+            if resolve_score_fn(cfg.run.score_fn) is not score_fn:
+                raise ValueError(f"env.task_runner='ray' scores with train.run.score_fn={cfg.run.score_fn!r} (Ray "
+                                 "workers import it by path), not the score_fn passed in; make them the same")
         # off-policy: the next step's batch, generated a step ahead (never checkpointed: see README)
         self.pending: StepBatch | None = None
         self.staleness_now = 0
