@@ -210,6 +210,11 @@ class Call:
     end: float
 
 
+def overhead(c: Call) -> float:
+    """A call's wall time outside score_step's own phases (the scorer's wrapping: Prefect runs, records)."""
+    return c.end - c.start - c.score_s - c.attribute_s
+
+
 def time_browser() -> None:
     """Bench-only instrumentation: the browser's wall time per score call (check_many runs in the calling
     thread, so a thread-local sum is that call's)."""
@@ -393,6 +398,7 @@ def main() -> int:
         calls: list[Call] = []
         time_browser()
         if args.scorer == "flow":
+            os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")  # one line per flow and task run otherwise
             from prefect.testing.utilities import prefect_test_harness
 
             stack.enter_context(prefect_test_harness(server_startup_timeout=180))
@@ -470,13 +476,14 @@ def main() -> int:
     row(f"ratio serial / streamed      {serial_step / streamed_step:8.2f} x")
     sc = serial_call
     row(f"where the time goes, serial call: browser {sc.browser_s:.2f} s, judge + gates {sc.score_s - sc.browser_s:.2f} "
-        f"s, attribution {sc.attribute_s:.2f} s")
+        f"s, attribution {sc.attribute_s:.2f} s, outside score_step {overhead(sc):.2f} s")
     part_at = {idx[0]: (at, idx) for at, idx in parts}
     per = [(c, part_at[c.offset][0]) for c in calls]
     t0s = mark["t0"]
     row(f"  streamed calls ({len(calls)}): mean browser {statistics.mean(c.browser_s for c, _ in per):.2f} s, mean judge "
         f"+ gates {statistics.mean(c.score_s - c.browser_s for c, _ in per):.2f} s, mean wait for a worker "
-        f"{statistics.mean(c.start - t0s - a for c, a in per):.2f} s")
+        f"{statistics.mean(c.start - t0s - a for c, a in per):.2f} s, mean outside score_step "
+        f"{statistics.mean(overhead(c) for c, _ in per):.2f} s")
     c, a = max(per, key=lambda x: x[0].end)
     row(f"  last scored part: generated at {a:.2f} s, call started {c.start - t0s:.2f} s, browser {c.browser_s:.2f} s, "
         f"judge + gates {c.score_s - c.browser_s:.2f} s (its max drawn latency "
