@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from tests.fakes.structured_check import anthropic_format_problem
-from tests.fakes.http_fake import FakeHTTPAPI, Reply, Response, Scripted, json_response
+from tests.fakes.http_fake import FakeHTTPAPI, Latency, LongTail, Reply, Response, Scripted, json_response
 
 Outcome = Callable[[str, dict[str, Any]], str]
 
@@ -42,7 +42,7 @@ def _text_of(content: Any) -> str:
 
 
 class FakeAnthropic(FakeHTTPAPI):
-    def __init__(self, reply: Reply | None = None, latency_s: float = 0.0, api_key: str | None = None,
+    def __init__(self, reply: Reply | None = None, latency_s: Latency = 0.0, api_key: str | None = None,
                  polls_to_end: int = 1, batch_outcome: Outcome | None = None) -> None:
         super().__init__(reply, latency_s, api_key)
         self.polls_to_end = polls_to_end
@@ -157,4 +157,4 @@ class FakeAnthropic(FakeHTTPAPI):
         return len(self.seen("/v1/messages", "POST")) - len(self.seen("/v1/messages/batches", "POST"))
 
 
-__all__ = ["FakeAnthropic", "Scripted"]
+__all__ = ["FakeAnthropic", "LongTail", "Scripted"]

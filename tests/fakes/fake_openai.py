@@ -24,13 +24,13 @@ import time
 from typing import Any, Callable
 
 from tests.fakes.structured_check import openai_format_problem
-from tests.fakes.http_fake import FakeHTTPAPI, Reply, Response, Scripted, json_response
+from tests.fakes.http_fake import FakeHTTPAPI, Latency, Reply, Response, Scripted, json_response
 
 Outcome = Callable[[str, dict[str, Any]], str]
 
 
 class FakeOpenAI(FakeHTTPAPI):
-    def __init__(self, reply: Reply | None = None, latency_s: float = 0.0, api_key: str | None = None,
+    def __init__(self, reply: Reply | None = None, latency_s: Latency = 0.0, api_key: str | None = None,
                  polls_to_end: int = 1, batch_outcome: Outcome | None = None) -> None:
         super().__init__(reply, latency_s, api_key)
         self.polls_to_end = polls_to_end

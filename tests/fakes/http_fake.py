@@ -3,7 +3,8 @@
 It runs the real HTTP/1.1 protocol (keep-alive, Content-Length) in a thread per connection, so the
 real SDKs talk to it unchanged. Features every fake shares:
 
-- ``latency_s``: every model call sleeps this long before answering (benches use 1 s);
+- ``latency_s``: every model call sleeps this long before answering (benches use 1 s), or a
+  ``LongTail`` latency drawn per request from a lognormal (median, p95), the same for the same request;
 - ``reply(body) -> str``: the assistant text for a request body (default: ``{"ok": true}``);
 - ``push(Scripted(...))``: the next model calls get these answers first (status, headers, delay,
   raw text) — 429 with retry-after, 500, a slow reply that trips the client's timeout, bad JSON...;
@@ -17,11 +18,14 @@ Usage::
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
@@ -30,6 +34,52 @@ Reply = Callable[[dict[str, Any]], str]
 
 def default_reply(body: dict[str, Any]) -> str:
     return '{"ok": true}'
+
+
+_Z95 = NormalDist().inv_cdf(0.95)  # the standard normal's 95th percentile, 1.645
+
+
+def canonical_body(body: Any) -> str:
+    return json.dumps(body, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class LongTail:
+    """A judge API's long-tailed latency: lognormal with median ``median_s`` and 95th percentile ``p95_s``
+    (mu = ln median, sigma = ln(p95 / median) / 1.645), times ``scale`` (benches scale it down).
+
+    Seeded per request, not per arrival: ``key(body)`` (default: the whole request body) and ``seed`` fix
+    the draw, so two runs that send the same requests in another order, at other times or from other
+    threads wait the same latency for the same request (a serial and a streamed step compare fairly)."""
+
+    median_s: float = 8.0
+    p95_s: float = 30.0
+    scale: float = 1.0
+    seed: int = 0
+    key: Callable[[Any], str] = canonical_body
+
+    def __post_init__(self) -> None:
+        if not (self.median_s > 0 and self.p95_s > self.median_s):
+            raise ValueError(f"LongTail needs 0 < median_s < p95_s (got median_s={self.median_s}, "
+                             f"p95_s={self.p95_s}); a long tail has its 95th percentile above the median")
+        if self.scale < 0:
+            raise ValueError(f"LongTail scale must be >= 0 (got {self.scale}); use 1.0 for real-size latencies")
+
+    @property
+    def sigma(self) -> float:
+        return math.log(self.p95_s / self.median_s) / _Z95
+
+    def draw(self, key: str) -> float:
+        """The latency of the request with this key (pure: same key and seed, same seconds)."""
+        h = hashlib.sha256(f"{self.seed}\x00{key}".encode()).digest()
+        u = (int.from_bytes(h[:8], "big") + 0.5) / 2**64  # uniform in (0, 1), never 0 or 1
+        return self.scale * self.median_s * math.exp(self.sigma * NormalDist().inv_cdf(u))
+
+    def delay_for(self, body: Any) -> float:
+        return self.draw(self.key(body))
+
+
+Latency = float | LongTail
 
 
 @dataclass
@@ -73,7 +123,7 @@ class _Server(ThreadingHTTPServer):
 class FakeHTTPAPI:
     """Base of the fakes: subclasses implement ``route(method, path, headers, body) -> Response``."""
 
-    def __init__(self, reply: Reply | None = None, latency_s: float = 0.0, api_key: str | None = None) -> None:
+    def __init__(self, reply: Reply | None = None, latency_s: Latency = 0.0, api_key: str | None = None) -> None:
         self.reply = reply or default_reply
         self.latency_s = latency_s
         self.api_key = api_key
@@ -183,7 +233,8 @@ class FakeHTTPAPI:
                    error: Callable[[Scripted], Response]) -> Response:
         """The common path of a model call: scripted fault or latency, then the reply text."""
         scripted = self.next_scripted()
-        delay = self.latency_s if scripted is None else max(scripted.delay_s, self.latency_s)
+        base = self.latency_s.delay_for(body) if isinstance(self.latency_s, LongTail) else self.latency_s
+        delay = base if scripted is None else max(scripted.delay_s, base)
         if delay:
             time.sleep(delay)
         if scripted is not None and scripted.status != 200:
