@@ -189,12 +189,18 @@ class BrowserRuntime:
     def check_many(self, htmls: list[str], extras: list[Any] | None = None) -> list[RuntimeEvidence]:
         """Load (and probe) each app; results in input order. Never raises for an app's behaviour.
         ``extras[i]`` (optional) reaches ``after_probe`` for app i."""
+        return [f.result() for f in self.check_each(htmls, extras)]
+
+    def check_each(self, htmls: list[str], extras: list[Any] | None = None) -> list[Future]:
+        """``check_many`` without waiting: one future per app, resolved as soon as that app's verdict stands, so
+        a caller can judge an app while the others still load (the same verdicts, in any order of completion)."""
         if self._closed:
             raise RuntimeError("BrowserRuntime is closed; create a new one")
         if extras is not None and len(extras) != len(htmls):
             raise ValueError(f"check_many got {len(extras)} extras for {len(htmls)} apps; pass one per app or none")
-        fut: Future = asyncio.run_coroutine_threadsafe(self._check_all(htmls, extras), self._loop)
-        return fut.result()
+        futures: list[Future] = [Future() for _ in htmls]
+        asyncio.run_coroutine_threadsafe(self._check_all(htmls, extras, futures), self._loop)
+        return futures
 
     async def after_probe(self, context: Any, html: str, ev: RuntimeEvidence, extra: Any = None) -> None:
         """The step after load, settle and probe, in the app's own sandboxed context (a fresh page may be
@@ -262,19 +268,46 @@ class BrowserRuntime:
                 headless=True, args=launch_args(self.cfg, self.marker), **self._launch_opts)
             return self._browser
 
-    async def _check_all(self, htmls: list[str], extras: list[Any] | None = None) -> list[RuntimeEvidence]:
-        await self._ensure_browser()
+    async def _check_all(self, htmls: list[str], extras: list[Any] | None, futures: list[Future]) -> None:
+        try:
+            await self._ensure_browser()
+        except BaseException as e:  # the caller sees the launch failure, as before
+            for f in futures:
+                f.set_exception(e)
+            return
         xs = extras if extras is not None else [None] * len(htmls)
-        out = list(await asyncio.gather(*(self._check_guarded(h, x) for h, x in zip(htmls, xs))))
-        if self.cfg.recheck_timeouts and len(htmls) > 1:
-            # Beside other apps a slow one may time out that would not alone: check it again with the
-            # machine to itself; the verdict alone stands (the same app, the same verdict, at any concurrency).
-            for i, ev in enumerate(out):
-                if ev.timed_out:
+        first_pass = asyncio.Event()
+        pending = [len(htmls)]
+        alone = asyncio.Lock()
+
+        async def one(i: int) -> RuntimeEvidence:
+            ev = await self._check_guarded(htmls[i], xs[i])
+            pending[0] -= 1
+            if not pending[0]:
+                first_pass.set()
+            if self.cfg.recheck_timeouts and len(htmls) > 1 and ev.timed_out:
+                # Beside other apps a slow one may time out that would not alone: once the batch's first pass
+                # is over, check it again with the batch to itself, one recheck at a time; the verdict alone
+                # stands (the same app, the same verdict, at any concurrency).
+                await first_pass.wait()
+                async with alone:
                     again = await self._check_guarded(htmls[i], xs[i])
-                    again.rechecked_from = ev.status if ev.status != "ok" else "probe_hung"
-                    out[i] = again
-        return out
+                again.rechecked_from = ev.status if ev.status != "ok" else "probe_hung"
+                return again
+            return ev
+
+        def resolve(task: asyncio.Task, fut: Future) -> None:
+            if task.cancelled():
+                fut.cancel()
+            elif task.exception() is not None:
+                fut.set_exception(task.exception())  # type: ignore[arg-type]
+            else:
+                fut.set_result(task.result())
+
+        tasks = [asyncio.ensure_future(one(i)) for i in range(len(htmls))]
+        for t, f in zip(tasks, futures):
+            t.add_done_callback(lambda t, f=f: resolve(t, f))
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _check_guarded(self, html: str, extra: Any = None) -> RuntimeEvidence:
         assert self._sem is not None

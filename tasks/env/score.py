@@ -1,7 +1,8 @@
 """The whole evaluation for responses (paper 3.3): format -> source -> runtime -> rubric, then the reward.
 
 For a batch: extract each application (offset h), parse it with tree-sitter, load all of them in the
-shared headless browser, judge all of them through the provider (bounded concurrency), then combine:
+shared headless browser, judge each one through the provider as soon as its own load ends (bounded
+concurrency: a judge call never waits for the rest of the batch's loads), then combine:
 our own evidence fails a gate whatever the judge says; otherwise the judge's layer gates decide; a
 gate nobody decided (judge failed) leaves the reward missing. The output dict is the
 ``rubricrl score`` JSON contract; offsets in it are character offsets into the response.
@@ -10,6 +11,7 @@ Run: ``score_response(task, response_text, provider=get_provider("offline"))`` o
 """
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,7 +176,8 @@ def item_check_results(inp: ScoreInput, rt: RuntimeEvidence | None, ran: list[di
 def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, runtime: BrowserRuntime | None = None,
                 cfg: EnvConfig | None = None, reward_kind: str | None = None,
                 attribution: AttributionConfig | None = None) -> list[ScoreResult]:
-    """Score many responses: one browser pass and one concurrent judge pass for the whole batch."""
+    """Score many responses, each app judged as soon as its own browser check ends (a judge call waits for its
+    app, never for the whole batch); judge calls in flight at most ``cfg.judge.concurrency`` per batch."""
     cfg = cfg or EnvConfig()
     kind = reward_kind or cfg.reward_kind
     exs = [extract_html(i.response) for i in inputs]
@@ -182,18 +185,20 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
     rts: list[RuntimeEvidence | None] = [None] * len(inputs)
     todo = [j for j, e in enumerate(exs) if e is not None]
     rt_engine = _runtime_for(cfg, runtime) if todo else None
+    checked: dict[Future, int] = {}
     if rt_engine is not None:
         hooks = [_checks_hook(inputs[j], cfg) for j in todo]
-        for j, ev in zip(todo, rt_engine.check_many([exs[j].html for j in todo], extras=hooks)):  # type: ignore[union-attr]
-            rts[j] = ev
-    elif todo:
+        futures = rt_engine.check_each([exs[j].html for j in todo], extras=hooks)  # type: ignore[union-attr]
+        checked = dict(zip(futures, todo))
+    else:
         for j in todo:
             rts[j] = RuntimeEvidence(status="skipped")
     diags: list[Diagnosis | None] = [None] * len(inputs)
     dropped: list[list[dict[str, Any]]] = [[] for _ in inputs]
     judges: list[dict[str, Any]] = [_judge_record(None, False) for _ in inputs]
-    requests, req_idx = [], []
-    for j in todo:
+
+    def judge_request(j: int) -> Any:
+        """The app's judge request once its evidence is in; None when no call is needed (given, or failed)."""
         inp, st, rt = inputs[j], sts[j], rts[j]
         assert st is not None and exs[j] is not None
         if inp.diagnosis is not None:
@@ -201,18 +206,33 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
             diags[j], dropped[j] = (parse_diagnosis(d, inp.task.rubric) if isinstance(d, dict)
                                     else normalize_diagnosis(d, inp.task.rubric))
             judges[j] = _judge_record(None, True)
-            continue
+            return None
         locally_failed = not st.source_valid or (rt is not None and rt.runtime_valid(cfg.runtime) is False)
         if locally_failed and not cfg.judge.judge_invalid_apps:
-            continue
-        requests.append(build_judge_request(inp.task, exs[j].html, key=inp.key,  # type: ignore[union-attr]
-                                            local_evidence=local_evidence(st, rt), cfg=cfg.judge))
-        req_idx.append(j)
-    if requests:
+            return None
         if provider is None:
             raise ValueError("no judge provider and no diagnosis given; pass provider=get_provider(...) "
                              "or a diagnosis")
-        for j, res in zip(req_idx, provider.complete_many(requests, concurrency=cfg.judge.concurrency)):
+        return build_judge_request(inp.task, exs[j].html, key=inp.key,  # type: ignore[union-attr]
+                                   local_evidence=local_evidence(st, rt), cfg=cfg.judge)
+
+    def with_evidence() -> Any:
+        """The apps in the order their browser evidence comes in (all at once without a browser)."""
+        if not checked:
+            yield from todo
+            return
+        for f in as_completed(checked):
+            rts[checked[f]] = f.result()
+            yield checked[f]
+
+    calls: dict[Future, int] = {}
+    with ThreadPoolExecutor(max_workers=max(1, min(cfg.judge.concurrency, len(todo)))) as pool:
+        for j in with_evidence():
+            request = judge_request(j)
+            if request is not None:
+                calls[pool.submit(provider.complete, request)] = j  # type: ignore[union-attr]
+        for fut, j in calls.items():
+            res = fut.result()
             judges[j] = _judge_record(res, False)
             if res.output is not None:
                 diags[j], dropped[j] = normalize_diagnosis(res.output, inputs[j].task.rubric)  # type: ignore[arg-type]
