@@ -7,7 +7,6 @@ import os
 import pytest
 
 from flows.evaluate import evaluate
-from schemas.config_env import RuntimeConfig
 from tasks.rubrics import load_tasks
 from tasks.rl.checkpoints import held_out
 from tasks.llm.cache import CallStore
@@ -15,6 +14,7 @@ from tasks.stages.store import StageStore
 from tasks.sft.teacher import offline_teacher_answer
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.fixtures.policy_data import ANSWER, build_references
+from tests.fixtures.report_page import report_page
 
 SETS = ["env.runtime.enabled=false", "evaluation.heldout_percent=40"]
 
@@ -65,28 +65,20 @@ def test_three_generators_one_row_per_generator_query_run(report):
 
 
 def test_html_report_renders_in_headless_chromium(report):
-    from playwright.sync_api import sync_playwright
-
     data, tasks, out, _ = report
     html_path = data / "reports" / "eval" / "eval.html"
     assert out["html"] == str(html_path)
     shot = html_path.with_name("eval_report.png")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=RuntimeConfig().executable_path, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(html_path.as_uri())
-            t1 = page.locator("table.t1 tbody tr")
-            assert t1.count() > 10 and page.locator("table.t1 thead th").count() == 1 + 3 + 2  # metric, 3, 2 deltas
-            assert "judge: offline" in page.inner_text("body")
-            plot_ok = page.eval_on_selector("img.plot", "i => i.complete && i.naturalWidth > 100")
-            assert plot_ok
-            assert page.locator("table.apps tbody tr").count() == len(tasks)
-            assert page.locator("table.apps iframe").count() == 3 * len(tasks) - 1  # broken's first has no app
-            assert page.locator("table.apps .noapp").count() == 1
-            frame = page.frames[1]
-            assert frame.locator("button").count() >= 1  # the app's first paint is inside the thumbnail
-            page.screenshot(path=str(shot), full_page=True)
-        finally:
-            browser.close()
+    with report_page(html_path) as page:
+        t1 = page.locator("table.t1 tbody tr")
+        assert t1.count() > 10 and page.locator("table.t1 thead th").count() == 1 + 3 + 2  # metric, 3, 2 deltas
+        assert "judge: offline" in page.inner_text("body")
+        plot_ok = page.eval_on_selector("img.plot", "i => i.complete && i.naturalWidth > 100")
+        assert plot_ok
+        assert page.locator("table.apps tbody tr").count() == len(tasks)
+        assert page.locator("table.apps iframe").count() == 3 * len(tasks) - 1  # broken's first has no app
+        assert page.locator("table.apps .noapp").count() == 1
+        frame = page.frames[1]
+        assert frame.locator("button").count() >= 1  # the app's first paint is inside the thumbnail
+        page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
