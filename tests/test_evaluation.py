@@ -38,6 +38,7 @@ def test_unknown_tier_is_rejected():
 
 
 # -- screenshots: the browser check keeps them during the same load, and no verdict changes ---------------------
+import hashlib  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from schemas.config_env import RuntimeConfig  # noqa: E402
@@ -90,7 +91,8 @@ def test_screenshot_after_load_before_the_probe_and_after_it(shots):
     load, probe = data / FOLDER / wired["load"], data / FOLDER / wired["probe"]
     with Image.open(load) as a:
         assert a.size == (VIEWPORT["width"], VIEWPORT["height"])  # before the probe resized the viewport
-    assert load.read_bytes() != probe.read_bytes()  # the probe clicked: the swatch changed colour
+    digest = lambda f: hashlib.sha256(f.read_bytes()).hexdigest()  # noqa: E731
+    assert digest(load) != digest(probe)  # the probe clicked: the swatch changed colour
     for name in ("throws", "blank"):  # loaded, not probed: the load screenshot only
         assert set(recs[app_key(APPS[name][0])]) == {"load"}
 
@@ -118,3 +120,23 @@ def test_screenshot_columns_say_why_a_path_is_null(shots):
                               exists=exists)
     assert gone["screenshot_load"] is None and "is missing" in gone["screenshot_note"]
     assert "probe off" in gone["screenshot_note"]
+
+
+class _SlowCamera(BrowserRuntime):
+    """A screenshot that takes longer than the app's whole hard limit (a slow machine, a huge page)."""
+
+    async def _capture(self, page, spec):
+        import asyncio
+
+        await asyncio.sleep(self.cfg.hard_limit_s + 0.5)
+        return await super()._capture(page, spec)
+
+
+def test_a_slow_screenshot_is_not_the_apps_time(tmp_path):
+    from schemas.config_env import ProbeConfig
+
+    cfg = RuntimeConfig(load_timeout_s=1.0, hard_limit_s=3.0, probe=ProbeConfig(enabled=False))
+    with _SlowCamera(cfg, screenshots=ScreenshotSpec(tmp_path, timeout_s=5.0)) as rt:
+        ev = rt.check(APPS["wired"][0])
+    assert ev.status == "ok" and ev.runtime_valid(cfg) is True  # not 'unresponsive' at the hard limit
+    assert (tmp_path / rt.shots[app_key(APPS["wired"][0])]["load"]).is_file()

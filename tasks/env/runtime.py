@@ -418,7 +418,7 @@ class BrowserRuntime:
         if limit is not None:
             limit.reschedule(limit.when() + spec.timeout_s + 1.0)
         try:
-            png = await page.screenshot(type="png", timeout=spec.timeout_s * 1000)
+            png = await self._capture(page, spec)
             spec.folder.mkdir(parents=True, exist_ok=True)
             tmp = spec.folder / f".{key}-{moment}.{uuid.uuid4().hex[:8]}.tmp"
             tmp.write_bytes(png)
@@ -429,6 +429,10 @@ class BrowserRuntime:
         finally:
             if limit is not None:
                 limit.reschedule(limit.when() - spec.timeout_s - 1.0 + (time.perf_counter() - started))
+
+    @staticmethod
+    async def _capture(page: Any, spec: ScreenshotSpec) -> bytes:
+        return await page.screenshot(type="png", timeout=spec.timeout_s * 1000)
 
     async def _still_loading(self, page: Any, started: float) -> bool:
         """Past the load timeout: a page whose main thread still answers is busy, not hung. It gets what is
