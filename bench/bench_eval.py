@@ -46,28 +46,33 @@ def build(root: Path, n: int) -> dict:
     return {t.query_id: t for t in load_tasks(store)}
 
 
-def score_pass(specs: list[dict], rollouts: dict[str, list[dict]], tasks: dict, cfg, data: Path, shots: bool,
-               times: dict[str, float]) -> list[dict]:
-    """Every generator's rollouts scored and turned into eval_results rows, as the flow does, in a fresh browser
-    that keeps screenshots (``shots``) or not."""
+def score_passes(specs: list[dict], rollouts: dict[str, list[dict]], tasks: dict, cfg, data: Path,
+                 passes: list[bool]) -> dict[bool, tuple[list[dict], float]]:
+    """Every generator's rollouts scored into eval_results rows as the flow does, once per pass (a browser
+    of its own that keeps screenshots or not); passes alternate per generator so load drift hits both alike.
+    -> screenshots on? -> (rows, scoring seconds)."""
     from flows.evaluate import eval_table, evaluation_runtime
     from tasks.env.runtime import BrowserRuntime
     from tasks.llm.offline import OfflineProvider
 
-    cfg = cfg.model_copy(update={"evaluation": cfg.evaluation.model_copy(update={"screenshots": shots})})
-    runtime = evaluation_runtime(cfg, data) if shots else (BrowserRuntime(cfg.env.runtime)
-                                                           if cfg.env.runtime.enabled else None)
-    rows: list[dict] = []
+    cfgs = {shots: cfg.model_copy(update={"evaluation": cfg.evaluation.model_copy(update={"screenshots": shots})})
+            for shots in passes}
+    runtimes = {shots: evaluation_runtime(c, data) if shots else (BrowserRuntime(c.env.runtime)
+                                                                   if c.env.runtime.enabled else None)
+                for shots, c in cfgs.items()}
+    out: dict[bool, tuple[list[dict], float]] = {shots: ([], 0.0) for shots in passes}
     try:
         for spec in specs:
-            t = time.perf_counter()
-            rows += eval_table(spec, rollouts[spec["label"]], tasks, {}, cfg.env, OfflineProvider(), runtime,
-                               data).to_pylist()
-            times["score_s"] += time.perf_counter() - t
+            for shots in passes:
+                t = time.perf_counter()
+                rows = eval_table(spec, rollouts[spec["label"]], tasks, {}, cfgs[shots].env, OfflineProvider(),
+                                  runtimes[shots], data).to_pylist()
+                out[shots] = (out[shots][0] + rows, out[shots][1] + time.perf_counter() - t)
     finally:
-        if runtime is not None:
-            runtime.close()
-    return rows
+        for rt in runtimes.values():
+            if rt is not None:
+                rt.close()
+    return out
 
 
 def main() -> None:
@@ -122,14 +127,12 @@ def main() -> None:
                 concurrency=cfg.llm.concurrency) if spec["kind"] == "api" else folder_rollouts(spec)
             generate_s += time.perf_counter() - t
     verdicts = []
-    for shots in passes:
-        times = {"score_s": 0.0}
-        rows = score_pass(specs, rollouts, tasks, cfg, data, shots, times)
+    for shots, (rows, score_s) in score_passes(specs, rollouts, tasks, cfg, data, passes).items():
         verdicts.append(sorted((r["eval_id"], r["tier"], r["passed"], r["reward"]) for r in rows))
-        kept = [data / r[f"screenshot_{m}"] for r in rows for m in SCREENSHOT_MOMENTS if r[f"screenshot_{m}"]]
+        kept = {data / r[f"screenshot_{m}"] for r in rows for m in SCREENSHOT_MOMENTS if r[f"screenshot_{m}"]}
         figures["screenshots_on" if shots else "screenshots_off"] = {
-            "score_s": round(times["score_s"], 1), "responses_per_s": round(len(rows) / times["score_s"], 2),
-            **({"screenshots": len(kept), "screenshot_mb": round(sum(f.stat().st_size for f in kept) / 2**20, 1),
+            "score_s": round(score_s, 1), "responses_per_s": round(len(rows) / score_s, 2),
+            **({"screenshot_files": len(kept), "screenshot_mb": round(sum(f.stat().st_size for f in kept) / 2**20, 1),
                 "rows_without_load_screenshot": sum(r["screenshot_load"] is None for r in rows)} if shots else {})}
     t = time.perf_counter()
     summary = evaluation.summarize(summary_rows(rows))
