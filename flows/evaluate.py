@@ -6,7 +6,9 @@ select-rl-queries never picks; or the ingested benchmark set), scored by the env
 (generator, query, run) in ``eval_results``; the Table-1 layout (pass rate overall, by difficulty, domain
 and category, tier rates, mean reward, output tokens and generation time, averaged over runs, with the
 spread over runs) as markdown + PNG under ``<data_dir>/reports/eval/`` and in the artifact. Two or more
-generators get delta columns against the first.
+generators get delta columns against the first. With the browser on and ``evaluation.screenshots``, the
+browser check keeps each app's screenshots (after load, after the probe) beside the stage
+(``stages/eval_results/screenshots/``; paths and why-not notes in the rows; thumbnails in the HTML report).
 
 Generators (``tasks/evaluation/generators.py``): a Hugging Face directory (sampled here with the GRPO job's
 transformers engine), a folder of responses (scored on the queries it has files for; all must have

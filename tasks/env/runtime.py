@@ -70,6 +70,9 @@ _BLANK_JS = """() => {
 }"""
 
 
+_SHOT_MARGIN_S = 1.0  # the hard limit, moved while a screenshot runs, stays this far past its own timeout
+
+
 def app_key(html: str) -> str:
     """The name of an app's screenshots: the same HTML application, the same files."""
     return hashlib.sha256(html.encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -416,7 +419,7 @@ class BrowserRuntime:
         key, started = app_key(html), time.perf_counter()
         rec = self.shots.setdefault(key, {})
         if limit is not None:
-            limit.reschedule(limit.when() + spec.timeout_s + 1.0)
+            limit.reschedule(limit.when() + spec.timeout_s + _SHOT_MARGIN_S)
         try:
             png = await self._capture(page, spec)
             spec.folder.mkdir(parents=True, exist_ok=True)
@@ -425,10 +428,11 @@ class BrowserRuntime:
             os.replace(tmp, spec.folder / f"{key}-{moment}.png")
             rec[moment] = f"{key}-{moment}.png"
         except Exception as e:  # noqa: BLE001 - no screenshot is a note in the results, never a verdict
-            rec.setdefault(f"{moment}_error", f"screenshot failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+            first = (str(e).splitlines() or [""])[0][:200]
+            rec.setdefault(f"{moment}_error", f"screenshot failed: {type(e).__name__}: {first}")
         finally:
             if limit is not None:
-                limit.reschedule(limit.when() - spec.timeout_s - 1.0 + (time.perf_counter() - started))
+                limit.reschedule(limit.when() - spec.timeout_s - _SHOT_MARGIN_S + (time.perf_counter() - started))
 
     @staticmethod
     async def _capture(page: Any, spec: ScreenshotSpec) -> bytes:
