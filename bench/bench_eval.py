@@ -8,9 +8,10 @@ judge). Prints the wall time and where it goes: generation, scoring (static + br
 eval_results rows, as the flow builds them), summary + plot + HTML report. References are built first
 and not counted. With ``--screenshots both`` (the default) the same responses are scored twice in fresh
 browsers, without and with the screenshots evaluate keeps: their added cost, their size on disk, and
-whether every verdict stayed the same.
+the verdicts (tier, pass, reward) that differ; ``--screenshots noise`` adds a second pass without them,
+so the verdicts the machine's load alone changes are counted beside.
 
-Run: ``.venv/bin/python bench/bench_eval.py [--queries 100] [--runs 1] [--no-browser] [--screenshots both]``. Report
+Run: ``.venv/bin/python bench/bench_eval.py [--queries 100] [--runs 1] [--no-browser] [--screenshots both|noise]``. Report
 ``uptime`` beside the figures: browser timings depend on the machine's load.
 """
 from __future__ import annotations
@@ -46,28 +47,32 @@ def build(root: Path, n: int) -> dict:
     return {t.query_id: t for t in load_tasks(store)}
 
 
+PASSES = {"on": {"on": True}, "off": {"off": False}, "both": {"off": False, "on": True},
+          "noise": {"off": False, "on": True, "off_again": False}}
+
+
 def score_passes(specs: list[dict], rollouts: dict[str, list[dict]], tasks: dict, cfg, data: Path,
-                 passes: list[bool]) -> dict[bool, tuple[list[dict], float]]:
+                 passes: dict[str, bool]) -> dict[str, tuple[list[dict], float]]:
     """Every generator's rollouts scored into eval_results rows as the flow does, once per pass (a browser
     of its own that keeps screenshots or not); passes alternate per generator so load drift hits both alike.
-    -> screenshots on? -> (rows, scoring seconds)."""
+    ``passes``: name -> screenshots on?; -> name -> (rows, scoring seconds)."""
     from flows.evaluate import eval_table, evaluation_runtime
     from tasks.env.runtime import BrowserRuntime
     from tasks.llm.offline import OfflineProvider
 
-    cfgs = {shots: cfg.model_copy(update={"evaluation": cfg.evaluation.model_copy(update={"screenshots": shots})})
-            for shots in passes}
-    runtimes = {shots: evaluation_runtime(c, data) if shots else (BrowserRuntime(c.env.runtime)
-                                                                   if c.env.runtime.enabled else None)
-                for shots, c in cfgs.items()}
-    out: dict[bool, tuple[list[dict], float]] = {shots: ([], 0.0) for shots in passes}
+    cfgs = {name: cfg.model_copy(update={"evaluation": cfg.evaluation.model_copy(update={"screenshots": shots})})
+            for name, shots in passes.items()}
+    runtimes = {name: evaluation_runtime(c, data) if passes[name] else (BrowserRuntime(c.env.runtime)
+                                                                         if c.env.runtime.enabled else None)
+                for name, c in cfgs.items()}
+    out: dict[str, tuple[list[dict], float]] = {name: ([], 0.0) for name in passes}
     try:
         for spec in specs:
-            for shots in passes:
+            for name in passes:
                 t = time.perf_counter()
-                rows = eval_table(spec, rollouts[spec["label"]], tasks, {}, cfgs[shots].env, OfflineProvider(),
-                                  runtimes[shots], data).to_pylist()
-                out[shots] = (out[shots][0] + rows, out[shots][1] + time.perf_counter() - t)
+                rows = eval_table(spec, rollouts[spec["label"]], tasks, {}, cfgs[name].env, OfflineProvider(),
+                                  runtimes[name], data).to_pylist()
+                out[name] = (out[name][0] + rows, out[name][1] + time.perf_counter() - t)
     finally:
         for rt in runtimes.values():
             if rt is not None:
@@ -80,8 +85,9 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--no-browser", action="store_true")
-    ap.add_argument("--screenshots", choices=("on", "off", "both"), default="both",
-                    help="score with screenshots kept (evaluate's default), without, or both (their added cost)")
+    ap.add_argument("--screenshots", choices=tuple(PASSES), default="both",
+                    help="score with screenshots kept (evaluate's default), without, both (their added cost), or "
+                         "noise (off, on, off again: how many verdicts the machine's load alone changes)")
     args = ap.parse_args()
 
     from schemas.config import load_config
@@ -111,7 +117,7 @@ def main() -> None:
         sets["env.runtime.enabled"] = "false"
     cfg = load_config("demo", overrides=sets)
     os.environ.setdefault("OPENAI_API_KEY", "bench")
-    passes = {"on": [True], "off": [False], "both": [False, True]}[args.screenshots]
+    passes = PASSES[args.screenshots]
     figures: dict[str, dict] = {}
     rows: list[dict] = []
     start = time.perf_counter()
@@ -126,14 +132,14 @@ def main() -> None:
                 spec, queries, args.runs, api_provider(spec, cfg.resolved_llm()), max_tokens=4096, temperature=1.0,
                 concurrency=cfg.llm.concurrency) if spec["kind"] == "api" else folder_rollouts(spec)
             generate_s += time.perf_counter() - t
-    verdicts = []
-    for shots, (rows, score_s) in score_passes(specs, rollouts, tasks, cfg, data, passes).items():
-        verdicts.append(sorted((r["eval_id"], r["tier"], r["passed"], r["reward"]) for r in rows))
+    verdicts: dict[str, dict[str, tuple]] = {}
+    for name, (rows, score_s) in score_passes(specs, rollouts, tasks, cfg, data, passes).items():
+        verdicts[name] = {r["eval_id"]: (r["tier"], r["passed"], r["reward"]) for r in rows}
         kept = {data / r[f"screenshot_{m}"] for r in rows for m in SCREENSHOT_MOMENTS if r[f"screenshot_{m}"]}
-        figures["screenshots_on" if shots else "screenshots_off"] = {
+        figures[f"screenshots_{name}"] = {
             "score_s": round(score_s, 1), "responses_per_s": round(len(rows) / score_s, 2),
             **({"screenshot_files": len(kept), "screenshot_mb": round(sum(f.stat().st_size for f in kept) / 2**20, 1),
-                "rows_without_load_screenshot": sum(r["screenshot_load"] is None for r in rows)} if shots else {})}
+                "rows_without_load_screenshot": sum(r["screenshot_load"] is None for r in rows)} if passes[name] else {})}
     t = time.perf_counter()
     summary = evaluation.summarize(summary_rows(rows))
     png = evaluation.plot(rows, tmp / "eval.png")
@@ -145,11 +151,14 @@ def main() -> None:
            "generate_s": round(generate_s, 1), **figures, "report_s": round(report_s, 1),
            "report_kb": round(html.stat().st_size / 1024), "setup_references_s": round(setup_s, 1),
            "load": os.getloadavg()[0]}
-    if len(passes) == 2:
+    if "off" in passes and "on" in passes:
         off, on = figures["screenshots_off"]["score_s"], figures["screenshots_on"]["score_s"]
         out["screenshots_added_s"] = round(on - off, 1)
         out["screenshots_added_pct"] = f"{100 * (on - off) / off:+.0f}%"
-        out["verdicts_equal"] = verdicts[0] == verdicts[1]  # the same tier, pass and reward with and without
+        for other in [n for n in passes if n != "off"]:  # verdicts (tier, pass, reward) that differ from 'off'
+            diff = sorted(k for k, v in verdicts["off"].items() if verdicts[other].get(k) != v)
+            out[f"verdicts_changed_{other}_vs_off"] = {
+                "n": len(diff), "first": {k: [verdicts["off"][k], verdicts[other].get(k)] for k in diff[:5]}}
     print(json.dumps(out))
 
 

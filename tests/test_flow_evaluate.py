@@ -43,6 +43,9 @@ def test_response_folders_side_by_side(prefect_harness, data_dir, tmp_path):
     assert teacher_pass > 0 and s["broken"]["pass/overall"] < teacher_pass
     passed = table.filter(pc.equal(table.column("passed"), True)).to_pylist()
     assert passed and all(r["tier"] == "valid" and r["items_failed"] == 0 for r in passed)
+    # no browser, no screenshots: every row says so instead of a path
+    assert {(r["screenshot_load"], r["screenshot_probe"], r["screenshot_note"]) for r in table.to_pylist()} == \
+        {(None, None, "no browser (env.runtime.enabled=false)")}
     report = (data_dir / "reports" / "eval" / "eval.md").read_text()
     assert "Δ broken − teacher" in report and "pass/overall" in report and "tier/format_invalid" in report
     assert (data_dir / "reports" / "eval" / "eval.png").stat().st_size > 0
