@@ -21,10 +21,10 @@ FOLDER = stage_screenshots(STAGE)
 
 def off_reason(screenshots: bool, runtime_enabled: bool) -> str | None:
     """Why no screenshot is taken at all in this run (None: they are)."""
+    if not runtime_enabled:  # the browser first: without it there is nothing to screenshot, whatever the setting
+        return "no browser (env.runtime.enabled=false)"
     if not screenshots:
         return "screenshots off (evaluation.screenshots=false)"
-    if not runtime_enabled:
-        return "no browser (env.runtime.enabled=false)"
     return None
 
 
