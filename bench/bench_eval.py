@@ -4,10 +4,14 @@ asserts nothing.
 Generators: a folder of the offline teacher's apps, a folder of one small fixed app, and an API model
 behind the local fake OpenAI-compatible server (answers at once, so the figure is our overhead, not a
 model's). Scored by the environment (tree-sitter, headless Chromium unless --no-browser, the offline
-judge). Prints the wall time and where it goes: generation, scoring (static + browser + judge),
-eval_results rows, summary + plot + HTML report. References are built first and not counted.
+judge). Prints the wall time and where it goes: generation, scoring (static + browser + judge + the
+eval_results rows, as the flow builds them), summary + plot + HTML report. References are built first
+and not counted. With ``--screenshots both`` (the default) the same responses are scored twice in fresh
+browsers, without and with the screenshots evaluate keeps: their added cost, their size on disk, and
+the verdicts (tier, pass, reward) that differ; ``--screenshots noise`` adds a second pass without them,
+so the verdicts the machine's load alone changes are counted beside.
 
-Run: ``.venv/bin/python bench/bench_eval.py [--queries 100] [--runs 1] [--no-browser]``. Report
+Run: ``.venv/bin/python bench/bench_eval.py [--queries 100] [--runs 1] [--no-browser] [--screenshots both|noise]``. Report
 ``uptime`` beside the figures: browser timings depend on the machine's load.
 """
 from __future__ import annotations
@@ -43,28 +47,63 @@ def build(root: Path, n: int) -> dict:
     return {t.query_id: t for t in load_tasks(store)}
 
 
+PASSES = {"on": {"on": True}, "off": {"off": False}, "both": {"off": False, "on": True},
+          "noise": {"off": False, "on": True, "off_again": False}}
+
+
+def score_passes(specs: list[dict], rollouts: dict[str, list[dict]], tasks: dict, cfg, data: Path,
+                 passes: dict[str, bool]) -> dict[str, tuple[list[dict], float]]:
+    """Every generator's rollouts scored into eval_results rows as the flow does, once per pass (a browser
+    of its own that keeps screenshots or not); passes alternate per generator so load drift hits both alike.
+    ``passes``: name -> screenshots on?; -> name -> (rows, scoring seconds)."""
+    from flows.evaluate import eval_table, evaluation_runtime
+    from tasks.env.runtime import BrowserRuntime
+    from tasks.llm.offline import OfflineProvider
+
+    cfgs = {name: cfg.model_copy(update={"evaluation": cfg.evaluation.model_copy(update={"screenshots": shots})})
+            for name, shots in passes.items()}
+    runtimes = {name: evaluation_runtime(c, data) if passes[name] else (BrowserRuntime(c.env.runtime)
+                                                                         if c.env.runtime.enabled else None)
+                for name, c in cfgs.items()}
+    out: dict[str, tuple[list[dict], float]] = {name: ([], 0.0) for name in passes}
+    try:
+        for spec in specs:
+            for name in passes:
+                t = time.perf_counter()
+                rows = eval_table(spec, rollouts[spec["label"]], tasks, {}, cfgs[name].env, OfflineProvider(),
+                                  runtimes[name], data).to_pylist()
+                out[name] = (out[name][0] + rows, out[name][1] + time.perf_counter() - t)
+    finally:
+        for rt in runtimes.values():
+            if rt is not None:
+                rt.close()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--no-browser", action="store_true")
+    ap.add_argument("--screenshots", choices=tuple(PASSES), default="both",
+                    help="score with screenshots kept (evaluate's default), without, both (their added cost), or "
+                         "noise (off, on, off again: how many verdicts the machine's load alone changes)")
     args = ap.parse_args()
 
     from schemas.config import load_config
-    from schemas.evaluation import EVAL_RESULTS_SCHEMA  # noqa: F401 (rows are built to this schema)
+    from schemas.evaluation import SCREENSHOT_MOMENTS
     from tasks.evaluation import summary as evaluation
-    from tasks.env.records import score_rollouts_table
     from tasks.evaluation.generators import api_provider, api_rollouts, folder_rollouts, parse_generator
     from tasks.evaluation.report import write_report
-    from tasks.llm.offline import OfflineProvider
-    from tasks.selection.records import eval_rows, summary_rows
+    from tasks.selection.records import summary_rows
     from tasks.sft.teacher import offline_teacher_answer
     from tests.fakes.fake_openai import FakeOpenAI
     from tests.fixtures.policy_data import ANSWER
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-eval-"))
+    data = tmp / "data"
     t0 = time.perf_counter()
-    tasks = build(tmp / "data", args.queries)
+    tasks = build(data, args.queries)
     setup_s = time.perf_counter() - t0
     queries = list(tasks.values())
     teacher, small = tmp / "teacher", tmp / "small"
@@ -73,49 +112,54 @@ def main() -> None:
             (folder / f"run-{r}").mkdir(parents=True)
             for t in queries:
                 (folder / f"run-{r}" / f"{t.query_id}.txt").write_text(text(t))
-    cfg = load_config("demo", overrides={"data_dir": str(tmp / "data")})
-    env = cfg.env if not args.no_browser else cfg.env.model_copy(
-        update={"runtime": cfg.env.runtime.model_copy(update={"enabled": False})})
+    sets = {"data_dir": str(data)}
+    if args.no_browser:
+        sets["env.runtime.enabled"] = "false"
+    cfg = load_config("demo", overrides=sets)
     os.environ.setdefault("OPENAI_API_KEY", "bench")
-    times = {"generate_s": 0.0, "score_s": 0.0, "rows_s": 0.0, "report_s": 0.0}
+    passes = PASSES[args.screenshots]
+    figures: dict[str, dict] = {}
     rows: list[dict] = []
     start = time.perf_counter()
+    generate_s = 0.0
     with FakeOpenAI(reply=lambda body: ANSWER) as api:
-        specs = []
+        specs, rollouts = [], {}
         for raw in (str(teacher), str(small), f"api:openai/local@{api.base_url}/v1"):
             specs.append(parse_generator(raw, {s["label"] for s in specs}))
         for spec in specs:
             t = time.perf_counter()
-            if spec["kind"] == "api":
-                ro = api_rollouts(spec, queries, args.runs, api_provider(spec, cfg.resolved_llm()), max_tokens=4096,
-                                  temperature=1.0, concurrency=cfg.llm.concurrency)
-            else:
-                ro = folder_rollouts(spec)
-            times["generate_s"] += time.perf_counter() - t
-            t = time.perf_counter()
-            import pyarrow as pa
-
-            table = pa.Table.from_pylist([{k: r[k] for k in ("rollout_id", "query_id", "response")} for r in ro])
-            judg, rew = score_rollouts_table(table, {q.query_id: q for q in queries}, provider=OfflineProvider(),
-                                             cfg=env)
-            times["score_s"] += time.perf_counter() - t
-            t = time.perf_counter()
-            rows += eval_rows(spec["label"], spec["path"], spec["kind"], ro, rew.to_pylist(),
-                              judg.select(["rollout_id", "gate_rubric_alignment", "findings"]).to_pylist(), tasks, {})
-            times["rows_s"] += time.perf_counter() - t
+            rollouts[spec["label"]] = api_rollouts(
+                spec, queries, args.runs, api_provider(spec, cfg.resolved_llm()), max_tokens=4096, temperature=1.0,
+                concurrency=cfg.llm.concurrency) if spec["kind"] == "api" else folder_rollouts(spec)
+            generate_s += time.perf_counter() - t
+    verdicts: dict[str, dict[str, tuple]] = {}
+    for name, (rows, score_s) in score_passes(specs, rollouts, tasks, cfg, data, passes).items():
+        verdicts[name] = {r["eval_id"]: (r["tier"], r["passed"], r["reward"]) for r in rows}
+        kept = {data / r[f"screenshot_{m}"] for r in rows for m in SCREENSHOT_MOMENTS if r[f"screenshot_{m}"]}
+        figures[f"screenshots_{name}"] = {
+            "score_s": round(score_s, 1), "responses_per_s": round(len(rows) / score_s, 2),
+            **({"screenshot_files": len(kept), "screenshot_mb": round(sum(f.stat().st_size for f in kept) / 2**20, 1),
+                "rows_without_load_screenshot": sum(r["screenshot_load"] is None for r in rows)} if passes[name] else {})}
     t = time.perf_counter()
     summary = evaluation.summarize(summary_rows(rows))
     png = evaluation.plot(rows, tmp / "eval.png")
-    html = write_report(tmp / "eval.html", "bench", summary, specs[0]["label"], rows, png)
-    times["report_s"] = time.perf_counter() - t
+    html = write_report(tmp / "eval.html", "bench", summary, specs[0]["label"], rows, png, data)
+    report_s = time.perf_counter() - t
     wall = time.perf_counter() - start
-    n = len(rows)
-    print(json.dumps({"bench": "evaluate", "queries": len(queries), "generators": len(specs), "runs": args.runs,
-                      "responses": n, "browser": not args.no_browser, "wall_s": round(wall, 1),
-                      "responses_per_s": round(n / wall, 2), **{k: round(v, 1) for k, v in times.items()},
-                      "share": {k: f"{100 * v / wall:.0f}%" for k, v in times.items()},
-                      "report_kb": round(html.stat().st_size / 1024), "setup_references_s": round(setup_s, 1),
-                      "load": os.getloadavg()[0]}))
+    out = {"bench": "evaluate", "queries": len(queries), "generators": len(specs), "runs": args.runs,
+           "responses": len(rows), "browser": not args.no_browser, "wall_s": round(wall, 1),
+           "generate_s": round(generate_s, 1), **figures, "report_s": round(report_s, 1),
+           "report_kb": round(html.stat().st_size / 1024), "setup_references_s": round(setup_s, 1),
+           "load": os.getloadavg()[0]}
+    if "off" in passes and "on" in passes:
+        off, on = figures["screenshots_off"]["score_s"], figures["screenshots_on"]["score_s"]
+        out["screenshots_added_s"] = round(on - off, 1)
+        out["screenshots_added_pct"] = f"{100 * (on - off) / off:+.0f}%"
+        for other in [n for n in passes if n != "off"]:  # verdicts (tier, pass, reward) that differ from 'off'
+            diff = sorted(k for k, v in verdicts["off"].items() if verdicts[other].get(k) != v)
+            out[f"verdicts_changed_{other}_vs_off"] = {
+                "n": len(diff), "first": {k: [verdicts["off"][k], verdicts[other].get(k)] for k in diff[:5]}}
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

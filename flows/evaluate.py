@@ -6,7 +6,9 @@ select-rl-queries never picks; or the ingested benchmark set), scored by the env
 (generator, query, run) in ``eval_results``; the Table-1 layout (pass rate overall, by difficulty, domain
 and category, tier rates, mean reward, output tokens and generation time, averaged over runs, with the
 spread over runs) as markdown + PNG under ``<data_dir>/reports/eval/`` and in the artifact. Two or more
-generators get delta columns against the first.
+generators get delta columns against the first. With the browser on and ``evaluation.screenshots``, the
+browser check keeps each app's screenshots (after load, after the probe) beside the stage
+(``stages/eval_results/screenshots/``; paths and why-not notes in the rows; thumbnails in the HTML report).
 
 Generators (``tasks/evaluation/generators.py``): a Hugging Face directory (sampled here with the GRPO job's
 transformers engine), a folder of responses (scored on the queries it has files for; all must have
@@ -29,14 +31,17 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
 from schemas.env import TIERS as ENV_TIERS
-from schemas.evaluation import EVAL_RESULTS_SCHEMA, eval_results_suites
+from schemas.evaluation import EVAL_RESULTS_SCHEMA, STAGE as EVAL_STAGE, eval_results_suites
 from schemas.rubric import Task
 from tasks.evaluation import summary as evaluation
 from tasks.evaluation.report import write_report
 from tasks.rl.checkpoints import held_out
 from tasks.evaluation.generators import (api_provider, api_rollouts, benchmark_meta, benchmark_query_ids, folder_rollouts,
                                    model_label, parse_generator, read_response_folder)  # noqa: F401 (re-exported)
+from tasks.env.extract import extract_html
 from tasks.env.records import reward_config_hash, score_rollouts_table
+from tasks.env.runtime import BrowserRuntime, ScreenshotSpec, app_key
+from tasks.evaluation.screenshots import FOLDER as SCREENSHOTS, off_reason, screenshot_columns
 from tasks.llm.prompts import load_prompt
 from tasks.selection.records import eval_rows, query_meta, summary_rows, tier_rates
 from tasks.rubrics import load_tasks
@@ -63,17 +68,42 @@ def _model_rollouts(spec: dict[str, Any], queries: list[Task], ev: Any, llm: Any
 
 
 def _evaluate_model(spec: dict[str, Any], queries: list[Task], all_tasks: dict[str, Task], meta: dict[str, Any],
-                    ev: Any, env: Any, provider: Any, llm: Any) -> pa.Table:
-    rollouts = _model_rollouts(spec, queries, ev, llm)
+                    ev: Any, env: Any, provider: Any, llm: Any, runtime: BrowserRuntime | None = None,
+                    data_dir: Path | None = None) -> pa.Table:
+    return eval_table(spec, _model_rollouts(spec, queries, ev, llm), all_tasks, meta, env, provider, runtime, data_dir)
+
+
+def evaluation_runtime(cfg: Any, data_dir: Path) -> BrowserRuntime | None:
+    """The browser evaluate scores with: its own, keeping screenshots beside eval_results. None (screenshots
+    off, or no browser): the environment's shared one, as training's, or none."""
+    ev, rt = cfg.evaluation, cfg.env.runtime
+    if not (ev.screenshots and rt.enabled):
+        return None
+    return BrowserRuntime(rt, screenshots=ScreenshotSpec(Path(data_dir) / SCREENSHOTS, ev.screenshot_timeout_s))
+
+
+def eval_table(spec: dict[str, Any], rollouts: list[dict[str, Any]], all_tasks: dict[str, Task],
+               meta: dict[str, Any], env: Any, provider: Any, runtime: BrowserRuntime | None,
+               data_dir: Path | None) -> pa.Table:
+    """``eval_results`` rows of one generator's rollouts: scored by the environment (with ``runtime``, else
+    the shared browser), with the screenshots ``runtime`` kept (paths relative to ``data_dir``)."""
     unknown = sorted({r["query_id"] for r in rollouts} - set(all_tasks))
     if unknown:
         raise ValueError(f"{spec['path']}: responses for queries without a rubric reference {unknown[:10]}; remove "
                          "those files or run build-rubrics for them")
     table = pa.Table.from_pylist([{k: r[k] for k in ("rollout_id", "query_id", "response")} for r in rollouts])
     judg, rew = score_rollouts_table(table, {q: all_tasks[q] for q in {r["query_id"] for r in rollouts}},
-                                     provider=provider, cfg=env)
+                                     provider=provider, cfg=env, runtime=runtime)
     rows = eval_rows(spec["label"], spec["path"], spec["kind"], rollouts, rew.to_pylist(),
                      judg.select(["rollout_id", "gate_rubric_alignment", "findings"]).to_pylist(), all_tasks, meta)
+    status = dict(zip(judg.column("rollout_id").to_pylist(), judg.column("runtime_status").to_pylist()))
+    off = off_reason(runtime is not None and runtime.screenshots is not None, env.runtime.enabled)
+    for row, ro in zip(rows, rollouts):
+        ext = extract_html(ro["response"] or "")  # the application the browser loaded (score_batch extracts alike)
+        row.update(screenshot_columns(
+            ext.html if ext else None, status.get(ro["rollout_id"]),
+            runtime.shots.get(app_key(ext.html)) if runtime is not None and ext else None, off=off,
+            probe_enabled=env.runtime.probe.enabled, exists=lambda rel: (Path(data_dir or ".") / rel).is_file()))
     return pa.Table.from_pylist(rows, schema=EVAL_RESULTS_SCHEMA)
 
 
@@ -99,6 +129,20 @@ def summarize_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | No
     return summary
 
 
+def _run_eval_stage(store: Any, keys: dict[str, Any], make_part: Any, cfg: Any, fc: Any, specs: list[dict[str, Any]],
+                    ev: Any, queries: list[Task], ingested: list[str] | None, force: bool) -> Any:
+    return run_stage(
+        store, StageSpec(EVAL_STAGE, EVAL_RESULTS_SCHEMA, eval_results_suites), part_keys=list(keys),
+        make_part=make_part,
+        provider=fc.provider.name, config=cfg.model_dump(mode="json"),
+        config_hash=reward_config_hash(cfg.env, cfg.env.reward_kind),
+        inputs={"rubric_references": store.version("rubric_references"), "queries": store.version("queries"),
+                **({"benchmark_queries": store.version("benchmark_queries")} if ingested is not None else {})},
+        extra={"models": [[s["label"], s["path"], s["identity"]] for s in specs], "eval": ev.model_dump(mode="json"),
+               "queries": [t.query_id for t in queries], "judge": [fc.provider.name, fc.provider.model],
+               "prompt": load_prompt("generation").fingerprint}, force=force)
+
+
 @flow(name="evaluate", log_prints=True)
 def evaluate(profile: str = "demo", sets: list[str] | None = None, force: bool = False,
              models: list[str] | None = None, runs: int | None = None,
@@ -122,18 +166,15 @@ def evaluate(profile: str = "demo", sets: list[str] | None = None, force: bool =
         if s["kind"] == "tiny-random":
             logger.warning("no policy checkpoint found: evaluating the tiny RANDOM model (rows say tiny-random)")
     keys = {f"m{i:02d}": s for i, s in enumerate(specs)}
-    out = run_stage(
-        store, StageSpec("eval_results", EVAL_RESULTS_SCHEMA, eval_results_suites), part_keys=list(keys),
-        make_part=lambda k: evaluate_model(keys[k], queries, all_tasks, meta, ev, cfg.env, fc.provider,
-                                           cfg.resolved_llm()),
-        provider=fc.provider.name, config=cfg.model_dump(mode="json"),
-        config_hash=reward_config_hash(cfg.env, cfg.env.reward_kind),
-        inputs={"rubric_references": store.version("rubric_references"), "queries": store.version("queries"),
-                **({"benchmark_queries": store.version("benchmark_queries")} if ingested is not None else {})},
-        extra={"models": [[s["label"], s["path"], s["identity"]] for s in specs], "eval": ev.model_dump(mode="json"),
-               "queries": [t.query_id for t in queries], "judge": [fc.provider.name, fc.provider.model],
-               "prompt": load_prompt("generation").fingerprint}, force=force)
-    rows = store.read("eval_results").to_pylist()
+    runtime = evaluation_runtime(cfg, store.root)
+    try:
+        out = _run_eval_stage(store, keys, lambda k: evaluate_model(
+            keys[k], queries, all_tasks, meta, ev, cfg.env, fc.provider, cfg.resolved_llm(), runtime, store.root),
+            cfg, fc, specs, ev, queries, ingested, force)
+    finally:
+        if runtime is not None:
+            runtime.close()
+    rows = store.read(EVAL_STAGE).to_pylist()
     summary = summarize_rows(rows)
     baseline = specs[0]["label"] if len(specs) > 1 else None
     md = evaluation.markdown_table(summary, baseline=baseline)
@@ -143,7 +184,7 @@ def evaluate(profile: str = "demo", sets: list[str] | None = None, force: bool =
     header = (f"# evaluate: {len(specs)} generator(s), {len({r['query_id'] for r in rows})} {ev.benchmark} queries, "
               f"runs per model: " + ", ".join(f"{m} {int(v['runs'] or 0)}" for m, v in summary.items()))
     (report_dir / "eval.md").write_text(f"{header}\n\n{md}\n\n![spread](eval.png)\n", encoding="utf-8")
-    report = write_report(report_dir / "eval.html", header.lstrip("# "), summary, baseline, rows, png)
+    report = write_report(report_dir / "eval.html", header.lstrip("# "), summary, baseline, rows, png, store.root)
     publish_artifact("evaluate", [stage_summary(out, {"models": len(specs)})],
                      notes=f"Report: [{report}]({report.as_uri()}) (one HTML file), `{report_dir / 'eval.md'}`, "
                            f"plot `{png}`\n\n{md}", fc=fc)

@@ -31,6 +31,11 @@ class EvalConfig(BaseModel):
     max_prompt_tokens: int = Field(4096, ge=8, description="Longer prompts are cut from the left")
     temperature: float = Field(1.0, gt=0.0, description="Sampling temperature")
     seed: int = Field(0, description="Run k samples with seed + k")
+    screenshots: bool = Field(True, description="Keep a screenshot of each evaluated app after load and after the "
+                                                "probe (stages/eval_results/screenshots/, paths in eval_results, "
+                                                "thumbnails in the report); needs env.runtime.enabled")
+    screenshot_timeout_s: float = Field(5.0, gt=0, description="Limit of one screenshot; its time is added to the "
+                                                               "app's hard limit, so verdicts do not change")
 
 
 EVAL_DEMO_OVERRIDES: dict[str, Any] = {"max_queries": 8, "runs": 2, "max_new_tokens": 300, "max_prompt_tokens": 768}

@@ -2,16 +2,22 @@
 
 ``passed`` is the paper's pass: every gate passed and every rubric item met (no critical or major
 finding on a rubric item). ``tier`` is the rewards stage's tier (``missing`` when the judge failed:
-not a pass, no reward). The markdown/PNG report is built from these rows by ``tasks/evaluation/summary.py``.
+not a pass, no reward). ``screenshot_*``: the apps' screenshots beside the stage, a null path always
+with its ``screenshot_note``. The markdown/PNG/HTML report is built from these rows by ``tasks/evaluation/summary.py``.
 """
 from __future__ import annotations
 
+import re
+
 import great_expectations as gx
+import pandas as pd
 import pyarrow as pa
 
 from schemas.env import TIERS
+from schemas.layout import stage_screenshots
 from schemas.validation import FrameSuite, rows, suite
 
+STAGE = "eval_results"
 MODEL_KINDS = ["checkpoint", "responses", "api", "tiny-random"]
 
 EVAL_RESULTS_SCHEMA = pa.schema([
@@ -35,13 +41,30 @@ EVAL_RESULTS_SCHEMA = pa.schema([
     pa.field("output_tokens", pa.int64()),  # generated tokens (None: a folder of responses)
     pa.field("generation_s", pa.float64()),  # seconds to generate it (None: unknown, or served from the cache)
     pa.field("top_findings", pa.list_(pa.string())),  # the most severe judge findings, for the report
+    # the browser check's screenshots, relative to the data directory (tasks/evaluation/screenshots.py)
+    pa.field("screenshot_load", pa.string()),  # after load and settle, before the probe acts
+    pa.field("screenshot_probe", pa.string()),  # after the probe
+    pa.field("screenshot_note", pa.string()),  # why a screenshot is null (None: both kept)
 ])
+SCREENSHOT_MOMENTS = ("load", "probe")
+
+
+def screenshot_path_regex(moment: str) -> str:
+    """A kept screenshot's path: ``<stage screenshots folder>/<app key>-<moment>.png`` (tasks.env.runtime)."""
+    return f"^{re.escape(stage_screenshots(STAGE))}/[0-9a-f]+-{moment}\\.png$"
+
+
+def screenshot_explained(table: pa.Table) -> pd.DataFrame:
+    """Per row: every null screenshot path has a note saying why."""
+    df = table.select(["eval_id", "screenshot_load", "screenshot_probe", "screenshot_note"]).to_pandas()
+    df["explained"] = (df["screenshot_load"].notna() & df["screenshot_probe"].notna()) | df["screenshot_note"].notna()
+    return df[["eval_id", "explained"]]
 
 
 def eval_results_suites() -> list[FrameSuite]:
     E = gx.expectations
     return [FrameSuite("rows", rows, suite(
-        "eval_results",
+        STAGE,
         E.ExpectColumnValuesToNotBeNull(column="eval_id"),
         E.ExpectColumnValuesToBeUnique(column="eval_id"),
         E.ExpectColumnValuesToNotBeNull(column="model"),
@@ -52,4 +75,8 @@ def eval_results_suites() -> list[FrameSuite]:
         E.ExpectColumnValuesToBeBetween(column="rubric_score", min_value=0.0, max_value=1.0),
         E.ExpectColumnValuesToBeBetween(column="output_tokens", min_value=0),
         E.ExpectColumnValuesToBeBetween(column="generation_s", min_value=0.0),
+        *(E.ExpectColumnValuesToMatchRegex(column=f"screenshot_{m}", regex=screenshot_path_regex(m))
+          for m in SCREENSHOT_MOMENTS),
+    ), ["eval_id"]), FrameSuite("screenshots", screenshot_explained, suite(
+        "eval_results_screenshots", E.ExpectColumnValuesToBeInSet(column="explained", value_set=[True]),
     ), ["eval_id"])]

@@ -22,11 +22,17 @@ RUN_OUTPUTS = (STAGES, CATALOG, VALIDATION, REPORTS, EXPORTS, RUNS, CHECKPOINTS,
 RUN_CONFIG = "config.json"  # the whole resolved configuration of one training run, in its run folder
 RUN_QUERIES = "queries.parquet"  # a train-rl run's queries with their rubrics, in its run folder
 RUN_RECORDS = "records"  # per-step Parquet records of a training run, in its run folder
+SCREENSHOTS = "screenshots"  # app screenshots kept beside a stage (evaluate: stages/eval_results/screenshots)
 
 
 def runs_dir(data_dir: str | Path, flow: str) -> Path:
     """Where ``flow`` (train-rl, sft, ...) keeps its run folders."""
     return Path(data_dir) / RUNS / flow
+
+
+def stage_screenshots(stage: str) -> str:
+    """The screenshots folder of ``stage``, relative to the data directory (as rows record it)."""
+    return f"{STAGES}/{stage}/{SCREENSHOTS}"
 
 
 if __name__ == "__main__":  # make clean: the paths to remove under the data directory given

@@ -7,7 +7,6 @@ import os
 import pytest
 
 from flows.evaluate import evaluate
-from schemas.config_env import RuntimeConfig
 from tasks.rubrics import load_tasks
 from tasks.rl.checkpoints import held_out
 from tasks.llm.cache import CallStore
@@ -15,6 +14,7 @@ from tasks.stages.store import StageStore
 from tasks.sft.teacher import offline_teacher_answer
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.fixtures.policy_data import ANSWER, build_references
+from tests.fixtures.report_page import report_page
 
 SETS = ["env.runtime.enabled=false", "evaluation.heldout_percent=40"]
 
@@ -65,28 +65,54 @@ def test_three_generators_one_row_per_generator_query_run(report):
 
 
 def test_html_report_renders_in_headless_chromium(report):
-    from playwright.sync_api import sync_playwright
-
     data, tasks, out, _ = report
     html_path = data / "reports" / "eval" / "eval.html"
     assert out["html"] == str(html_path)
     shot = html_path.with_name("eval_report.png")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=RuntimeConfig().executable_path, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(html_path.as_uri())
-            t1 = page.locator("table.t1 tbody tr")
-            assert t1.count() > 10 and page.locator("table.t1 thead th").count() == 1 + 3 + 2  # metric, 3, 2 deltas
-            assert "judge: offline" in page.inner_text("body")
-            plot_ok = page.eval_on_selector("img.plot", "i => i.complete && i.naturalWidth > 100")
-            assert plot_ok
-            assert page.locator("table.apps tbody tr").count() == len(tasks)
-            assert page.locator("table.apps iframe").count() == 3 * len(tasks) - 1  # broken's first has no app
-            assert page.locator("table.apps .noapp").count() == 1
-            frame = page.frames[1]
-            assert frame.locator("button").count() >= 1  # the app's first paint is inside the thumbnail
-            page.screenshot(path=str(shot), full_page=True)
-        finally:
-            browser.close()
+    with report_page(html_path) as page:
+        t1 = page.locator("table.t1 tbody tr")
+        assert t1.count() > 10 and page.locator("table.t1 thead th").count() == 1 + 3 + 2  # metric, 3, 2 deltas
+        assert "judge: offline" in page.inner_text("body")
+        plot_ok = page.eval_on_selector("img.plot", "i => i.complete && i.naturalWidth > 100")
+        assert plot_ok
+        assert page.locator("table.apps tbody tr").count() == len(tasks)
+        assert page.locator("table.apps iframe").count() == 3 * len(tasks) - 1  # broken's first has no app
+        assert page.locator("table.apps .noapp").count() == 1
+        frame = page.frames[1]
+        assert frame.locator("button").count() >= 1  # the app's first paint is inside the thumbnail
+        page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
+
+
+def test_report_thumbnails_are_the_kept_screenshots(tmp_path):
+    """A row with screenshots shows them (thumbnails linking the full PNGs, relative to the report); a row
+    without shows its note and the app's first paint; no browser needed to write it."""
+    import re
+    from pathlib import Path
+
+    from PIL import Image
+
+    from tasks.evaluation.report import THUMB_W, write_report
+    from tasks.evaluation.screenshots import FOLDER, thumbnail_uri
+    from tasks.evaluation.summary import plot, summarize
+
+    data = tmp_path / "data"
+    (data / FOLDER).mkdir(parents=True)
+    for name, colour in (("ab-load.png", "red"), ("ab-probe.png", "blue")):
+        Image.new("RGB", (1280, 800), colour).save(data / FOLDER / name)
+    base = dict(model="m", run=0, difficulty="easy", domain="Games", tier="valid", passed=True, reward=1.0,
+                response=ANSWER, judge_provider="offline", top_findings=[])
+    rows = [dict(base, query_id="q1", screenshot_load=f"{FOLDER}/ab-load.png", screenshot_probe=f"{FOLDER}/ab-probe.png",
+                 screenshot_note=None),
+            dict(base, query_id="q2", screenshot_load=None, screenshot_probe=None,
+                 screenshot_note="load: the app never reached its screenshot (runtime status load_timeout)")]
+    out = write_report(data / "reports" / "eval" / "eval.html", "t", summarize(rows), None, rows,
+                       plot(rows, tmp_path / "p.png"), data).read_text()
+    srcs = re.findall(r"<img class='shot' alt='[^']*' src='([^']+)'", out)
+    assert srcs == [thumbnail_uri(data / FOLDER / "ab-load.png", THUMB_W),
+                    thumbnail_uri(data / FOLDER / "ab-probe.png", THUMB_W // 2)]
+    hrefs = re.findall(r"<a href='([^']+)'><img class='shot'", out)
+    assert [(data / "reports" / "eval" / h).resolve() for h in hrefs] == \
+        [(data / FOLDER / n).resolve() for n in ("ab-load.png", "ab-probe.png")]
+    assert out.count("<iframe") == 1 and "never reached its screenshot (runtime status load_timeout)" in out
+    assert not any(Path(h).is_absolute() for h in hrefs)  # the data directory can move with its report

@@ -89,6 +89,9 @@ _ROLLOUT = {"step": 1, "query_id": "q1", "group_id": 0, "sample": 0, "mode": "fu
             "response_ids": [5, 6, 7], "logprobs": [-1.0, -1.0, -1.0], "token_weights": [1.0, 3.0, 1.0]}
 _ATTRIBUTION = {"response_id": "r1", "status": "localised", "html_offset": 0, "source_len": 100, "n_findings": 1,
                 "n_localised": 1, "weight_mode": "sign"}
+_EVAL = {"eval_id": "m:0:q1", "model_kind": "checkpoint", "run": 0, "tier": "valid", "rubric_score": 0.5,
+         "screenshot_load": "stages/eval_results/screenshots/0a1b2c-load.png", "screenshot_probe": None,
+         "screenshot_note": "probe: no probe ran (runtime status page_error)"}
 
 GATES = [
     Gate("query_candidates", QUERY_CANDIDATES_SCHEMA, lambda: query_candidates_suites(["interaction"], ["cap"]),
@@ -158,9 +161,15 @@ GATES = [
          {"step": 3, "metric": "loss", "judge_provider": None}, "expect_column_values_to_not_be_null on 'judge_provider'"),
     Gate("attributions", ATTRIBUTIONS, attributions_suites, _ATTRIBUTION, {"response_id": "rbad", "judge_provider": None},
          "expect_column_values_to_not_be_null on 'judge_provider'"),
-    Gate("eval_results", EVAL_RESULTS_SCHEMA, eval_results_suites,
-         {"eval_id": "m:0:q1", "model_kind": "checkpoint", "run": 0, "tier": "valid", "rubric_score": 0.5},
+    Gate("eval_results", EVAL_RESULTS_SCHEMA, eval_results_suites, _EVAL,
          {"eval_id": "m:0:qbad", "tier": "passed-ish"}, "expect_column_values_to_be_in_set on 'tier'"),
+    # screenshots: a path is one kept beside the stage, relative to the data directory; a null one says why
+    Gate("eval_results", EVAL_RESULTS_SCHEMA, eval_results_suites, _EVAL,
+         {"eval_id": "m:0:qbad", "screenshot_load": "/tmp/elsewhere.png"},
+         "expect_column_values_to_match_regex on 'screenshot_load'"),
+    Gate("eval_results", EVAL_RESULTS_SCHEMA, eval_results_suites, _EVAL,
+         {"eval_id": "m:0:qbad", "screenshot_load": None, "screenshot_note": None},
+         "expect_column_values_to_be_in_set on 'explained'"),
     Gate("llm_calls", LLM_CALLS_SCHEMA, llm_calls_suites,
          {"run_id": "run1", "stage": "judge", "key": "k1", "cost_usd": 0.01},
          {"key": "kbad", "cost_usd": -0.5}, "expect_column_values_to_be_between on 'cost_usd'"),

@@ -20,6 +20,12 @@ route (the page stays) and recorded. ``BrowserRuntime.after_probe`` is the step 
 (per-rubric-item checks in a fresh page of the same context); ``check_many(htmls, extras)`` passes each
 app's extra argument to it.
 
+Screenshots (evaluation only; ``BrowserRuntime(cfg, screenshots=ScreenshotSpec(folder, timeout_s))``):
+one PNG of the viewport after load and settle, before the probe acts (``<app key>-load.png``), and one
+after the probe (``<app key>-probe.png``), named by ``app_key(html)``; ``shots[app key]`` says which were
+kept or why not. The time a screenshot takes is added to the app's hard limit, so taking one never
+changes a verdict; without a spec nothing is taken (training never pays for it).
+
 Verdicts must not depend on machine load or concurrency: a load that runs past ``load_timeout_s`` is given
 the rest of the hard limit while the page's main thread still answers (a heartbeat: busy but progressing is
 not hung), and an app that still timed out or hung beside others is checked again alone before its verdict
@@ -31,6 +37,7 @@ Playwright's async API runs on a private event loop in a background thread, so c
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import re
 import threading
@@ -61,6 +68,20 @@ _BLANK_JS = """() => {
   }
   return true;
 }"""
+
+
+_SHOT_MARGIN_S = 1.0  # the hard limit, moved while a screenshot runs, stays this far past its own timeout
+
+
+def app_key(html: str) -> str:
+    """The name of an app's screenshots: the same HTML application, the same files."""
+    return hashlib.sha256(html.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class ScreenshotSpec:
+    folder: Path  # where the PNGs go (created on first use)
+    timeout_s: float  # one screenshot's limit; a page too busy to paint gets none, and its verdict stands
 
 
 @dataclass
@@ -163,8 +184,11 @@ def sandbox_launch(cfg: RuntimeConfig) -> dict[str, Any]:
 class BrowserRuntime:
     """One browser reused across apps, a fresh context per app, checks run ``cfg.concurrency`` at a time."""
 
-    def __init__(self, cfg: RuntimeConfig | None = None, mirror: CdnMirror | None = None) -> None:
+    def __init__(self, cfg: RuntimeConfig | None = None, mirror: CdnMirror | None = None,
+                 screenshots: ScreenshotSpec | None = None) -> None:
         self.cfg = cfg or RuntimeConfig()
+        self.screenshots = screenshots
+        self.shots: dict[str, dict[str, str]] = {}  # app key -> {"load": file name} or {"load_error": why}, "probe"
         if not Path(self.cfg.executable_path).exists():
             raise ValueError(f"no browser at {self.cfg.executable_path}; install it (scripts/setup-system.sh, or "
                              "apt-get install -y chromium-headless-shell) "
@@ -331,7 +355,8 @@ class BrowserRuntime:
         except Exception as e:
             return RuntimeEvidence(status="unavailable", error=f"new context failed: {e}")
         try:
-            await asyncio.wait_for(self._load(context, html, ev, session, extra), self.cfg.hard_limit_s)
+            async with asyncio.timeout(self.cfg.hard_limit_s) as limit:
+                await self._load(context, html, ev, session, extra, limit)
             if callable(extra) and ev.status in ("ok", "page_error", "blank"):
                 context.rubricrl_checking = True  # the checks open their own pages: not popups to close
                 try:  # executable rubric checks (tasks.env.checks.checks_hook): their own time limits, after the
@@ -364,7 +389,8 @@ class BrowserRuntime:
         ev.duration_s = round(time.perf_counter() - started, 3)
         return ev
 
-    async def _load(self, context: Any, html: str, ev: RuntimeEvidence, session: ProbeSession, extra: Any) -> None:
+    async def _load(self, context: Any, html: str, ev: RuntimeEvidence, session: ProbeSession, extra: Any,
+                    limit: Any = None) -> None:
         started = time.perf_counter()
         probe = self.cfg.probe
         if probe.enabled:
@@ -409,11 +435,41 @@ class BrowserRuntime:
             ev.status = "page_error"
         elif ev.blank_body:
             ev.status = "blank"
+        await self._screenshot(page, html, "load", limit)  # what the user sees before anyone acts
         if ev.status != "ok":
             return
         if probe.enabled:
             await run_probe(page, html, probe, session, lambda st: stack_offset(html, st), VIEWPORT, idle)
+            await self._screenshot(page, html, "probe", limit)
         await self.after_probe(context, html, ev, extra)
+
+    async def _screenshot(self, page: Any, html: str, moment: str, limit: Any) -> None:
+        """Keep the viewport as ``<app key>-<moment>.png`` when asked. The hard limit moves by the time it takes
+        (the app's own time is unchanged); a kept file is not undone by a failed copy of the same app."""
+        spec = self.screenshots
+        if spec is None:
+            return
+        key, started = app_key(html), time.perf_counter()
+        rec = self.shots.setdefault(key, {})
+        if limit is not None:
+            limit.reschedule(limit.when() + spec.timeout_s + _SHOT_MARGIN_S)
+        try:
+            png = await self._capture(page, spec)
+            spec.folder.mkdir(parents=True, exist_ok=True)
+            tmp = spec.folder / f".{key}-{moment}.{uuid.uuid4().hex[:8]}.tmp"
+            tmp.write_bytes(png)
+            os.replace(tmp, spec.folder / f"{key}-{moment}.png")
+            rec[moment] = f"{key}-{moment}.png"
+        except Exception as e:  # noqa: BLE001 - no screenshot is a note in the results, never a verdict
+            first = (str(e).splitlines() or [""])[0][:200]
+            rec.setdefault(f"{moment}_error", f"screenshot failed: {type(e).__name__}: {first}")
+        finally:
+            if limit is not None:
+                limit.reschedule(limit.when() - spec.timeout_s - _SHOT_MARGIN_S + (time.perf_counter() - started))
+
+    @staticmethod
+    async def _capture(page: Any, spec: ScreenshotSpec) -> bytes:
+        return await page.screenshot(type="png", timeout=spec.timeout_s * 1000)
 
     async def _still_loading(self, page: Any, started: float) -> bool:
         """Past the load timeout: a page whose main thread still answers is busy, not hung. It gets what is

@@ -3,18 +3,21 @@ as a data URI, every app is a sandboxed ``srcdoc`` frame without scripts).
 
 Sections: the Table-1 layout (metrics as rows, one column per generator, delta columns against the
 first), the spread plot, and one row per query with the generators' apps side by side, each with its
-reward, tier and top findings. A screenshot (``screenshot`` path in a row, when the browser check kept
-one) is shown instead of the frame.
+reward, tier and top findings. The app is shown by the screenshots the browser check kept (after load,
+and after the probe beside it: thumbnails embedded as JPEG data URIs, each linking to its full-size PNG
+beside the stage); a row without one shows its note and the app's first paint in the frame instead.
 """
 from __future__ import annotations
 
 import base64
 import html
+import os
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from tasks.env.extract import extract_html
+from tasks.evaluation.screenshots import thumbnail_uri
 from tasks.evaluation.summary import fmt_delta
 
 THUMB_W, THUMB_H, THUMB_SCALE = 320, 220, 0.4  # a thumbnail renders the app at 1/THUMB_SCALE its size
@@ -44,28 +47,43 @@ def table_html(summary: dict[str, dict[str, float | None]], baseline: str | None
     return f"<table class='t1'><thead><tr><th>metric</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _thumb(row: dict[str, Any]) -> str:
-    shot = row.get("screenshot")
-    if shot and Path(shot).exists():
-        return f"<img class='shot' alt='screenshot' src='{_img_uri(Path(shot))}'>"
+def _shots(row: dict[str, Any], data_dir: Path, report_dir: Path) -> str:
+    """The row's screenshots as linked thumbnails ('' when none was kept)."""
+    out = []
+    for moment, width, caption in (("load", THUMB_W, "after load"), ("probe", THUMB_W // 2, "after the probe")):
+        rel = row.get(f"screenshot_{moment}")
+        full = data_dir / rel if rel else None
+        if full is None or not full.is_file():
+            continue
+        href = html.escape(Path(os.path.relpath(full, report_dir)).as_posix(), quote=True)
+        out.append(f"<figure class='shot {moment}'><a href='{href}'><img class='shot' alt='screenshot {caption}' "
+                   f"src='{thumbnail_uri(full, width)}'></a><figcaption>{caption}</figcaption></figure>")
+    return f"<div class='shots'>{''.join(out)}</div>" if out else ""
+
+
+def _thumb(row: dict[str, Any], data_dir: Path, report_dir: Path) -> str:
+    shots = _shots(row, data_dir, report_dir)
+    if shots:
+        return shots
+    note = f"<div class='note'>{html.escape(row['screenshot_note'])}</div>" if row.get("screenshot_note") else ""
     ext = extract_html(row.get("response") or "")
     if ext is None:
         return "<div class='noapp'>no HTML app in the response</div>"
     # sandbox without allow-scripts: the app's first paint, no script runs inside the report
     return (f"<div class='frame'><iframe sandbox='' loading='lazy' title='app' "
-            f"srcdoc='{html.escape(ext.html, quote=True)}'></iframe></div>")
+            f"srcdoc='{html.escape(ext.html, quote=True)}'></iframe></div>{note}")
 
 
-def _cell(row: dict[str, Any] | None) -> str:
+def _cell(row: dict[str, Any] | None, data_dir: Path, report_dir: Path) -> str:
     if row is None:
         return "<td class='missing'>not evaluated</td>"
     finds = "".join(f"<li>{html.escape(f)}</li>" for f in row.get("top_findings") or [])
     verdict = "pass" if row["passed"] else "fail"
-    return (f"<td class='{verdict}'>{_thumb(row)}<div class='meta'>reward <b>{_fmt(row['reward'])}</b> · "
+    return (f"<td class='{verdict}'>{_thumb(row, data_dir, report_dir)}<div class='meta'>reward <b>{_fmt(row['reward'])}</b> · "
             f"tier <b>{html.escape(row['tier'])}</b> · {verdict}</div><ul>{finds}</ul></td>")
 
 
-def queries_html(rows: list[dict[str, Any]], run: int = 0) -> str:
+def queries_html(rows: list[dict[str, Any]], data_dir: Path, report_dir: Path, run: int = 0) -> str:
     """One row per query, one column per generator (sampling run ``run``)."""
     models = list(dict.fromkeys(r["model"] for r in rows))
     by_q: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
@@ -73,7 +91,7 @@ def queries_html(rows: list[dict[str, Any]], run: int = 0) -> str:
         if r["run"] == run:
             by_q[r["query_id"]][r["model"]] = r
     head = "".join(f"<th>{html.escape(m)}</th>" for m in models)
-    body = "".join(f"<tr><th scope='row'>{html.escape(q)}</th>{''.join(_cell(g.get(m)) for m in models)}</tr>"
+    body = "".join(f"<tr><th scope='row'>{html.escape(q)}</th>{''.join(_cell(g.get(m), data_dir, report_dir) for m in models)}</tr>"
                    for q, g in sorted(by_q.items()))
     return f"<table class='apps'><thead><tr><th>query</th>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -87,7 +105,9 @@ td.pass {{ background: #eef8ee; }} td.fail {{ background: #fdf1f0; }} td.missing
 .frame {{ width: {THUMB_W}px; height: {THUMB_H}px; overflow: hidden; border: 1px solid #aaa; background: #fff; }}
 .frame iframe {{ width: {THUMB_W / THUMB_SCALE:.0f}px; height: {THUMB_H / THUMB_SCALE:.0f}px; border: 0;
   transform: scale({THUMB_SCALE}); transform-origin: 0 0; }}
-img.shot {{ width: {THUMB_W}px; border: 1px solid #aaa; }}
+.shots {{ display: flex; gap: 4px; align-items: flex-start; }}
+figure.shot {{ margin: 0; }} figure.shot img {{ border: 1px solid #aaa; display: block; }}
+figcaption, .note {{ font-size: 11px; color: #555; max-width: {THUMB_W}px; }}
 .noapp {{ width: {THUMB_W}px; height: {THUMB_H}px; display: flex; align-items: center; justify-content: center;
   background: #eee; color: #666; }}
 ul {{ margin: 4px 0 0 1em; padding: 0; max-width: {THUMB_W}px; }}
@@ -95,7 +115,8 @@ ul {{ margin: 4px 0 0 1em; padding: 0; max-width: {THUMB_W}px; }}
 
 
 def write_report(path: Path, title: str, summary: dict[str, dict[str, float | None]], baseline: str | None,
-                 rows: list[dict[str, Any]], plot_png: Path) -> Path:
+                 rows: list[dict[str, Any]], plot_png: Path, data_dir: Path) -> Path:
+    """The report at ``path``; screenshot paths in ``rows`` are relative to ``data_dir``."""
     # a response that failed the format gate was never judged (judge_provider 'none')
     judges = sorted({str(r["judge_provider"]) for r in rows if r.get("judge_provider") not in (None, "none")})
     doc = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
@@ -103,7 +124,7 @@ def write_report(path: Path, title: str, summary: dict[str, dict[str, float | No
            f"<p>judge: {html.escape(', '.join(judges))}</p>"
            f"<h2>Table 1</h2>{table_html(summary, baseline)}"
            f"<h2>Spread</h2><img class='plot' alt='reward and pass-rate spread' src='{_img_uri(plot_png)}'>"
-           f"<h2>Apps side by side (run 0)</h2>{queries_html(rows)}</body></html>")
+           f"<h2>Apps side by side (run 0)</h2>{queries_html(rows, data_dir, path.parent)}</body></html>")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(doc, encoding="utf-8")
