@@ -40,9 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     from tests.fixtures.learn_env import learn, rl_sets
 
     lr = {} if args.lr is None else {"lr": args.lr}
-    print("settings:", " ".join(rl_sets(0, **lr)), flush=True)
+    print("settings (train.run.seed = each seed):", " ".join(rl_sets(args.first_seed, **lr)), flush=True)
     gains = []
-    with prefect_test_harness(server_startup_timeout=90):
+    with prefect_test_harness(server_startup_timeout=600):  # a loaded machine starts it slowly
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             t0 = time.perf_counter()
             out = learn(tmp / f"seed{seed}" / "data", seed=seed, **lr)
