@@ -14,9 +14,16 @@ import torch
 
 from tests.fixtures.learn_env import STEPS, learn
 
-# Chosen from repeated runs of this exact configuration (seeds 0-4 of train.run.seed):
-#   MARGIN_PLACEHOLDER
-MARGIN = 0.08
+# Chosen from repeated runs of this exact configuration, `bench/bench_learn_env.py` (seeds 1-4 as
+# `--seeds 1 --first-seed N`, one process each; seed 0, the test's, from an earlier steps=5 run of the same
+# configuration, whose first 4 steps are the same seeded computation). Mean environment reward of step 1
+# (start policy) -> step 4 (after 3 updates), 32 responses each, same 4 queries:
+#   seed 0: 0.0719 -> 0.2500 (+0.178)   seed 1: 0.0719 -> 0.1750 (+0.103)   seed 2: 0.0688 -> 0.1125 (+0.044)
+#   seed 3: 0.0375 -> 0.1812 (+0.144)   seed 4: 0.0563 -> 0.2375 (+0.181)   mean gain +0.130, smallest +0.044
+# uptime during the runs: load average 20-39 on 2 cores (wall time ~1100 s a seed; the gains do not depend
+# on load: sampling and updates are seeded on CPU). Margin: half the smallest gain. Seen failing: advantages
+# sign flipped (training/objective.py, (mean - r) / std) gives 0.0719 -> 0.0063 per step [0.0719, 0, 0, 0.0063].
+MARGIN = 0.02
 
 
 def _params(model_dir):
