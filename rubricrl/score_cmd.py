@@ -21,7 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tasks.llm.factory import PROVIDERS
+# the provider names from the config schema: `rubricrl --help` and every other command stay free of the
+# LLM layer's imports (great_expectations costs seconds per process)
+from schemas.config_llm import PROVIDERS
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 

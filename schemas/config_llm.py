@@ -10,11 +10,12 @@ How to use: ``LLMConfig()`` gives the documented defaults; it is the ``llm`` sec
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ProviderName = Literal["auto", "offline", "anthropic", "openai"]
+PROVIDERS: tuple[str, ...] = get_args(ProviderName)
 
 
 class _Section(BaseModel):

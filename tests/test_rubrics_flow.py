@@ -13,6 +13,9 @@ from tasks.stages.store import StageStore
 from tasks.queries.synthesize import sample_personas, synthesize_chunk
 from tests.fixtures.rubrics.support import publish_queries
 
+# What is proven here is the stage bookkeeping (artifact, re-run, incremental, changed prompt, force); the
+# checks' browser dry run is proven in test_checks_rubrics.py and through this flow in test_cli_readme.py.
+NO_DRY_RUN = "rubrics.check_dry_run=false"
 STAGES = ["expansions", "requirements", "modules", "rubric_candidates", "rubric_references", "rubric_checks",
           "rubric_items"]
 
@@ -31,7 +34,7 @@ def test_flow_artifact_rerun_and_incremental(prefect_harness, data_dir):
 
     store = StageStore(data_dir)
     publish_queries(store, _texts(12))
-    sets = ["rubrics.chunk_size=5"]
+    sets = ["rubrics.chunk_size=5", NO_DRY_RUN]
     out = build_rubrics(profile="demo", sets=sets)
     st = _by_stage(out)
     assert list(st) == STAGES and all(not s["skipped"] for s in st.values())
@@ -75,7 +78,7 @@ def test_changed_prompt_reruns_that_stage_and_later_only(prefect_harness, data_d
         shutil.copy(f, prompts / f.name)
     store = StageStore(data_dir)
     publish_queries(store, _texts(6))
-    sets = ["rubrics.chunk_size=4", f"rubrics.prompt_dir={prompts}"]
+    sets = ["rubrics.chunk_size=4", f"rubrics.prompt_dir={prompts}", NO_DRY_RUN]
     first = _by_stage(build_rubrics(profile="demo", sets=sets))
     versions = {s: store.manifest(s).version for s in STAGES}
 

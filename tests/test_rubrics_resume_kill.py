@@ -28,12 +28,17 @@ def _cmd() -> list[str]:
             "--set", "rubrics.check_dry_run=false"]
 
 
-def test_kill_minus_nine_in_stage_four_then_resume(tmp_path):
+def test_kill_minus_nine_in_stage_four_then_resume(tmp_path, prefect_harness):
+    from prefect.settings import PREFECT_API_URL
+
     data = tmp_path / "data"
     store = StageStore(data)
     texts = _texts()
     publish_queries(store, texts)
-    env = dict(os.environ, RUBRICRL_DATA_DIR=str(data), PREFECT_HOME=str(tmp_path / "prefect"))
+    # both runs report to the session's test server: each would otherwise start (and wait for) its own
+    # ephemeral Prefect server, which is not what is proven here
+    env = dict(os.environ, RUBRICRL_DATA_DIR=str(data), PREFECT_HOME=str(tmp_path / "prefect"),
+               PREFECT_API_URL=PREFECT_API_URL.value())
     written = kill_after_parts(_cmd(), REPO, env, data / "stages" / "rubric_candidates", 5, 400)
     assert 5 <= written < N // CHUNK
     assert store.manifest("modules") is not None and store.manifest("rubric_candidates") is None

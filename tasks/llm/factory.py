@@ -9,12 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from schemas.config_llm import LLMConfig
+from schemas.config_llm import PROVIDERS, LLMConfig
 from tasks.llm.base import Provider
 from tasks.llm.cache import CallStore
 from tasks.llm.structured import StructuredOutputs
 
-PROVIDERS = ("auto", "offline", "anthropic", "openai")
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
 
