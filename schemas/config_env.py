@@ -175,4 +175,5 @@ class EnvConfig(_Section):
     checks: ChecksConfig = Field(default_factory=ChecksConfig)
     task_runner: Literal["threads", "ray"] = Field("threads", description="Prefect task runner of score-rollouts")
     ray_address: str | None = Field(None, description="Ray cluster address; None starts a local Ray instance")
-    workers: int = Field(2, ge=1, le=512, description="Parallel score workers (threads, or Ray tasks)")
+    workers: int = Field(2, ge=1, le=512, description="Parallel score workers (threads, or Ray tasks); "
+                         "train-rl's streamed scoring with threads scores every finished group at once")

@@ -121,3 +121,26 @@ def test_off_policy_records_staleness_and_ratios_and_resumes_fresh(tmp_path):
 def test_off_policy_without_streaming_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="stream_scoring=true"):
         run_grpo(_cfg(tmp_path, {"off_policy": True, "stream_scoring": False}), jittery_reward)
+
+
+def test_the_tail_starts_when_the_last_group_is_generated_not_when_a_worker_takes_it():
+    """With one worker, the second group waits for the first call: that wait is scoring the step still owes
+    after generation, so it belongs to the tail (sleeps are lower bounds, whatever the machine's load)."""
+    from training.rollout import Rollout
+    from training.stream import ScoreStream
+
+    def slow(prompts, responses, token_ids, **ctx):
+        time.sleep(0.5)
+        return [0.0] * len(responses), [[0] * len(t) for t in token_ids], {}
+
+    class Tok:
+        def decode(self, ids, skip_special_tokens=True):
+            return "x" * len(ids)
+
+    stream = ScoreStream(slow, Tok(), {"step": 1}, workers=1)
+    for i in range(2):
+        stream.submit([{"query": "q", "query_id": f"q{i}"}], [Rollout([1], [2, 3], [-1.0, -1.0], True)], [i])
+    stream.generation_done()
+    scored, timing = stream.finish()
+    assert scored.rewards == [0.0, 0.0]
+    assert timing["score_tail_s"] >= 0.95, timing  # both calls after the last arrival; 0.5 if the wait were left out

@@ -277,7 +277,11 @@ class Trainer:
             batch.t_generated = time.perf_counter()
             return batch
         env = self.env
-        batch.stream = ScoreStream(self.score_fn, self.tokenizer, self.score_ctx(step), workers=env.workers,
+        # Threads: every finished group is scored at once (a waiting thread costs nothing; the shared browser's
+        # slots and the process-wide judge bound limit the work), so generation never waits for a scorer. Ray:
+        # env.workers tasks, each a process with its own browser.
+        workers = len(queries) if env.task_runner == "threads" else env.workers
+        batch.stream = ScoreStream(self.score_fn, self.tokenizer, self.score_ctx(step), workers=workers,
                                    runner=env.task_runner, ray_address=env.ray_address,
                                    timeout_s=cfg.rollout.score_timeout_s, score_fn_path=cfg.run.score_fn)
         for i, group in self.rollout.generate_stream(prompt_ids, g, seed):
