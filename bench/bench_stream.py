@@ -363,7 +363,8 @@ def main() -> int:
     ap.add_argument("--latency-scale", type=float, default=0.25, help="judge latency factor (median 8 s x this)")
     ap.add_argument("--median-s", type=float, default=8.0)
     ap.add_argument("--p95-s", type=float, default=30.0)
-    ap.add_argument("--workers", type=int, default=env0.workers, help="ScoreStream workers (default: env.workers)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="ScoreStream workers (default: the trainer's rule, training.stream.stream_workers)")
     ap.add_argument("--judge-concurrency", type=int, default=env0.judge.concurrency)
     ap.add_argument("--browser-concurrency", type=int, default=env0.runtime.concurrency)
     ap.add_argument("--gen-s", type=float, default=0.0, help="generation time (0: the measured serial scoring time)")
@@ -377,6 +378,10 @@ def main() -> int:
                     help="run the real update after the streamed scoring too (default: its measured duration)")
     args = ap.parse_args()
     n = args.groups * args.group_size
+    if args.workers is None:
+        from training.stream import stream_workers
+
+        args.workers = stream_workers(env0.task_runner, env0.workers, n if args.per_response else args.groups)
     slots = args.gen_slots or max(1, n // 4)
     os.environ.setdefault("ANTHROPIC_API_KEY", "bench-key")  # the local fake's; _safe dropped the real ones
     lat = LongTail(median_s=args.median_s, p95_s=args.p95_s, scale=args.latency_scale, seed=args.seed, key=latency_key)

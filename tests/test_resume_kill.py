@@ -23,9 +23,14 @@ def _cmd():
     return args
 
 
-def test_kill_minus_nine_then_resume(tmp_path):
+def test_kill_minus_nine_then_resume(tmp_path, prefect_harness):
+    from prefect.settings import PREFECT_API_URL
+
     data = tmp_path / "data"
-    env = dict(os.environ, RUBRICRL_DATA_DIR=str(data), PREFECT_HOME=str(tmp_path / "prefect"))
+    # both runs report to the session's test server: each would otherwise start (and wait for) its own
+    # ephemeral Prefect server, which is not what is proven here
+    env = dict(os.environ, RUBRICRL_DATA_DIR=str(data), PREFECT_HOME=str(tmp_path / "prefect"),
+               PREFECT_API_URL=PREFECT_API_URL.value())
     written = kill_after_parts(_cmd(), REPO, env, data / "stages" / "query_candidates", 6, 240)
     n_chunks = -(-int(N * 1.05) // CHUNK)
     assert 6 <= written < n_chunks

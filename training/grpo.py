@@ -47,7 +47,8 @@ from training.engine import build_engine, device_for_rank, init_distributed, loa
 from training.metrics import MetricWriter, fraction_by_weight, write_rollout_records, write_step_record
 from training.objective import group_advantages, policy_weights
 from training.rollout import Rollout, TransformersEngine, VLLMEngine, build_prompt, encode_prompts
-from training.stream import ScoreFn, Scored, ScoreStream, reorder, score_rollouts, stream_timing
+from training.stream import (ScoreFn, Scored, ScoreStream, reorder, resolve_score_fn, score_rollouts, stream_timing,
+                             stream_workers)
 from training.update import PackedResponse, make_micro_batches, run_update
 
 log = logging.getLogger("rubricrl.train")
@@ -226,8 +227,6 @@ class Trainer:
         self.attribution = attribution or AttributionConfig()
         self.env = env or EnvConfig()  # the score workers: env.task_runner / env.workers / env.ray_address
         if self.env.task_runner == "ray" and cfg.rollout.stream_scoring:
-            from training.launch import resolve_score_fn
-
             if resolve_score_fn(cfg.run.score_fn) is not score_fn:
                 raise ValueError(f"env.task_runner='ray' scores with train.run.score_fn={cfg.run.score_fn!r} (Ray "
                                  "workers import it by path), not the score_fn passed in; make them the same")
@@ -277,10 +276,7 @@ class Trainer:
             batch.t_generated = time.perf_counter()
             return batch
         env = self.env
-        # Threads: every finished group is scored at once (a waiting thread costs nothing; the shared browser's
-        # slots and the process-wide judge bound limit the work), so generation never waits for a scorer. Ray:
-        # env.workers tasks, each a process with its own browser.
-        workers = len(queries) if env.task_runner == "threads" else env.workers
+        workers = stream_workers(env.task_runner, env.workers, len(queries))
         batch.stream = ScoreStream(self.score_fn, self.tokenizer, self.score_ctx(step), workers=workers,
                                    runner=env.task_runner, ray_address=env.ray_address,
                                    timeout_s=cfg.rollout.score_timeout_s, score_fn_path=cfg.run.score_fn)

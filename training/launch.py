@@ -17,7 +17,6 @@ and records the resolved configuration there. The score function is ``train.run.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import os
@@ -26,19 +25,7 @@ import sys
 from schemas.config import Config, load_config, write_config
 from schemas.config_train import TrainRLConfig
 from schemas.layout import RUN_CONFIG, runs_dir
-
-
-def resolve_score_fn(spec: str):
-    module, sep, name = spec.partition(":")
-    if not sep or not module or not name:
-        raise ValueError(f"run.score_fn={spec!r}: use 'package.module:function'")
-    try:
-        fn = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as e:
-        raise ValueError(f"run.score_fn={spec!r} cannot be imported ({e}); check the module path and function name") from e
-    if not callable(fn):
-        raise ValueError(f"run.score_fn={spec!r} is not callable")
-    return fn
+from training.stream import resolve_score_fn  # noqa: F401 (the job's way to its score function)
 
 
 def build_config(args: argparse.Namespace) -> Config:

@@ -29,6 +29,7 @@ In serial mode (one call after generation) overlap is 0 and the tail is the whol
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import threading
@@ -128,11 +129,23 @@ def stream_timing(t_start: float, t_gen_done: float | None, t_first_submit: floa
     return {"generate_s": gen_end - t_start, "score_s": score, "score_tail_s": tail, "overlap_s": max(score - tail, 0.0)}
 
 
+def resolve_score_fn(spec: str):
+    """``train.run.score_fn`` ('package.module:function') as the function: the job and every Ray worker use this."""
+    module, sep, name = spec.partition(":")
+    if not sep or not module or not name:
+        raise ValueError(f"run.score_fn={spec!r}: use 'package.module:function'")
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"run.score_fn={spec!r} cannot be imported ({e}); check the module path and function name") from e
+    if not callable(fn):
+        raise ValueError(f"run.score_fn={spec!r} is not callable")
+    return fn
+
+
 def _call_by_path(spec: str, prompts: list[str], responses: list[str], token_ids: list[list[int]],
                   kw: dict[str, Any]) -> tuple[Any, Any, Any, float]:
     """Ray side: import the score function by its path and call it (returns plain, picklable values)."""
-    from training.launch import resolve_score_fn
-
     t0 = time.perf_counter()
     rewards, membership, info = resolve_score_fn(spec)(prompts, responses, token_ids, **kw)
     return list(rewards), [list(map(int, m)) for m in membership], dict(info or {}), time.perf_counter() - t0
@@ -153,6 +166,13 @@ def ray_remote(ray_address: str | None, workers: int) -> Any:
         else:
             ray.init(address=ray_address, runtime_env={"env_vars": {"PYTHONPATH": path}})
     return ray.remote(num_cpus=1, max_retries=0)(_call_by_path)
+
+
+def stream_workers(task_runner: str, workers: int, n_groups: int) -> int:
+    """Score calls a step's stream keeps in flight. Threads: every finished group at once (a waiting thread costs
+    nothing; the shared browser's slots and the process-wide judge bound limit the work), so generation never
+    waits for a scorer. Ray: ``env.workers`` tasks, each a process with its own browser."""
+    return max(n_groups, 1) if task_runner == "threads" else workers
 
 
 @dataclass
@@ -193,6 +213,7 @@ class ScoreStream:
         self._n = 0
         self.t_start = time.perf_counter()
         self.t_gen_done: float | None = None
+        self._t_arrival: float | None = None
         self._finished = False
 
     # -- producer side ---------------------------------------------------------------------------------
@@ -210,6 +231,7 @@ class ScoreStream:
                              "ids; pass one of each per response")
         if not rollouts:
             return
+        self._t_arrival = time.perf_counter()  # when the group was generated, before any wait for a worker
         args = score_args(queries, rollouts, group_ids, self.tokenizer)
         while not self._slots.acquire(timeout=0.2):
             self._expire_overdue()  # a hung call must not hold its slot forever
@@ -220,9 +242,10 @@ class ScoreStream:
         threading.Thread(target=self._run, args=(part,), name=f"score-part-{part.index}", daemon=True).start()
 
     def generation_done(self) -> None:
-        """The last response of the step is generated (the start of the scoring tail)."""
+        """The last response of the step is generated (the start of the scoring tail): the last group's arrival,
+        not the end of a ``submit`` that waited for a worker (that wait is part of the tail)."""
         if self.t_gen_done is None:
-            self.t_gen_done = time.perf_counter()
+            self.t_gen_done = self._t_arrival if self._t_arrival is not None else time.perf_counter()
 
     # -- workers ---------------------------------------------------------------------------------------
     def offsets(self) -> list[int]:
