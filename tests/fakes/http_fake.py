@@ -22,7 +22,6 @@ import hashlib
 import json
 import math
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from statistics import NormalDist
@@ -132,10 +131,12 @@ class FakeHTTPAPI:
         self._lock = threading.RLock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._stopped = threading.Event()  # ends every pending delay: a call left hanging must not outlive the fake
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> "FakeHTTPAPI":
         app = self
+        self._stopped.clear()
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -173,6 +174,7 @@ class FakeHTTPAPI:
         return self
 
     def stop(self) -> None:
+        self._stopped.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -236,7 +238,7 @@ class FakeHTTPAPI:
         base = self.latency_s.delay_for(body) if isinstance(self.latency_s, LongTail) else self.latency_s
         delay = base if scripted is None else max(scripted.delay_s, base)
         if delay:
-            time.sleep(delay)
+            self._stopped.wait(delay)
         if scripted is not None and scripted.status != 200:
             return error(scripted)
         text = scripted.text if scripted is not None and scripted.text is not None else self.reply(body)
