@@ -25,6 +25,7 @@ judgments, rewards and attributions rows go to the run folder's records (one fil
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -178,20 +179,29 @@ score_step_task = task(score_step, name="score-step", cache_policy=NO_CACHE)
 @flow(name="score-step", log_prints=True)
 def score_step_flow(prompts: list[str], responses: list[str], token_ids: list[list[int]], query_ids: list[str],
                     group_ids: list[int], step: int, rank: int, model_path: str, out_dir: str,
-                    part: int | None = None, offset: int = 0
+                    part: int | None = None, offset: int = 0, deadline: float | None = None
                     ) -> tuple[list[float | None], list[list[int]], dict[str, Any]]:
     """One step's (or one part's) rewards and token membership, by the trainer's ``score_fn`` contract
     (training/grpo.py). ``part`` / ``offset``: a streamed chunk's index and its first response's index in
-    the step, so rollout ids are the step's and each part has its own records file."""
+    the step, so rollout ids are the step's and each part has its own records file. ``deadline`` (Unix
+    time): past it the trainer has stopped waiting and counted these rewards missing, so the records are
+    dropped rather than published for rewards no step used."""
     run = step_run(out_dir)
     ids = [f"s{step:05d}-r{rank}-{offset + i:04d}" for i in range(len(responses))]
     out = score_step_task(ids, query_ids, responses, token_ids, run.tasks, step_tokenizer(model_path),
                           provider=run.provider, env=run.cfg.env, attribution=run.cfg.attribution)
+    info = {"uniform": out.uniform, "passed": out.passed, "tier": out.tier,
+            "judge_failed": [r is None for r in out.rewards], "time_score_s": out.time_score_s,
+            "time_attribute_s": out.time_attribute_s}
+    late = None if deadline is None else time.time() - deadline
+    if late is not None and late > 0:
+        get_run_logger().warning(
+            "score part %s of step %d (responses %d-%d) finished %.0f s after the trainer stopped waiting "
+            "(train.rollout.score_timeout_s): its rewards were counted missing, so its records are dropped",
+            part, step, offset, offset + len(responses) - 1, late)
+        return out.rewards, [m.tolist() for m in out.membership], info
     records = Path(out_dir) / RUN_RECORDS
     for name, table in (("judgments", out.judgments), ("rewards", out.rewards_table),
                         ("attributions", out.attributions)):
         atomic_write_table(records / name / step_records_name(step, rank, part), table)
-    info = {"uniform": out.uniform, "passed": out.passed, "tier": out.tier,
-            "judge_failed": [r is None for r in out.rewards], "time_score_s": out.time_score_s,
-            "time_attribute_s": out.time_attribute_s}
     return out.rewards, [m.tolist() for m in out.membership], info

@@ -5,7 +5,9 @@ scripted faults land on known parts):
 - part 0 (two valid apps): one of its two judge calls gets a 500 -> that response's reward is missing
   (judge_failed), the other's is scored;
 - part 1: the browser is killed as the part starts (a crash mid-stream), then its first judge call hangs past
-  the stream's timeout -> the part's rewards are missing and the stream does not wait for the hang;
+  the stream's timeout -> the part's rewards are missing and the stream does not wait for the hang; when the
+  hung call returns after all (the fake ends its delays when it stops), the part's late records are dropped,
+  not published for rewards the step counted missing;
 - part 2: scored normally after both faults (the relaunched browser loaded its apps): nothing else lost.
 
 Also: ``env.judge.concurrency`` bounds judge calls in flight across concurrent score calls of one process.
@@ -86,6 +88,8 @@ def test_judge_failure_hang_and_browser_crash_mid_stream(prefect_harness, tmp_pa
             stream.submit([{"query_id": "q1", "query": "Build a counter app."}] * 2, rollouts, [part, part])
         scored, timing = stream.finish()
         elapsed = time.monotonic() - t0
+    hung = stream._parts[1]  # the fake has stopped, so the hung call has returned: the part's flow ends now
+    assert hung.done.wait(60) and hung.result is not None, f"the abandoned part did not finish its flow: {hung.error}"
     r = scored.rewards
     assert elapsed < HANG_S, "the stream waited for the hung judge call"
     assert (r[0] is None) != (r[1] is None) and r[2] is None and r[3] is None, r

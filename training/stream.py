@@ -14,7 +14,10 @@ makes the step wait forever (a hung thread is abandoned, a hung Ray task cancell
 breaks the contract (wrong lengths, bad codes) is a bug in the score function: ``finish`` raises.
 
 Each call's ``ctx`` gains ``part`` (the chunk's submission index) and ``offset`` (its first response's
-index in the step), so a scorer can write its records per part and keep step-wide ids.
+index in the step), so a scorer can write its records per part and keep step-wide ids; with a timeout,
+also ``deadline`` (Unix time after which the stream no longer waits for this call: its rewards are then
+counted missing, so a scorer that finishes later must not publish records for them; the score-step flow
+drops its records then).
 
 Timing (``finish``'s dict; seconds, all wall-clock from the stream's creation, which the caller makes
 just before generation starts):
@@ -182,6 +185,7 @@ class _Part:
     token_ids: list[list[int]]
     args: tuple[list[str], list[str], list[list[int]], dict[str, Any]]
     t_submit: float
+    deadline: float | None  # Unix time the stream stops waiting (ctx["deadline"]); None: no timeout
     done: threading.Event = field(default_factory=threading.Event)
     result: Scored | None = None
     error: str | None = None
@@ -235,8 +239,10 @@ class ScoreStream:
         args = score_args(queries, rollouts, group_ids, self.tokenizer)
         while not self._slots.acquire(timeout=0.2):
             self._expire_overdue()  # a hung call must not hold its slot forever
+        t_submit = time.perf_counter()
+        deadline = None if self.timeout_s is None else time.time() + self.timeout_s
         part = _Part(len(self._parts) if part is None else part, self._n if offset is None else offset, args[2], args,
-                     time.perf_counter())
+                     t_submit, deadline)
         self._n += len(rollouts)
         self._parts.append(part)
         threading.Thread(target=self._run, args=(part,), name=f"score-part-{part.index}", daemon=True).start()
@@ -256,6 +262,8 @@ class ScoreStream:
     def _run(self, part: _Part) -> None:
         prompts, responses, token_ids, kw = part.args
         ctx = {**self.ctx, "part": part.index, "offset": part.offset}
+        if part.deadline is not None:
+            ctx["deadline"] = part.deadline
         try:
             t0 = time.perf_counter()
             if self._remote is None:
