@@ -10,7 +10,10 @@ long-tailed latency (lognormal, median 8 s, p95 30 s, times ``--latency-scale``)
 both modes wait the same latency for the same response. Generation is replayed: each response takes its
 real token count / a tokens-per-second rate in one of ``--gen-slots`` sequence slots (continuous
 batching), a group is finished when its last member is, and the rate is set so generation lasts
-``--gen-s`` (default: the measured serial scoring time, "comparable"). The update is a real DeepSpeed
+``--gen-s``, by default ``--gen-ratio`` x the measured serial scoring time: 1.3, the ratio the issue cites
+(verl users: 180 s of rollout against a 140 s reward stage); ``--gen-ratio 1`` is the hardest case, where
+scoring that is throughput-bound cannot start before the first group is generated, so the tail is at least
+that first wait. The update is a real DeepSpeed
 step of the tiny policy on the step's batch (real rewards and token membership), run once after the
 serial scoring; the streamed step adds its measured duration (``--update-twice`` runs it again).
 
@@ -20,7 +23,8 @@ submitted to a ScoreStream, then the update. Goals (issue 15): scoring tail (las
 scored) <= 10% of the serial scoring time; streamed step <= 1.15 x (max(generation, scoring) + update).
 
 Run: ``python bench/bench_stream.py [--groups 8] [--group-size 8] [--latency-scale 0.25] [--workers N]
-[--gen-s S] [--gen-slots K]`` (defaults finish in under 5 minutes; ``--groups 64`` for the paper's B).
+[--gen-s S | --gen-ratio R] [--gen-slots K]``. Defaults: the paper's step, B=64 x G=8 = 512 responses (about
+8 minutes here); ``--groups 8`` for a quick run, where one long-tailed judge draw is most of the scoring time.
 """
 from __future__ import annotations
 
@@ -216,20 +220,27 @@ def overhead(c: Call) -> float:
 
 
 def time_browser() -> None:
-    """Bench-only instrumentation: the browser's wall time per score call (check_many runs in the calling
-    thread, so a thread-local sum is that call's)."""
+    """Bench-only instrumentation: the browser's wall time per score call, from ``check_each`` (score_batch's
+    call, in the scoring thread) to its last app's verdict; summed when a call checks more than once."""
     from tasks.env.runtime import BrowserRuntime
 
-    orig = BrowserRuntime.check_many
+    orig = BrowserRuntime.check_each
 
     def timed(self, htmls, extras=None):
-        t0 = time.perf_counter()
-        try:
-            return orig(self, htmls, extras)
-        finally:
-            _local.browser_s = getattr(_local, "browser_s", 0.0) + time.perf_counter() - t0
+        t0, ends = time.perf_counter(), []
+        futures = orig(self, htmls, extras)
+        for f in futures:
+            f.add_done_callback(lambda _f: ends.append(time.perf_counter()))
+        if hasattr(_local, "browser"):  # a score call of this bench is timing this thread
+            _local.browser.append((t0, ends, len(futures)))
+        return futures
 
-    BrowserRuntime.check_many = timed  # type: ignore[method-assign]
+    BrowserRuntime.check_each = timed  # type: ignore[method-assign]
+
+
+def browser_s() -> float:
+    """This thread's browser wall time since its last ``_local.browser = []``."""
+    return sum(max(ends) - t0 for t0, ends, n in getattr(_local, "browser", []) if n and len(ends) == n)
 
 
 def make_score_fn(tasks, tokenizer_path: str, provider, env, attribution, calls: list[Call]):
@@ -241,10 +252,10 @@ def make_score_fn(tasks, tokenizer_path: str, provider, env, attribution, calls:
 
     def score_fn(prompts, responses, token_ids, *, query_ids, group_ids, step, rank, offset=0, **_):
         ids = [f"s{step:05d}-r{rank}-{offset + i:04d}" for i in range(len(responses))]
-        _local.browser_s, start = 0.0, time.perf_counter()
+        _local.browser, start = [], time.perf_counter()
         out = score_step(ids, query_ids, responses, token_ids, tasks, tok, provider=provider, env=env,
                          attribution=attribution)
-        calls.append(Call(offset, start, _local.browser_s, out.time_score_s, out.time_attribute_s, time.perf_counter()))
+        calls.append(Call(offset, start, browser_s(), out.time_score_s, out.time_attribute_s, time.perf_counter()))
         info = {"uniform": out.uniform, "passed": out.passed, "tier": out.tier,
                 "judge_failed": [r is None for r in out.rewards], "time_score_s": out.time_score_s,
                 "time_attribute_s": out.time_attribute_s}
@@ -258,9 +269,9 @@ def flow_score_fn(calls: list[Call]):
     from flows.score_rollouts import score_step_flow
 
     def score_fn(prompts, responses, token_ids, **kw):
-        _local.browser_s, start = 0.0, time.perf_counter()
+        _local.browser, start = [], time.perf_counter()
         rewards, membership, info = score_step_flow(prompts, responses, token_ids, **kw)
-        calls.append(Call(kw.get("offset", 0), start, _local.browser_s, info["time_score_s"], info["time_attribute_s"],
+        calls.append(Call(kw.get("offset", 0), start, browser_s(), info["time_score_s"], info["time_attribute_s"],
                           time.perf_counter()))
         return rewards, membership, info
 
@@ -358,7 +369,7 @@ def main() -> int:
 
     env0 = EnvConfig()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--groups", type=int, default=8, help="queries per step (B)")
+    ap.add_argument("--groups", type=int, default=64, help="queries per step (B; the paper's: 64)")
     ap.add_argument("--group-size", type=int, default=8, help="responses per query (G)")
     ap.add_argument("--latency-scale", type=float, default=0.25, help="judge latency factor (median 8 s x this)")
     ap.add_argument("--median-s", type=float, default=8.0)
@@ -367,7 +378,9 @@ def main() -> int:
                     help="ScoreStream workers (default: the trainer's rule, training.stream.stream_workers)")
     ap.add_argument("--judge-concurrency", type=int, default=env0.judge.concurrency)
     ap.add_argument("--browser-concurrency", type=int, default=env0.runtime.concurrency)
-    ap.add_argument("--gen-s", type=float, default=0.0, help="generation time (0: the measured serial scoring time)")
+    ap.add_argument("--gen-s", type=float, default=0.0, help="generation time (0: --gen-ratio x serial scoring)")
+    ap.add_argument("--gen-ratio", type=float, default=1.3,
+                    help="generation / serial scoring time when --gen-s is 0 (1.3: verl's 180 s rollout / 140 s reward)")
     ap.add_argument("--gen-slots", type=int, default=0, help="sequences generated at once (0: a quarter of B x G)")
     ap.add_argument("--per-response", action="store_true",
                     help="submit each response when it is generated (default: each group, as the trainer does)")
@@ -427,7 +440,7 @@ def main() -> int:
         serial_score = time.perf_counter() - t0
         serial_cpu, serial_peak, (serial_call,) = cpu_s() - c0, judge.peak, calls
         upd_serial = update(step, serial)
-        gen_s = args.gen_s or serial_score
+        gen_s = args.gen_s or args.gen_ratio * serial_score
         parts = finish_times(step, slots, gen_s, args.per_response)
         gen_end = max(at for at, _ in parts)
 
