@@ -152,9 +152,11 @@ def clear_stale_baton(build_dir: Path, *, max_build_s: float = BUILD_MAX_S, poll
                     os.unlink(lock)
                 except FileNotFoundError:
                     return ABSENT
-                log.warning("removed %s: a stale torch extension build lock (no process has it open and no rubricrl "
-                            "build holds %s; left by a build that was killed). The op is built again now.",
-                            lock, builder_lock_path(build_dir))
+                evidence = ("no process has it open" if again.holders is not None else
+                            f"nothing in its directory changed for {again.quiet_s:.0f} s, longer than any build")
+                log.warning("removed %s: a stale torch extension build lock (%s, and no rubricrl build holds %s; "
+                            "left by a build that was killed). The op is built or loaded now.",
+                            lock, evidence, builder_lock_path(build_dir))
                 return STALE
             continue
         if verdict != said:
