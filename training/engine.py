@@ -3,7 +3,8 @@
 A torch optimiser (AdamW, or SGD for exact-gradient tests) is built here and handed to
 ``deepspeed.initialize`` so nothing compiles FusedAdam. On CPU the process group is gloo and the
 accelerator is DeepSpeed's CPU accelerator; ``TORCH_EXTENSIONS_DIR`` defaults to a git-ignored
-``.torch_extensions/`` in the repository so the one C++ op DeepSpeed builds on first use is cached.
+``.torch_extensions/`` in the repository so the one C++ op DeepSpeed builds on first use is cached,
+and that op is loaded first under ``training/ext_lock.py``'s guard against a killed build's lock.
 Departure from the paper: it trained with Megatron (D.4); DeepSpeed ZeRO is this project's trainer.
 
 Single process without a launcher works: the rendezvous variables default to a one-rank world.
@@ -19,6 +20,7 @@ import torch
 
 from schemas.config_train import DeepSpeedSection, OptimSection, TrainRLConfig
 from training.config import micro_batches_per_rank
+from training.ext_lock import load_comm_op
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,6 +34,7 @@ def _free_port() -> int:
 def init_distributed(backend: str = "auto") -> tuple[int, int]:
     """Join (or create) the process group; returns ``(rank, world_size)``."""
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(REPO_ROOT / ".torch_extensions"))
+    load_comm_op()  # before DeepSpeed asks for the op: a killed build's lock would hang it forever
     import deepspeed
     import torch.distributed as dist
 
