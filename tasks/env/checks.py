@@ -163,16 +163,11 @@ class _Run:
         while not await watch.passed():
             await asyncio.sleep(self.cfg.poll_ms / 1000)
 
-    async def patient(self, action: Callable[[int], Awaitable[Any]], timeout_ms: int) -> Any:
-        """A Playwright call with a wall timeout (``action(timeout_ms)``), tried again while the page has not had
-        ``timeout_ms`` of its own time: under load its actionability waits (stable frames) take longer."""
-        watch = await self.stopwatch(timeout_ms)
-        while True:
-            try:
-                return await action(timeout_ms)
-            except Exception as e:
-                if type(e).__name__ != "TimeoutError" or await watch.passed():
-                    raise
+    def act_timeout(self, t: int) -> int:
+        """A Playwright action's wall timeout: its waits (visible, stable over two frames, enabled) take longer on a
+        starved page, so it gets ``max_slowdown`` times the step's limit. Never retried: an action that timed out
+        may still have landed (a second click would answer a quiz twice), and a timeout is inconclusive anyway."""
+        return int(t * self.cfg.max_slowdown)
 
     async def poll(self, timeout_ms: int, probe: Callable[[], Awaitable[tuple[bool, Any]]]) -> Any:
         """Re-read until ``probe`` says it holds or time is up; returns the last observation or raises Failed."""
@@ -199,7 +194,7 @@ class _Run:
         import numpy as np
         from PIL import Image
 
-        png = await self.patient(lambda ms: el.screenshot(timeout=ms, animations="allow"), self.cfg.step_timeout_ms)
+        png = await el.screenshot(timeout=self.act_timeout(self.cfg.step_timeout_ms), animations="allow")
         return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
 
     async def number(self, n: Any, t: int) -> float:
@@ -241,8 +236,7 @@ class _Run:
             elif isinstance(s, Press):
                 key = " " if s.key == "Space" else s.key
                 if s.target is not None:
-                    el = await self.find(s.target, t)
-                    await self.patient(lambda ms: el.press(key, timeout=ms), t)
+                    await (await self.find(s.target, t)).press(key, timeout=self.act_timeout(t))
                 else:
                     await p.keyboard.press(key)
             elif isinstance(s, Remember):
@@ -256,18 +250,17 @@ class _Run:
                 await self.drag(s, t)
             else:
                 el = await self.find(s.target, t)
+                at = self.act_timeout(t)
                 if isinstance(s, (Click, DblClick)):
-                    fn, at = el.click if isinstance(s, Click) else el.dblclick, await self.point(el, s.position)
-                    await self.patient(lambda ms: fn(timeout=ms, position=at), t)
+                    fn = el.click if isinstance(s, Click) else el.dblclick
+                    await fn(timeout=at, position=await self.point(el, s.position))
                 elif isinstance(s, Fill):
-                    await self.patient(lambda ms: el.fill(s.value, timeout=ms), t)
-                elif isinstance(s, Select):
-                    try:
-                        await self.patient(lambda ms: el.select_option(label=s.option, timeout=ms), t)
-                    except Exception:
-                        await self.patient(lambda ms: el.select_option(value=s.option, timeout=ms), t)
+                    await el.fill(s.value, timeout=at)
+                elif isinstance(s, Select):  # by label when one matches, else by value: one try, no timed fallback
+                    by_label = await el.evaluate("(e, o) => [...(e.options || [])].some(x => x.label === o)", s.option)
+                    await el.select_option(**({"label": s.option} if by_label else {"value": s.option}), timeout=at)
                 elif isinstance(s, Hover):
-                    await self.patient(lambda ms: el.hover(timeout=ms), t)
+                    await el.hover(timeout=at)
         except (Inconclusive, Failed):
             raise
         except Exception as e:  # not clickable, detached, no such option: the check could not act
