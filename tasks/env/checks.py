@@ -79,7 +79,8 @@ class Stopwatch:
         if wall * 1000 < self.limit_ms:  # the clock is read only once the wall limit is reached
             return None
         now = await page_clock_ms(self.page)
-        page = None if now is None or self.page0 is None else now - self.page0
+        # a clock behind its start belongs to a new document (the app reloaded itself): count from that start
+        page = None if now is None or self.page0 is None else now - self.page0 if now >= self.page0 else now
         return limit_passed(wall, page, self.limit_ms, self.max_slowdown)
 
 
