@@ -16,13 +16,17 @@ class ChecksConfig(BaseModel):
 
     enabled: bool = Field(True, description="Run each item's check after the app loads (needs the browser)")
     step_timeout_ms: int = Field(1500, ge=50, le=MAX_STEP_TIMEOUT_MS,
-                                 description="Limit of a step that gives none: finding its target, or its "
+                                 description="Limit (page time) of a step that gives none: finding its target, or its "
                                              "expectation becoming true (polled)")
     poll_ms: int = Field(50, ge=10, le=1000, description="How often an expectation is re-read until it holds")
     settle_ms: int = Field(300, ge=0, le=5000, description="Wait after the fresh page's load before the first step")
-    check_limit_s: float = Field(12.0, gt=0, description="Wall limit of one check (fresh page, load, all steps)")
-    app_limit_s: float = Field(40.0, gt=0, description="Wall limit of all checks of one app; the rest are "
+    check_limit_s: float = Field(12.0, gt=0, description="Limit (page time) of one check (fresh page, load, all steps)")
+    app_limit_s: float = Field(40.0, gt=0, description="Limit (page time) of all checks of one app; the rest are "
                                                        "inconclusive")
     max_checks: int = Field(16, ge=1, le=64, description="Checks run per app, at most (rubric order)")
+    max_slowdown: float = Field(6.0, ge=1.0, le=50.0,
+                                description="Every limit above is page time (the page's own clock, tasks/env/page.py), "
+                                            "so machine load does not change a verdict; a page starved this many "
+                                            "times over gets no more wall time, and its check is inconclusive")
     random_seed: int = Field(13, description="Math.random is seeded in every check page so a check reads the "
                                              "same app the same way on every run")

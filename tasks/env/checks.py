@@ -13,6 +13,12 @@ Verdicts, per item:
   performed, or the check ran out of time. A check that could not look says nothing about the app,
   so it is never a failure (a false alarm is worse than a miss).
 
+Verdicts must not depend on machine load: every limit (a step's timeout, a ``wait``, the settle time, the
+check and app limits) is *page time*, read from a clock the page keeps itself (``tasks.env.page``'s timer
+beat), so a renderer starved by a busy machine gets the time a quiet one would. A starved page gets at most
+``max_slowdown`` times a limit in wall time; past that, or when the page stops answering, the check is
+inconclusive, never failed.
+
 Run: ``BrowserRuntime(cfg).check_many(htmls, extras=[checks_hook(item_checks, checks_cfg)])``, or
 ``run_item_checks(runtime, html, item_checks)`` for one app; results land in
 ``RuntimeEvidence.check_results``.
@@ -29,7 +35,7 @@ from schemas.checks import (Arith, CanvasChanges, Check, Click, Const, Count, Db
                             Hidden, Hover, Locator, NoError, NumberChanges, NumberRelation, Press, Read, Ref, Remember,
                             Resize, Select, TextChanges, TextMatches, Value, Visible, Wait, step_kind)
 from schemas.config_checks import ChecksConfig
-from tasks.env.page import APP_URL, page_error_record
+from tasks.env.page import APP_URL, PAGE_CLOCK_JS, page_clock_ms, page_error_record
 
 ItemChecks = list[tuple[str, Check]]
 Hook = Callable[[Any, str, Any], Awaitable[None]]
@@ -44,6 +50,38 @@ _OPS = {"eq": lambda a, b, t: abs(a - b) <= t, "ne": lambda a, b, t: abs(a - b) 
 
 class Inconclusive(Exception):
     """The check could not look (nothing found, nothing readable): no verdict on the item."""
+
+
+def limit_passed(wall_s: float, page_ms: float | None, limit_ms: float, max_slowdown: float) -> str | None:
+    """Whether a limit of ``limit_ms`` page time has passed after ``wall_s`` seconds in which the page's clock
+    advanced ``page_ms`` (None: unknown): None (not yet), "page" (the page had its time: a verdict may stand)
+    or "wall" (the page ran slower than ``max_slowdown`` allows: no verdict) (pure)."""
+    if wall_s * 1000 < limit_ms:
+        return None
+    if page_ms is not None and page_ms >= limit_ms:
+        return "page"
+    return "wall" if wall_s * 1000 >= limit_ms * max_slowdown else None
+
+
+class Stopwatch:
+    """Wall and page time since it started, for one limit in one page."""
+
+    def __init__(self, page: Any, limit_ms: float, max_slowdown: float) -> None:
+        self.page, self.limit_ms, self.max_slowdown = page, limit_ms, max_slowdown
+        self.wall0, self.page0 = time.monotonic(), None
+
+    async def start(self) -> "Stopwatch":
+        self.wall0, self.page0 = time.monotonic(), await page_clock_ms(self.page)
+        return self
+
+    async def passed(self) -> str | None:
+        wall = time.monotonic() - self.wall0
+        if wall * 1000 < self.limit_ms:  # the clock is read only once the wall limit is reached
+            return None
+        now = await page_clock_ms(self.page)
+        # a clock behind its start belongs to a new document (the app reloaded itself): count from that start
+        page = None if now is None or self.page0 is None else now - self.page0 if now >= self.page0 else now
+        return limit_passed(wall, page, self.limit_ms, self.max_slowdown)
 
 
 class Failed(Exception):
@@ -107,24 +145,44 @@ class _Run:
     async def find(self, loc: Locator, timeout_ms: int, visible: bool = True) -> Any:
         """The target, waiting up to the step's timeout for it to appear; Inconclusive when it never does."""
         el = self.locator(loc, visible)
-        deadline = time.monotonic() + timeout_ms / 1000
+        watch = await self.stopwatch(timeout_ms)
         while True:
             if await el.count() > 0:
                 self.seen.add(loc.model_dump_json())
                 return el
-            if time.monotonic() >= deadline:
+            if await watch.passed():
                 raise Inconclusive(f"locator found nothing: {loc.describe()}")
             await asyncio.sleep(self.cfg.poll_ms / 1000)
 
+    async def stopwatch(self, limit_ms: float) -> Stopwatch:
+        return await Stopwatch(self.page, limit_ms, self.cfg.max_slowdown).start()
+
+    async def wait(self, ms: float) -> None:
+        """Let ``ms`` of page time pass (a starved page gets more wall time, up to ``max_slowdown`` times)."""
+        watch = await self.stopwatch(ms)
+        await asyncio.sleep(ms / 1000)
+        while not await watch.passed():
+            await asyncio.sleep(self.cfg.poll_ms / 1000)
+
+    def act_timeout(self, t: int) -> int:
+        """A Playwright action's wall timeout: its waits (visible, stable over two frames, enabled) take longer on a
+        starved page, so it gets ``max_slowdown`` times the step's limit. Never retried: an action that timed out
+        may still have landed (a second click would answer a quiz twice), and a timeout is inconclusive anyway."""
+        return int(t * self.cfg.max_slowdown)
+
     async def poll(self, timeout_ms: int, probe: Callable[[], Awaitable[tuple[bool, Any]]]) -> Any:
         """Re-read until ``probe`` says it holds or time is up; returns the last observation or raises Failed."""
-        deadline = time.monotonic() + timeout_ms / 1000
+        watch = await self.stopwatch(timeout_ms)
         while True:
             ok, observed = await probe()
             if ok:
                 return observed
-            if time.monotonic() >= deadline:
+            passed = await watch.passed()
+            if passed == "page":
                 raise Failed("expectation did not hold", observed)
+            if passed == "wall":
+                raise Inconclusive(f"the page ran more than {self.cfg.max_slowdown:g}x slower than its clock allows "
+                                   f"(machine load); last observed {str(observed)[:100]!r}")
             await asyncio.sleep(self.cfg.poll_ms / 1000)
 
     async def text_of(self, el: Any) -> str:
@@ -137,7 +195,7 @@ class _Run:
         import numpy as np
         from PIL import Image
 
-        png = await el.screenshot(timeout=self.cfg.step_timeout_ms, animations="allow")
+        png = await el.screenshot(timeout=self.act_timeout(self.cfg.step_timeout_ms), animations="allow")
         return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
 
     async def number(self, n: Any, t: int) -> float:
@@ -173,13 +231,13 @@ class _Run:
         p = self.page
         try:
             if isinstance(s, Wait):
-                await asyncio.sleep(s.ms / 1000)
+                await self.wait(s.ms)
             elif isinstance(s, Resize):
                 await p.set_viewport_size({"width": s.width, "height": s.height})
             elif isinstance(s, Press):
                 key = " " if s.key == "Space" else s.key
                 if s.target is not None:
-                    await (await self.find(s.target, t)).press(key, timeout=t)
+                    await (await self.find(s.target, t)).press(key, timeout=self.act_timeout(t))
                 else:
                     await p.keyboard.press(key)
             elif isinstance(s, Remember):
@@ -193,18 +251,17 @@ class _Run:
                 await self.drag(s, t)
             else:
                 el = await self.find(s.target, t)
+                at = self.act_timeout(t)
                 if isinstance(s, (Click, DblClick)):
                     fn = el.click if isinstance(s, Click) else el.dblclick
-                    await fn(timeout=t, position=await self.point(el, s.position))
+                    await fn(timeout=at, position=await self.point(el, s.position))
                 elif isinstance(s, Fill):
-                    await el.fill(s.value, timeout=t)
-                elif isinstance(s, Select):
-                    try:
-                        await el.select_option(label=s.option, timeout=t)
-                    except Exception:
-                        await el.select_option(value=s.option, timeout=t)
+                    await el.fill(s.value, timeout=at)
+                elif isinstance(s, Select):  # by label when one matches, else by value: one try, no timed fallback
+                    by_label = await el.evaluate("(e, o) => [...(e.options || [])].some(x => x.label === o)", s.option)
+                    await el.select_option(**({"label": s.option} if by_label else {"value": s.option}), timeout=at)
                 elif isinstance(s, Hover):
-                    await el.hover(timeout=t)
+                    await el.hover(timeout=at)
         except (Inconclusive, Failed):
             raise
         except Exception as e:  # not clickable, detached, no such option: the check could not act
@@ -333,17 +390,44 @@ def matches(page: Any, loc: Locator, visible: bool = True) -> Any:
 async def run_check(context: Any, html: str, item_id: str, check: Check, cfg: ChecksConfig,
                     load_timeout_s: float = 5.0) -> dict[str, Any]:
     """One check in a fresh page of ``context`` (whose routes serve the app); never raises."""
+    return (await _check_in_page(context, html, item_id, check, cfg, load_timeout_s,
+                                 cfg.check_limit_s * cfg.max_slowdown))[0]
+
+
+async def _outlive(task: asyncio.Future, page: Any, limit_s: float, wall_cap_s: float, max_slowdown: float) -> None:
+    """Await ``task`` for ``limit_s`` of the page's time: past that much wall time it goes on while the page's
+    clock still advances (a starved page, not a hung one) and is short of the limit, up to ``wall_cap_s``;
+    else it is cancelled and TimeoutError raised."""
+    wall0, last, wait_s = time.monotonic(), -1.0, min(limit_s, wall_cap_s)
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=max(wait_s, 0.05))
+        if done:
+            return task.result()
+        wall = time.monotonic() - wall0
+        now = await page_clock_ms(page)
+        if (wall >= wall_cap_s or now is None or now <= last
+                or limit_passed(wall, now, limit_s * 1000, max_slowdown) is not None):
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise asyncio.TimeoutError
+        last, wait_s = now, min(max((limit_s * 1000 - now) / 1000, 0.5), wall_cap_s - wall)
+
+
+async def _check_in_page(context: Any, html: str, item_id: str, check: Check, cfg: ChecksConfig,
+                         load_timeout_s: float, wall_cap_s: float) -> tuple[dict[str, Any], float]:
+    """``run_check``, and the page time it used (seconds)."""
     started = time.perf_counter()
     page = await context.new_page()
     run = _Run(page, html, cfg)
     page.on("pageerror", lambda exc: run.errors.append(page_error_record(
         html, getattr(exc, "name", "Error"), getattr(exc, "message", str(exc)), getattr(exc, "stack", "") or "")))
-    state = {"step": None}
+    state: dict[str, Any] = {"step": None, "page_ms": 0.0}
 
     async def steps() -> None:
-        await page.add_init_script(_SEED_JS % cfg.random_seed)
-        await page.goto(APP_URL, wait_until="load", timeout=load_timeout_s * 1000)
-        await asyncio.sleep(cfg.settle_ms / 1000)
+        await page.add_init_script(_SEED_JS % cfg.random_seed + PAGE_CLOCK_JS)
+        # the runtime has loaded this app already: a slow load here is the machine's, not the app's
+        await page.goto(APP_URL, wait_until="load", timeout=load_timeout_s * cfg.max_slowdown * 1000)
+        await run.wait(cfg.settle_ms)
         for i, s in enumerate(check.steps):
             state["step"] = i
             t = s.timeout_ms or cfg.step_timeout_ms
@@ -355,7 +439,7 @@ async def run_check(context: Any, html: str, item_id: str, check: Check, cfg: Ch
                              errors=run.errors, duration_s=time.perf_counter() - started, **kw)
 
     try:
-        await asyncio.wait_for(steps(), cfg.check_limit_s)
+        await _outlive(asyncio.ensure_future(steps()), page, cfg.check_limit_s, wall_cap_s, cfg.max_slowdown)
         state["step"] = None
         out = rec("passed")
     except Failed as f:
@@ -363,33 +447,39 @@ async def run_check(context: Any, html: str, item_id: str, check: Check, cfg: Ch
     except Inconclusive as e:
         out = rec("inconclusive", reason=str(e))
     except asyncio.TimeoutError:
-        out = rec("inconclusive", reason=f"check time limit of {cfg.check_limit_s}s reached")
+        out = rec("inconclusive", reason=f"check time limit of {cfg.check_limit_s:g}s (page time) reached")
     except Exception as e:  # page crashed or closed under the check: no verdict
         out = rec("inconclusive", reason=f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
     finally:
+        used = await page_clock_ms(page)
         try:
             await asyncio.wait_for(page.close(), 5)
         except Exception:
             pass
-    return out
+    # a page that stopped answering spent its whole wall time
+    return out, (used / 1000 if used is not None else time.perf_counter() - started)
 
 
 async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksConfig,
                      load_timeout_s: float = 5.0) -> list[dict[str, Any]]:
-    """Every check of one app, one after another (pages of one app share its renderer), within the
-    app's wall limit; checks past it or past ``max_checks`` are inconclusive."""
+    """Every check of one app, one after another (pages of one app share its renderer), within the app's
+    limit of page time (``app_limit_s``; ``max_slowdown`` times it in wall time); checks past it or past
+    ``max_checks`` are inconclusive."""
     out: list[dict[str, Any]] = []
-    deadline = time.monotonic() + cfg.app_limit_s
+    wall_deadline, page_used = time.monotonic() + cfg.app_limit_s * cfg.max_slowdown, 0.0
     for n, (item_id, check) in enumerate(checks):
         if n >= cfg.max_checks:
             out.append(result_record(item_id, "inconclusive", reason=f"not run: more than {cfg.max_checks} checks"))
             continue
-        left = deadline - time.monotonic()
-        if left <= 0.5:
+        left, wall_left = cfg.app_limit_s - page_used, wall_deadline - time.monotonic()
+        if left <= 0.5 or wall_left <= 0.5:
             out.append(result_record(item_id, "inconclusive", reason=f"not run: app limit of {cfg.app_limit_s}s spent"))
             continue
         limited = cfg.model_copy(update={"check_limit_s": min(cfg.check_limit_s, left)})
-        out.append(await run_check(context, html, item_id, check, limited, load_timeout_s))
+        rec, used = await _check_in_page(context, html, item_id, check, limited, load_timeout_s,
+                                         min(limited.check_limit_s * cfg.max_slowdown, wall_left))
+        out.append(rec)
+        page_used += used
     return out
 
 
