@@ -24,7 +24,7 @@ scored) <= 10% of the serial scoring time; streamed step <= 1.15 x (max(generati
 
 Run: ``python bench/bench_stream.py [--groups 8] [--group-size 8] [--latency-scale 0.25] [--workers N]
 [--gen-s S | --gen-ratio R] [--gen-slots K]``. Defaults: the paper's step, B=64 x G=8 = 512 responses (about
-8 minutes here); ``--groups 8`` for a quick run, where one long-tailed judge draw is most of the scoring time.
+4 minutes here); ``--groups 8`` for a quick run, where one long-tailed judge draw is most of the scoring time.
 """
 from __future__ import annotations
 
