@@ -16,6 +16,8 @@ scoring that is throughput-bound cannot start before the first group is generate
 that first wait. The update is a real DeepSpeed
 step of the tiny policy on the step's batch (real rewards and token membership), run once after the
 serial scoring; the streamed step adds its measured duration (``--update-twice`` runs it again).
+``--off-policy-steps N`` (N >= 3) then replays N more steps of the one-step-off-policy loop (fresh batches,
+so fresh judge draws): step period and the tail left exposed once the next batch's generation hides the rest.
 
 Serial step = generation + one score call + update (the phases do not overlap, so generation is not
 slept through: its replayed time is added). Streamed step = the replay with each finished group
@@ -330,12 +332,9 @@ class Update:
         return time.perf_counter() - t0
 
 
-def run_streamed(step: Step, score_fn, tok, parts: list[tuple[float, list[int]]], workers: int, calls: list[Call],
-                 ctx: dict[str, Any]):
-    """Replay generation (each part submitted when it is generated) into a real ScoreStream."""
-    from training.stream import ScoreStream, reorder
-
-    stream = ScoreStream(score_fn, tok, ctx, workers=workers)
+def replay(step: Step, stream, parts: list[tuple[float, list[int]]]) -> float:
+    """Replay generation into ``stream``: each part submitted when it is generated (from the stream's start);
+    the seconds ``submit`` blocked (back-pressure)."""
     t0, blocked = stream.t_start, 0.0
     for k in sorted(range(len(parts)), key=lambda k: parts[k][0]):
         at, idx = parts[k]
@@ -345,10 +344,50 @@ def run_streamed(step: Step, score_fn, tok, parts: list[tuple[float, list[int]]]
                       part=k, offset=idx[0])  # as the trainer: ids and order do not depend on who finished first
         blocked += time.perf_counter() - b0
     stream.generation_done()
+    return blocked
+
+
+def run_streamed(step: Step, score_fn, tok, parts: list[tuple[float, list[int]]], workers: int, calls: list[Call],
+                 ctx: dict[str, Any]):
+    """Replay generation into a real ScoreStream and wait for its scores."""
+    from training.stream import ScoreStream, reorder
+
+    stream = ScoreStream(score_fn, tok, ctx, workers=workers)
+    blocked = replay(step, stream, parts)
     scored, timing = stream.finish()
     done = time.perf_counter()
-    return reorder(scored, stream.offsets()), timing, {"t0": t0, "done": done, "blocked_s": blocked, "gen_end": t0 + max(at for at, _ in parts),
+    return reorder(scored, stream.offsets()), timing, {"t0": stream.t_start, "done": done, "blocked_s": blocked,
+                                                     "gen_end": stream.t_start + max(at for at, _ in parts),
                                                      "last_scored": max(c.end for c in calls)}
+
+
+def run_off_policy(steps: list[Step], parts: list[list[tuple[float, list[int]]]], score_fn, tok, workers: int,
+                   ctx: dict[str, Any], update_s: float) -> list[dict[str, float]]:
+    """The trainer's one-step-off-policy loop (``Trainer.step`` with ``train.rollout.off_policy``): batch k+1 is
+    generated right after batch k, while k's scores come in; then k's scores are awaited and k's update runs
+    (its measured duration, slept: on the GPU an update does not take the scorers' CPU). Per step: ``period``
+    (previous update's end to this one's), ``exposed`` (the wait for this batch's scores after the next batch
+    was generated: the tail generation did not hide) and the stream's own tail."""
+    from training.stream import ScoreStream
+
+    def generate(k: int):
+        stream = ScoreStream(score_fn, tok, {**ctx, "step": ctx["step"] + k}, workers=workers)
+        replay(steps[k], stream, parts[k])
+        return stream
+
+    rows, t_prev, pending = [], time.perf_counter(), None
+    for k in range(len(steps)):
+        stream = pending if pending is not None else generate(k)
+        pending = generate(k + 1) if k + 1 < len(steps) else None
+        w0 = time.perf_counter()
+        scored, timing = stream.finish()
+        exposed = time.perf_counter() - w0
+        time.sleep(update_s)
+        now = time.perf_counter()
+        rows.append({"period": now - t_prev, "exposed": exposed, "tail": timing["score_tail_s"],
+                     "missing": sum(r is None for r in scored.rewards)})
+        t_prev = now
+    return rows
 
 
 def cpu_s() -> float:
@@ -387,6 +426,9 @@ def main() -> int:
     ap.add_argument("--scorer", choices=["direct", "flow"], default="direct",
                     help="direct: score_step in a score_fn; flow: the score-step Prefect flow (train-rl's scorer)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--off-policy-steps", type=int, default=0,
+                    help="also run this many steps (>= 3) of the one-step-off-policy loop on fresh batches: steady-state "
+                         "step period and the tail left exposed (0: skip)")
     ap.add_argument("--update-twice", action="store_true",
                     help="run the real update after the streamed scoring too (default: its measured duration)")
     args = ap.parse_args()
@@ -451,6 +493,16 @@ def main() -> int:
         streamed, timing, mark = run_streamed(step, score_fn, tok, parts, args.workers, calls, {**base, "step": 2})
         stream_cpu, stream_peak = cpu_s() - c0, judge.peak
         upd_stream = update(step, streamed, run=args.update_twice)
+        op_rows: list[dict[str, float]] = []
+        if args.off_policy_steps:
+            if args.off_policy_steps < 3:
+                raise SystemExit("--off-policy-steps needs at least 3 steps: the first generates two batches and "
+                                 "the last none, so only the steps between show the steady state")
+            op_steps = [build_step(pool, tok, cfg, args.groups, args.group_size, args.seed, 3 + k)
+                        for k in range(args.off_policy_steps)]
+            op_parts = [finish_times(s, slots, gen_s, args.per_response) for s in op_steps]
+            op_rows = run_off_policy(op_steps, op_parts, score_fn, tok, args.workers, {**base, "step": 3},
+                                     upd_serial if upd_stream is None else upd_stream)
         judge.api.stop()
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -511,6 +563,19 @@ def main() -> int:
     row(f"goal tail <= 10% of serial scoring: {'PASS' if ok_tail else 'FAIL'} ({100 * tail / serial_score:.1f}%)")
     row(f"goal streamed <= 1.15 x (max(gen, scoring) + update) = {bound:.2f} s: "
         f"{'PASS' if ok_step else 'FAIL'} ({streamed_step:.2f} s, {streamed_step / (bound / 1.15):.3f} x)")
+    if op_rows:
+        steady = op_rows[1:-1]  # the first step generates two batches, the last one none
+        for k, r in enumerate(op_rows):
+            row(f"off-policy step {k}: period {r['period']:7.2f} s, exposed tail {r['exposed']:6.2f} s (the stream's "
+                f"tail {r['tail']:.2f} s, the rest hidden behind the next batch's generation), missing rewards {int(r['missing'])}"
+                + ("" if 0 < k < len(op_rows) - 1 else "  (not steady state)"))
+        worst_exposed, worst_period = max(r["exposed"] for r in steady), max(r["period"] for r in steady)
+        row(f"goal (off-policy) exposed tail <= 10% of serial scoring: "
+            f"{'PASS' if worst_exposed <= 0.10 * serial_score else 'FAIL'} (worst steady step {worst_exposed:.2f} s, "
+            f"{100 * worst_exposed / serial_score:.1f}%)")
+        row(f"goal (off-policy) step period <= 1.15 x (max(gen, scoring) + update) = {bound:.2f} s: "
+            f"{'PASS' if worst_period <= bound else 'FAIL'} (worst steady step {worst_period:.2f} s, "
+            f"{worst_period / (bound / 1.15):.3f} x)")
     print(f"load: {load}")
     return 0
 
