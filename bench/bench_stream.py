@@ -491,6 +491,7 @@ def main() -> int:
         calls.clear()
         c0 = cpu_s()
         streamed, timing, mark = run_streamed(step, score_fn, tok, parts, args.workers, calls, {**base, "step": 2})
+        stream_calls = list(calls)  # the streamed arm's own calls (the off-policy arm adds more)
         stream_cpu, stream_peak = cpu_s() - c0, judge.peak
         upd_stream = update(step, streamed, run=args.update_twice)
         op_rows: list[dict[str, float]] = []
@@ -548,9 +549,9 @@ def main() -> int:
     row(f"where the time goes, serial call: browser {sc.browser_s:.2f} s, judge + gates {sc.score_s - sc.browser_s:.2f} "
         f"s, attribution {sc.attribute_s:.2f} s, outside score_step {overhead(sc):.2f} s")
     part_at = {idx[0]: (at, idx) for at, idx in parts}
-    per = [(c, part_at[c.offset][0]) for c in calls]
+    per = [(c, part_at[c.offset][0]) for c in stream_calls]
     t0s = mark["t0"]
-    row(f"  streamed calls ({len(calls)}): mean browser {statistics.mean(c.browser_s for c, _ in per):.2f} s, mean judge "
+    row(f"  streamed calls ({len(stream_calls)}): mean browser {statistics.mean(c.browser_s for c, _ in per):.2f} s, mean judge "
         f"+ gates {statistics.mean(c.score_s - c.browser_s for c, _ in per):.2f} s, mean wait for a worker "
         f"{statistics.mean(c.start - t0s - a for c, a in per):.2f} s, mean outside score_step "
         f"{statistics.mean(overhead(c) for c, _ in per):.2f} s")
