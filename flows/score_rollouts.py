@@ -193,12 +193,11 @@ def score_step_flow(prompts: list[str], responses: list[str], token_ids: list[li
     info = {"uniform": out.uniform, "passed": out.passed, "tier": out.tier,
             "judge_failed": [r is None for r in out.rewards], "time_score_s": out.time_score_s,
             "time_attribute_s": out.time_attribute_s}
-    late = None if deadline is None else time.time() - deadline
-    if late is not None and late > 0:
+    if deadline is not None and time.time() > deadline:
         get_run_logger().warning(
             "score part %s of step %d (responses %d-%d) finished %.0f s after the trainer stopped waiting "
             "(train.rollout.score_timeout_s): its rewards were counted missing, so its records are dropped",
-            part, step, offset, offset + len(responses) - 1, late)
+            part, step, offset, offset + len(responses) - 1, time.time() - deadline)
         return out.rewards, [m.tolist() for m in out.membership], info
     records = Path(out_dir) / RUN_RECORDS
     for name, table in (("judgments", out.judgments), ("rewards", out.rewards_table),

@@ -14,7 +14,8 @@ score_fn contract::
 
 prompts: the expanded queries; responses: decoded response texts; token_ids: generated ids (the
 stop token included when produced); ctx: ``query_ids``, ``group_ids``, ``step``, ``rank``,
-``model_path``, ``out_dir`` (the run folder; the train-rl flow's scorer reads the run's config there).
+``model_path``, ``out_dir`` (the run folder; the train-rl flow's scorer reads the run's config there); when
+streamed, also ``part``, ``offset`` and, with a score timeout, ``deadline`` (see ``training/stream.py``).
 rewards[i]: float, or None for a missing reward (the response is dropped).
 membership[i]: one membership code per token id (ints: ``tasks.attribution.weights`` OTHER,
 CONTEXT, DIRECT); the trainer turns them into weights, since it computes the advantages. info (all optional,
