@@ -10,6 +10,9 @@ Formats read by ``tasks/queries/ingest.py`` (JSONL, one object per line):
 - WebGen-Bench: ``id``, ``instruction``, ``Category`` (``{"primary_category", "subcategories"}`` or a
   string), ``application_type``, ``ui_instruct``: ``[{"task", "expected_result", "task_category"}]``;
   each test case becomes one given item (requirement = task, verification = expected_result).
+- InteractScience: ``id``, ``question`` (the benchmark's HTML implementation plan: sections, the
+  components by id and type with their defaults), ``discipline``, ``difficulty``,
+  ``theorem or principle``; ``snapshot_checklists`` belong to its screenshot protocol and give no items.
 - generic: ``id``, ``query``, optional ``checklist`` (strings, or objects with ``requirement`` and
   optional ``verification``), ``domain``, ``difficulty``, ``category``.
 """
@@ -21,7 +24,7 @@ import pyarrow as pa
 from schemas.validation import FrameSuite, exploded, rows, suite
 
 GIVEN_MODULE = "given"  # source_module of a rubric item copied from the benchmark, not derived by the model
-BENCHMARK_FORMATS = ("webgen-bench", "generic")
+BENCHMARK_FORMATS = ("webgen-bench", "interactscience", "generic")
 
 GIVEN_ITEM = pa.struct([pa.field("requirement", pa.string()), pa.field("verification", pa.string())])
 BENCHMARK_SCHEMA = pa.schema([

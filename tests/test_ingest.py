@@ -56,3 +56,18 @@ def test_generic_format_keeps_its_labels_and_only_our_domains_reach_queries():
         {"requirement": "Start begins counting time.", "verification": None},
         {"requirement": "Lap adds the current time to a list.", "verification": "Click lap twice: two rows appear."}]
     assert b["ext-g3"]["given_items"] == []
+
+
+def test_interactscience_plans_are_queries_and_their_snapshot_checklists_give_no_items(tmp_path):
+    f = tmp_path / "interactscience.jsonl"
+    plan = "### 1. Page Content Structure\nA slider `#shift-slider` (default 12) sets the shift."
+    f.write_text(json.dumps({"id": "AdditiveCipher", "theorem or principle": "Caesar cipher", "discipline": "Mathematics",
+                             "difficulty": "easy", "question": plan, "lm_system_prompt": "You are ...",
+                             "snapshot_checklists": [{"screenshot_id": "1", "checklist": ["The slider shows 12."]}]})
+                 + "\n" + json.dumps({"id": "Broken", "discipline": "Physics", "question": ""}) + "\n")
+    got = ingest_jsonl(f)
+    assert [e.line for e in got.errors] == [2] and "'question' (InteractScience)" in str(got.errors[0])
+    q, b = got.queries.to_pylist()[0], got.benchmark.to_pylist()[0]
+    assert q["query_id"] == "ext-AdditiveCipher" and q["text"] == plan and q["difficulty"] == "easy"
+    assert q["title"] == "Caesar cipher" and q["domain"] is None  # "Mathematics" is not one of our domains
+    assert b["format"] == "interactscience" and b["domain"] == "Mathematics" and b["given_items"] == []

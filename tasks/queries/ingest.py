@@ -1,8 +1,9 @@
 """Ingest an external query set (JSONL) into the ``queries`` stage and the ``benchmark_queries`` stage.
 
-Two formats, told apart line by line (``schemas/benchmark.py`` documents both): WebGen-Bench
-(``instruction`` + ``ui_instruct`` test cases) and the generic one (``query`` + optional
-``checklist``, ``domain``, ``difficulty``). A benchmark's given checklist items are kept in
+Three formats, told apart line by line (``schemas/benchmark.py`` documents them): WebGen-Bench
+(``instruction`` + ``ui_instruct`` test cases), InteractScience (``question``: an implementation plan,
+plus ``discipline`` and ``difficulty``) and the generic one (``query`` + optional ``checklist``,
+``domain``, ``difficulty``). A benchmark's given checklist items are kept in
 ``benchmark_queries`` and become rubric items in build-rubrics. A benchmark's domain or difficulty
 reaches the ``queries`` stage only when it is one of ours (``schemas/queries.py``); its own labels
 stay in ``benchmark_queries`` either way.
@@ -22,7 +23,7 @@ import pyarrow as pa
 from schemas.benchmark import BENCHMARK_SCHEMA
 from schemas.queries import DIFFICULTIES, DOMAINS, QUERIES_SCHEMA
 
-TEXT_FIELDS = ("instruction", "query", "text")  # the request, in the first of these a line has
+TEXT_FIELDS = ("instruction", "question", "query", "text")  # the request, in the first of these a line has
 
 
 @dataclass
@@ -78,27 +79,41 @@ def _checklist_items(items: Any) -> list[dict[str, str | None]]:
     return out
 
 
+def line_format(obj: dict[str, Any]) -> str:
+    """Which of ``BENCHMARK_FORMATS`` a line is written in (by the fields it has)."""
+    if "instruction" in obj or "ui_instruct" in obj:
+        return "webgen-bench"
+    if "question" in obj and ("discipline" in obj or "snapshot_checklists" in obj):
+        return "interactscience"
+    return "generic"
+
+
 def parse_line(obj: dict[str, Any], n: int, source: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(queries row, benchmark_queries row) of one JSON object; ``LineError`` names what is wrong."""
     text = next((obj[k] for k in TEXT_FIELDS if isinstance(obj.get(k), str) and obj[k].strip()), None)
     if text is None:
-        raise LineError("no non-empty 'instruction' (WebGen-Bench) or 'query' (generic) field")
-    webgen = "instruction" in obj or "ui_instruct" in obj
-    if webgen:
-        given = _webgen_items(obj.get("ui_instruct", []))
-    else:
-        given = _checklist_items(obj.get("checklist", []))
+        raise LineError("no non-empty 'instruction' (WebGen-Bench), 'question' (InteractScience) or 'query' "
+                        "(generic) field")
+    fmt = line_format(obj)
+    webgen = fmt == "webgen-bench"
+    # InteractScience's snapshot checklists describe screenshots taken after its own scripted actions: they are
+    # the benchmark's visual protocol, not rubric items, so no given items come from them.
+    given = _webgen_items(obj.get("ui_instruct", [])) if webgen else \
+        [] if fmt == "interactscience" else _checklist_items(obj.get("checklist", []))
     raw_id = obj.get("id", f"line{n}")
     qid = f"ext-{raw_id}"
-    category = _label(obj.get("Category") if webgen else obj.get("category"))
-    domain, difficulty = _label(obj.get("domain")), _label(obj.get("difficulty"))
-    title = obj.get("application_type") or category or text.strip().split(".")[0][:80]
+    category = _label(obj.get("Category") if webgen else obj.get("discipline") if fmt == "interactscience"
+                      else obj.get("category"))
+    domain = _label(obj.get("discipline") if fmt == "interactscience" else obj.get("domain"))
+    difficulty = _label(obj.get("difficulty"))
+    title = obj.get("application_type") or obj.get("theorem or principle") or category or \
+        text.strip().split(".")[0][:80]
     query = {"query_id": qid, "text": text.strip(), "title": str(title)[:120], "capability_ids": [],
              "category_ids": [], "persona_id": None, "domain": domain if domain in DOMAINS else None,
              "difficulty": difficulty if difficulty in DIFFICULTIES else None, "source": source,
              "provider": "external", "model": None, "prompt_version": None, "candidate_index": None}
     bench = {"query_id": qid, "benchmark": source.removeprefix("external:"),
-             "format": "webgen-bench" if webgen else "generic", "external_id": str(raw_id), "category": category,
+             "format": fmt, "external_id": str(raw_id), "category": category,
              "application_type": _label(obj.get("application_type")), "domain": domain, "difficulty": difficulty,
              "given_items": given}
     return query, bench
@@ -108,7 +123,7 @@ def ingest_jsonl(path: Path) -> Ingested:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"query file {path} does not exist; pass a JSONL file with an 'instruction' "
-                                "(WebGen-Bench) or 'query' (generic) field per line")
+                                "(WebGen-Bench), 'question' (InteractScience) or 'query' (generic) field per line")
     queries, bench, errors, seen = [], [], [], set()
     source = f"external:{path.name}"
     with path.open(encoding="utf-8", errors="replace") as f:

@@ -1,0 +1,101 @@
+"""The InteractScience corpus as benches use it: real LLM-written apps with labels nobody here wrote.
+
+InteractScience (open-compass/InteractScience, Apache-2.0) gives per task an HTML implementation plan
+(``data/interactscience.jsonl``), each model's answer (``eval/interactscience_lm_<model>.jsonl``) and the
+results of the benchmark's own Playwright functional tests (``results/lm_results/PFT_test_results/
+<model>_component_results.json``). The label of an app is the share of its PFT tests that passed.
+
+Development split: tasks whose id starts with A to M (``DEV_FIRST``..``DEV_LAST``); the others are kept for
+an independent measurement and no bench reads them unless asked (``--split holdout``).
+
+Nothing of the benchmark is committed: a bench is given the path of a local copy of the repository
+(``--corpus DIR`` or ``RUBRICRL_INTERACTSCIENCE``), and this module writes the user's inputs from it: a
+JSONL file for ``rubricrl ingest`` and one response folder per model (``<query_id>.txt``).
+
+Run: ``c = load(Path(dir)); c.write_queries(path); c.write_responses(model, folder); c.labels(model)``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import _safe  # noqa: F401 - the repo on sys.path, no paid call by accident
+
+from tasks.evaluation.playwright_report import pass_share, spec_outcomes, spec_task_id
+
+DEV_FIRST, DEV_LAST = "A", "M"
+ENV_VAR = "RUBRICRL_INTERACTSCIENCE"
+# The models whose answers and PFT results are both in the public snapshot.
+LABELLED_MODELS = ("Qwen2.5-Coder-32B-Instruct", "Qwen3-8B-Base", "gpt-oss-20b")
+
+
+def in_split(task_id: str, split: str) -> bool:
+    dev = DEV_FIRST <= task_id[:1].upper() <= DEV_LAST
+    return dev if split == "dev" else not dev if split == "holdout" else split == "all"
+
+
+def query_id(task_id: str) -> str:
+    """The ``queries`` stage id ``rubricrl ingest`` gives the task (``ext-<id>``)."""
+    return f"ext-{task_id}"
+
+
+@dataclass
+class Corpus:
+    root: Path
+    split: str = "dev"
+    tasks: dict[str, dict] = field(default_factory=dict)  # task id -> the data line
+
+    def answers(self, model: str) -> dict[str, str]:
+        """task id -> the model's raw answer (markdown with an html block, as it was generated)."""
+        path = self.root / "eval" / f"interactscience_lm_{model}.jsonl"
+        out = {}
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                obj = json.loads(line)
+                if obj.get("id") in self.tasks and isinstance(obj.get("answer"), str):
+                    out[obj["id"]] = obj["answer"]
+        return out
+
+    def outcomes(self, model: str) -> dict[str, list]:
+        """task id -> the published PFT outcomes of the model's app (``TestOutcome`` list)."""
+        path = self.root / "results" / "lm_results" / "PFT_test_results" / f"{model}_component_results.json"
+        report = spec_outcomes(json.loads(path.read_text(encoding="utf-8")))
+        return {spec_task_id(f): tests for f, tests in report.items() if spec_task_id(f) in self.tasks}
+
+    def labels(self, model: str) -> dict[str, float]:
+        """query id -> share of the app's PFT tests that passed."""
+        return {query_id(t): s for t, tests in self.outcomes(model).items() if (s := pass_share(tests)) is not None}
+
+    def write_queries(self, path: Path, limit: int | None = None) -> list[str]:
+        """The split's tasks as an InteractScience JSONL file for ``rubricrl ingest``; returns the task ids."""
+        ids = sorted(self.tasks)[:limit]
+        path.write_text("".join(json.dumps(self.tasks[t]) + "\n" for t in ids), encoding="utf-8")
+        return ids
+
+    def write_responses(self, model: str, folder: Path, ids: list[str] | None = None) -> int:
+        """One ``<query_id>.txt`` per answered task (an evaluate response folder); returns the count."""
+        folder.mkdir(parents=True, exist_ok=True)
+        n = 0
+        for t, answer in self.answers(model).items():
+            if ids is None or t in ids:
+                (folder / f"{query_id(t)}.txt").write_text(answer, encoding="utf-8")
+                n += 1
+        return n
+
+
+def load(root: Path | str | None = None, split: str = "dev") -> Corpus:
+    """The corpus at ``root`` (or ``$RUBRICRL_INTERACTSCIENCE``), restricted to ``split`` (dev | holdout | all)."""
+    root = Path(root or os.environ.get(ENV_VAR) or "")
+    data = root / "data" / "interactscience.jsonl"
+    if not data.is_file():
+        raise SystemExit(f"no InteractScience copy at {root!s}: pass --corpus DIR (or set {ENV_VAR}) to a local copy "
+                         "of github.com/open-compass/InteractScience holding data/interactscience.jsonl")
+    tasks = {}
+    for line in data.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            obj = json.loads(line)
+            if in_split(obj["id"], split):
+                tasks[obj["id"]] = obj
+    return Corpus(root, split, tasks)
