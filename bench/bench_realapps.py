@@ -1,0 +1,147 @@
+"""Benchmark of the embedded (offline) environment on real apps nobody here wrote: InteractScience.
+
+The user's route, with no API key, as a newcomer types it: ``rubricrl ingest`` of the benchmark's plans,
+``rubricrl run --only build-rubrics``, then ``rubricrl run --only evaluate`` with one response folder per
+model (the models' published answers). Each app's label is the share of the benchmark's own Playwright
+functional tests (PFT) it passed, as the benchmark's authors published them (``bench/interactscience.py``).
+
+Prints, per model and over all apps: pairwise agreement within a task between our reward and the label
+(label ties skipped, reward ties count as misses), Spearman over all apps, the mean reward of apps passing
+no PFT test and of apps passing at least 80%, tiers, items per query, and seconds per step and per app;
+the goals as PASS/FAIL with ``uptime``. Asserts nothing.
+
+Needs a local copy of github.com/open-compass/InteractScience (``--corpus DIR`` or
+``RUBRICRL_INTERACTSCIENCE``); development split only (task ids A to M) unless ``--split`` says otherwise.
+
+Run: ``.venv/bin/python bench/bench_realapps.py --corpus DIR [--limit 20] [--models gpt-oss-20b ...] [--keep DIR]``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+import interactscience as corpus  # noqa: E402 - imports _safe first: the repo on sys.path, no paid call
+
+from tasks.evaluation.agreement import pairwise_within, spearman  # noqa: E402
+
+GOALS = {"pairwise": 0.75, "spearman": 0.6, "reward_pass_none_max": 0.3, "reward_pass_80_min": 0.7, "s_per_app_max": 3.0}
+
+
+def rubricrl(data: Path, *args: str) -> float:
+    """Run the CLI as a user would (its own process, the data directory in the environment); seconds taken."""
+    env = {**os.environ, "RUBRICRL_DATA_DIR": str(data), "PYTHONPATH": str(REPO)}
+    started = time.perf_counter()
+    proc = subprocess.run([str(REPO / ".venv" / "bin" / "rubricrl"), *args], env=env, cwd=REPO,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"rubricrl {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return time.perf_counter() - started
+
+
+def stage_rows(data: Path, stage: str) -> list[dict]:
+    from tasks.stages.store import StageStore
+
+    return StageStore(data).read(stage).to_pylist()
+
+
+def figures(apps: list[tuple[str, float | None, float | None]]) -> dict:
+    """apps: (query id, reward, label) -> the agreement figures and the mean rewards at both label ends."""
+    agree = pairwise_within(apps)
+    none = [r for _, r, lab in apps if r is not None and lab == 0.0]
+    good = [r for _, r, lab in apps if r is not None and lab is not None and lab >= 0.8]
+    mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
+    return {"apps": len(apps), "pairwise": agree.rate, "pairs": agree.pairs, "reward_ties": agree.reward_ties,
+            "spearman": spearman([a[1] for a in apps], [a[2] for a in apps]),
+            "reward_pass_none": mean(none), "n_pass_none": len(none),
+            "reward_pass_80": mean(good), "n_pass_80": len(good),
+            "missing": sum(1 for a in apps if a[1] is None)}
+
+
+def fmt(v: object) -> str:
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default=None, help=f"local copy of InteractScience (or ${corpus.ENV_VAR})")
+    ap.add_argument("--split", default="dev", choices=["dev", "holdout", "all"])
+    ap.add_argument("--limit", type=int, default=None, help="the first N tasks of the split (sorted by id)")
+    ap.add_argument("--models", nargs="*", default=list(corpus.LABELLED_MODELS))
+    ap.add_argument("--keep", default=None, help="data directory to use and keep (default: a temporary one)")
+    ap.add_argument("--set", action="append", default=[], help="extra --set for build-rubrics and evaluate")
+    args = ap.parse_args()
+    if not (args.corpus or os.environ.get(corpus.ENV_VAR)):
+        print(f"bench_realapps: skipped; give --corpus DIR (or ${corpus.ENV_VAR}), a local copy of "
+              "github.com/open-compass/InteractScience")
+        return
+    c = corpus.load(args.corpus, args.split)
+    data = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-realapps-"))
+    data.mkdir(parents=True, exist_ok=True)
+    work = data.parent / f"{data.name}-inputs"
+    work.mkdir(exist_ok=True)
+    ids = c.write_queries(work / "interactscience.jsonl", args.limit)
+    folders = []
+    for m in args.models:
+        folder = work / "responses" / m
+        c.write_responses(m, folder, ids)
+        folders.append(str(folder))
+    sets = [x for s in args.set for x in ("--set", s)]
+    t_ingest = rubricrl(data, "ingest", str(work / "interactscience.jsonl"))
+    t_rubrics = rubricrl(data, "run", "--only", "build-rubrics", *sets)
+    t_eval = rubricrl(data, "run", "--only", "evaluate", "--set", f"evaluation.models={json.dumps(folders)}",
+                      "--set", "evaluation.benchmark=ingested", "--set", "evaluation.runs=1", *sets)
+
+    items = stage_rows(data, "rubric_items")
+    rows = stage_rows(data, "eval_results")
+    per_query = Counter(i["query_id"] for i in items)
+    labels = {m: c.labels(m) for m in args.models}
+    by_label = {Path(f).name: m for f, m in zip(folders, args.models)}
+    apps_of: dict[str, list] = {}
+    tiers: Counter = Counter()
+    for r in rows:
+        m = by_label.get(r["model"], r["model"])
+        apps_of.setdefault(m, []).append((r["query_id"], r["reward"], labels.get(m, {}).get(r["query_id"])))
+        tiers[r["tier"]] += 1
+    n_apps = len(rows)
+    print(f"InteractScience {args.split}: {len(ids)} tasks x {len(args.models)} models = {n_apps} apps; data {data}")
+    print(f"uptime: {os.popen('uptime').read().strip()}")
+    print(f"time: ingest {t_ingest:.1f} s, build-rubrics {t_rubrics:.1f} s, evaluate {t_eval:.1f} s "
+          f"({t_eval / max(n_apps, 1):.2f} s per app)")
+    print(f"rubric items per query: mean {sum(per_query.values()) / max(len(per_query), 1):.1f}, "
+          f"min {min(per_query.values(), default=0)}, max {max(per_query.values(), default=0)}")
+    print("tiers: " + ", ".join(f"{t} {n}" for t, n in tiers.most_common()))
+    header = ["model", "apps", "pairwise", "pairs", "reward_ties", "spearman", "reward_pass_none", "n_pass_none",
+              "reward_pass_80", "n_pass_80", "missing"]
+    print(" | ".join(header))
+    every = []
+    for m, apps in apps_of.items():
+        f = figures(apps)
+        every += [(f"{m}/{q}", r, lab) for q, r, lab in apps]
+        print(" | ".join([m] + [fmt(f[h]) for h in header[1:]]))
+    # Pairwise is within a task across models: the task id without the model prefix groups the apps.
+    pooled = [(q.split("/", 1)[1], r, lab) for q, r, lab in every]
+    f = figures(pooled)
+    print(" | ".join(["all"] + [fmt(f[h]) for h in header[1:]]))
+    s_per_app = t_eval / max(n_apps, 1)
+    checks = [("pairwise >= 0.75", f["pairwise"] is not None and f["pairwise"] >= GOALS["pairwise"]),
+              ("spearman >= 0.6", f["spearman"] is not None and f["spearman"] >= GOALS["spearman"]),
+              ("mean reward of apps passing no PFT test <= 0.3",
+               f["reward_pass_none"] is not None and f["reward_pass_none"] <= GOALS["reward_pass_none_max"]),
+              ("mean reward of apps passing >= 80% >= 0.7",
+               f["reward_pass_80"] is not None and f["reward_pass_80"] >= GOALS["reward_pass_80_min"]),
+              ("seconds per app <= 3", s_per_app <= GOALS["s_per_app_max"])]
+    for name, ok in checks:
+        print(f"goal {name}: {'PASS' if ok else 'FAIL'}")
+
+
+if __name__ == "__main__":
+    main()
