@@ -129,14 +129,12 @@ def cmd_cost(args: argparse.Namespace) -> int:
     else:
         print(f"== ledger: none yet at {path} (run `make run` first)")
     if args.dry_run:
-        from tasks.llm.cost import estimate_profile, format_costs
         from tasks.llm.anthropic_provider import DEFAULT_MODEL
+        from tasks.llm.cost import estimate_profile, format_report, offline_note
 
         model = cfg.llm.model or DEFAULT_MODEL
-        if model not in cfg.llm.prices:
-            raise ValueError(f"no price for model {model!r}; add llm.prices[{model!r}] to the config")
-        print(f"\n== dry run for profile {cfg.profile}")
-        print(format_costs(estimate_profile(cfg, rows, cfg.llm.prices[model]), model))
+        print(f"\n== dry run for profile {cfg.profile}\n{offline_note(rows)}", end="")
+        print(format_report(estimate_profile(cfg, rows, model), model, cfg))
     return 0
 
 
