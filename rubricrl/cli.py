@@ -48,11 +48,14 @@ def _flow(name: str):
 def cmd_run(args: argparse.Namespace) -> int:
     from schemas.config import load_config
 
+    from tasks.stages.lock import data_dir_lock
+
     cfg = load_config(args.profile, sets=args.set)  # fail fast on a bad setting, before Prefect starts
     names = args.only or PIPELINE
-    for name in names:
-        print(f"== {name} (profile {cfg.profile})", flush=True)
-        _flow(name)(profile=cfg.profile, sets=args.set, force=args.force)
+    with data_dir_lock(cfg.data_dir, wait=args.wait):  # one run per data directory; the kernel frees it on death
+        for name in names:
+            print(f"== {name} (profile {cfg.profile})", flush=True)
+            _flow(name)(profile=cfg.profile, sets=args.set, force=args.force)
     _print_where(args)
     return 0
 
@@ -77,10 +80,27 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def cmd_stages(args: argparse.Namespace) -> int:
-    for m in _store(args).published():
+    """One JSON line per published stage, each part checked against its manifest; damage is named on stderr
+    with the command that rebuilds it (exit 1)."""
+    store = _store(args)
+    damage: list[str] = []
+    for name in store.stage_names():
+        try:
+            m = store.manifest(name)
+        except ValueError as e:  # a manifest that is not JSON: the others are still listed
+            damage.append(str(e))
+            continue
+        if m is None:
+            continue
+        faults = store.faults(name)
+        damage += faults
         print(json.dumps({"stage": m.stage, "rows": m.row_count, "version": m.version, "provider": m.provider,
-                          "created_at": m.created_at, "validation": m.validation.get("summary")}))
-    return 0
+                          "created_at": m.created_at, "validation": m.validation.get("summary"),
+                          "parts": (f"{len(faults)} of {len(m.parts)} damaged" if faults else
+                                    "checked" if m.checksums else "not checked (no checksums in the manifest)")}))
+    for line in damage:
+        print(f"rubricrl stages: {line}", file=sys.stderr)
+    return 1 if damage else 0
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
@@ -100,10 +120,13 @@ def cmd_config(args: argparse.Namespace) -> int:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from schemas.config import load_config
 
+    from tasks.stages.lock import data_dir_lock
+
     path = Path(args.file).resolve()
-    profile = load_config(args.profile, sets=args.set).profile  # --profile omitted: the default profile by name
-    result = _flow("synthesize-queries")(profile=profile, sets=[*(args.set or []), f"synth.ingest_path={path}"],
-                                         force=True)
+    cfg = load_config(args.profile, sets=args.set)  # --profile omitted: the default profile by name
+    with data_dir_lock(cfg.data_dir):
+        result = _flow("synthesize-queries")(profile=cfg.profile, sets=[*(args.set or []),
+                                                                        f"synth.ingest_path={path}"], force=True)
     errors = result.get("ingest_errors", [])
     for e in errors:
         print(f"{path}: {e} (skipped; good lines kept)", file=sys.stderr)
@@ -174,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = common(sub.add_parser("run", help="run the pipeline (or --only some flows)"))
     r.add_argument("--only", action="append", choices=list(FLOWS))
     r.add_argument("--force", action="store_true", help="rebuild stages even if current")
+    r.add_argument("--wait", action="store_true", help="if another run holds the data directory, wait for it to "
+                                                       "end instead of stopping")
     r.set_defaults(fn=cmd_run)
     s = common(sub.add_parser("sql", help="run a SQL query over the stage catalog"))
     s.add_argument("query")
