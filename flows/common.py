@@ -37,14 +37,17 @@ def flow_context(profile: str | None, sets: list[str] | None) -> FlowContext:
 
 
 def rerun_command(profile: str, sets: list[str] | None) -> str:
-    """This flow run as a ``rubricrl run`` command with its settings: what rebuilds the stages it publishes."""
+    """This flow run as a ``rubricrl run`` command with its settings (the environment's overrides, then its
+    ``--set`` items): what rebuilds the stages it publishes."""
     from prefect.runtime import flow_run
 
     name = flow_run.get_flow_name()
     if not name:
         return ""
-    return shlex.join(["rubricrl", "run", "--only", name, "--profile", profile,
-                       *[a for s in sets or [] for a in ("--set", s)]])
+    env = [f"{k}={shlex.quote(v)}" for k, v in sorted(os.environ.items())
+           if k == "RUBRICRL_DATA_DIR" or (k.startswith("RUBRICRL_") and "__" in k)]
+    return " ".join([*env, shlex.join(["rubricrl", "run", "--only", name, "--profile", profile,
+                                       *[a for s in sets or [] for a in ("--set", s)]])])
 
 
 def _run_id() -> str | None:

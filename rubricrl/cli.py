@@ -1,8 +1,9 @@
 """``rubricrl``: run the pipeline, query stages, serve deployments, score responses.
 
-    rubricrl run [--profile demo|full] [--set synth.n_queries=500] [--only FLOW]
+    rubricrl run [--profile demo|full] [--set synth.n_queries=500] [--only FLOW] [--wait]
     rubricrl sql "SELECT count(*) FROM queries"
     rubricrl stages | catalog | config
+    rubricrl cost [--dry-run --profile full]
     rubricrl ingest FILE.jsonl
     rubricrl serve            # local Prefect server + process worker + every deployment
     rubricrl serve-judge MODEL_DIR   # vLLM OpenAI-compatible server for an open judge (llm.provider=openai)

@@ -111,9 +111,9 @@ def explain(message: str, view_names: list[str], store: StageStore) -> str:
         out.append(f"views in {store.root / CATALOG}: {', '.join(view_names) or 'none yet (run a flow first)'}")
         out += store.faults(name) if store.manifest(name) is not None else []
         return "\n".join(out)
-    for stage in (m.stage for m in store.published()):
-        if str(store.stage_dir(stage)) in message:
-            out += store.faults(stage) or [f"stage {stage!r}: {store.manifest(stage).rebuild_hint()}"]  # type: ignore
+    for m in store.published():
+        if str(store.stage_dir(m.stage)) in message:
+            out += store.faults(m.stage) or [f"stage {m.stage!r}: {m.rebuild_hint()}"]
     return "\n".join(out)
 
 

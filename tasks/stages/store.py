@@ -33,9 +33,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-# atomic_write_table is also imported from here by the writers of training-run records
-from tasks.stages.files import atomic_write_bytes, atomic_write_table, check_part, file_checksum, fsync_dir  # noqa: F401
-
+from tasks.stages.files import atomic_write_bytes, atomic_write_table, check_part, file_checksum, fsync_dir
 
 log = logging.getLogger(__name__)
 _KEY_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
