@@ -204,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = common(sub.add_parser("sql", help="run a SQL query over the stage catalog"))
     s.add_argument("query")
     s.set_defaults(fn=cmd_sql)
-    common(sub.add_parser("stages", help="list published stages")).set_defaults(fn=cmd_stages)
+    common(sub.add_parser("stages", help="list published stages, each part checked against its manifest")).set_defaults(fn=cmd_stages)
     common(sub.add_parser("catalog", help="refresh data/catalog.duckdb views")).set_defaults(fn=cmd_catalog)
     common(sub.add_parser("config", help="print the resolved configuration")).set_defaults(fn=cmd_config)
     i = common(sub.add_parser("ingest", help="ingest an external JSONL query file as the queries stage"))

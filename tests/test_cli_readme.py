@@ -1,7 +1,9 @@
 """The README's commands as a newcomer types them, run as processes: `rubricrl ingest FILE.jsonl` (no
 --profile), `.venv/bin/duckdb data/catalog.duckdb -c ...` on the catalog it wrote, `rubricrl stages | head -3`
 ending quietly, `rubricrl score --provider openai`, build-rubrics keeping the ingested benchmark's given items,
-the telemetry setting every entry point reads, and SIGTERM to `rubricrl serve` stopping its server and worker."""
+the telemetry setting every entry point reads, SIGTERM to `rubricrl serve` stopping its server and worker,
+`rubricrl sql` on a table never published and on a column that does not exist (DuckDB's message, no traceback),
+a damaged part named with its rebuild command by every reader, and evaluate's progress on a terminal."""
 from __future__ import annotations
 
 import json

@@ -174,6 +174,19 @@ def item_check_results(inp: ScoreInput, rt: RuntimeEvidence | None, ran: list[di
     return not_run(checks, why)
 
 
+def _submit_judge(pool: ThreadPoolExecutor, provider: Provider | None, request: Any, tick: Any,
+                  rt: RuntimeEvidence | None) -> Future | None:
+    """The app's judge call on ``pool`` (None when no call is needed); ``tick`` counts the app, with the checks
+    its browser run ran, once it is scored."""
+    ran = len(rt.check_results) if rt is not None else 0
+    if request is None:
+        tick(1, checks_run=ran)
+        return None
+    call = pool.submit(provider.complete, request)  # type: ignore[union-attr]
+    call.add_done_callback(lambda _f: tick(1, checks_run=ran))
+    return call
+
+
 def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, runtime: BrowserRuntime | None = None,
                 cfg: EnvConfig | None = None, reward_kind: str | None = None,
                 attribution: AttributionConfig | None = None, progress: Progress | None = None) -> list[ScoreResult]:
@@ -232,14 +245,9 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
     calls: dict[Future, int] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(cfg.judge.concurrency, len(todo)))) as pool:
         for j in with_evidence():
-            request = judge_request(j)
-            ran = {"checks_run": len(rts[j].check_results) if rts[j] is not None else 0}  # type: ignore[union-attr]
-            if request is None:
-                tick(1, **ran)
-                continue
-            call = pool.submit(provider.complete, request)  # type: ignore[union-attr]
-            call.add_done_callback(lambda _f, ran=ran: tick(1, **ran))
-            calls[call] = j
+            call = _submit_judge(pool, provider, judge_request(j), tick, rts[j])
+            if call is not None:
+                calls[call] = j
         for fut, j in calls.items():
             res = fut.result()
             judges[j] = _judge_record(res, False)
