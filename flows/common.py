@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,7 @@ class FlowContext:
 
 def flow_context(profile: str | None, sets: list[str] | None) -> FlowContext:
     cfg = load_config(profile, sets=sets)
-    store = StageStore(cfg.data_dir)
+    store = StageStore(cfg.data_dir, rebuild_command=rerun_command(cfg.profile, sets))
     provider = get_provider(config=cfg.resolved_llm(), run_id=_run_id())
     logger = get_run_logger()
     logger.info("resolved configuration (profile %s): %s", cfg.profile, cfg.model_dump_json())
@@ -33,6 +34,20 @@ def flow_context(profile: str | None, sets: list[str] | None) -> FlowContext:
         logger.warning("running OFFLINE: no ANTHROPIC_API_KEY, every row is produced by deterministic rules "
                        "and marked provider=offline")
     return FlowContext(cfg, store, provider)
+
+
+def rerun_command(profile: str, sets: list[str] | None) -> str:
+    """This flow run as a ``rubricrl run`` command with its settings (the environment's overrides, then its
+    ``--set`` items): what rebuilds the stages it publishes."""
+    from prefect.runtime import flow_run
+
+    name = flow_run.get_flow_name()
+    if not name:
+        return ""
+    env = [f"{k}={shlex.quote(v)}" for k, v in sorted(os.environ.items())
+           if k == "RUBRICRL_DATA_DIR" or (k.startswith("RUBRICRL_") and "__" in k)]
+    return " ".join([*env, shlex.join(["rubricrl", "run", "--only", name, "--profile", profile,
+                                       *[a for s in sets or [] for a in ("--set", s)]])])
 
 
 def _run_id() -> str | None:

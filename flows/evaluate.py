@@ -43,6 +43,7 @@ from tasks.env.records import reward_config_hash, score_rollouts_table
 from tasks.env.runtime import BrowserRuntime, ScreenshotSpec, app_key
 from tasks.evaluation.screenshots import FOLDER as SCREENSHOTS, off_reason, screenshot_columns
 from tasks.llm.prompts import load_prompt
+from tasks.progress import Progress
 from tasks.selection.records import eval_rows, query_meta, summary_rows, tier_rates
 from tasks.rubrics import load_tasks
 from tasks.stages.stage import StageSpec, run_stage
@@ -92,8 +93,9 @@ def eval_table(spec: dict[str, Any], rollouts: list[dict[str, Any]], all_tasks: 
         raise ValueError(f"{spec['path']}: responses for queries without a rubric reference {unknown[:10]}; remove "
                          "those files or run build-rubrics for them")
     table = pa.Table.from_pylist([{k: r[k] for k in ("rollout_id", "query_id", "response")} for r in rollouts])
-    judg, rew = score_rollouts_table(table, {q: all_tasks[q] for q in {r["query_id"] for r in rollouts}},
-                                     provider=provider, cfg=env, runtime=runtime)
+    with Progress(f"evaluate {spec['label']}", len(rollouts), unit="apps", verb="scored") as progress:
+        judg, rew = score_rollouts_table(table, {q: all_tasks[q] for q in {r["query_id"] for r in rollouts}},
+                                         provider=provider, cfg=env, runtime=runtime, progress=progress)
     rows = eval_rows(spec["label"], spec["path"], spec["kind"], rollouts, rew.to_pylist(),
                      judg.select(["rollout_id", "gate_rubric_alignment", "findings"]).to_pylist(), all_tasks, meta)
     status = dict(zip(judg.column("rollout_id").to_pylist(), judg.column("runtime_status").to_pylist()))

@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
@@ -44,8 +45,9 @@ from schemas.config_env import EnvConfig
 from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
 from schemas.layout import RUN_CONFIG, RUN_QUERIES, RUN_RECORDS
 from schemas.rubric import Task
-from tasks.env.records import reward_config_hash, score_rollouts_tables, task_from_row
+from tasks.env.records import checks_run, reward_config_hash, score_rollouts_tables, task_from_row
 from tasks.llm import Provider, get_provider
+from tasks.progress import Progress
 from tasks.rl.judge_limit import SharedLimit
 from tasks.rl.score_step import score_step
 from tasks.stages.stage import StageSpec, chunked, run_stage
@@ -82,6 +84,10 @@ def score_chunks(chunks: dict[str, pa.Table], tasks: dict[str, dict[str, Any]], 
                  llm: dict[str, Any]) -> dict[str, tuple[pa.Table, pa.Table, pa.Table]]:
     futures = {k: score_chunk.submit(t, {q: tasks[q] for q in set(t.column("query_id").to_pylist()) if q in tasks},
                                      env, llm) for k, t in chunks.items()}
+    keys = {f: k for k, f in futures.items()}
+    with Progress("score-rollouts", sum(t.num_rows for t in chunks.values()), unit="apps", verb="scored") as p:
+        for f in as_completed(list(futures.values())):  # a chunk on a worker counts as soon as it is back
+            p.update(chunks[keys[f]].num_rows, checks_run=checks_run(f.result()[2]))
     return {k: f.result() for k, f in futures.items()}
 
 

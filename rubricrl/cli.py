@@ -1,8 +1,9 @@
 """``rubricrl``: run the pipeline, query stages, serve deployments, score responses.
 
-    rubricrl run [--profile demo|full] [--set synth.n_queries=500] [--only FLOW]
+    rubricrl run [--profile demo|full] [--set synth.n_queries=500] [--only FLOW] [--wait]
     rubricrl sql "SELECT count(*) FROM queries"
     rubricrl stages | catalog | config
+    rubricrl cost [--dry-run --profile full]
     rubricrl ingest FILE.jsonl
     rubricrl serve            # local Prefect server + process worker + every deployment
     rubricrl serve-judge MODEL_DIR   # vLLM OpenAI-compatible server for an open judge (llm.provider=openai)
@@ -48,11 +49,14 @@ def _flow(name: str):
 def cmd_run(args: argparse.Namespace) -> int:
     from schemas.config import load_config
 
+    from tasks.stages.lock import data_dir_lock
+
     cfg = load_config(args.profile, sets=args.set)  # fail fast on a bad setting, before Prefect starts
     names = args.only or PIPELINE
-    for name in names:
-        print(f"== {name} (profile {cfg.profile})", flush=True)
-        _flow(name)(profile=cfg.profile, sets=args.set, force=args.force)
+    with data_dir_lock(cfg.data_dir, wait=args.wait):  # one run per data directory; the kernel frees it on death
+        for name in names:
+            print(f"== {name} (profile {cfg.profile})", flush=True)
+            _flow(name)(profile=cfg.profile, sets=args.set, force=args.force)
     _print_where(args)
     return 0
 
@@ -77,10 +81,27 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def cmd_stages(args: argparse.Namespace) -> int:
-    for m in _store(args).published():
+    """One JSON line per published stage, each part checked against its manifest; damage is named on stderr
+    with the command that rebuilds it (exit 1)."""
+    store = _store(args)
+    damage: list[str] = []
+    for name in store.stage_names():
+        try:
+            m = store.manifest(name)
+        except ValueError as e:  # a manifest that is not JSON: the others are still listed
+            damage.append(str(e))
+            continue
+        if m is None:
+            continue
+        faults = store.faults(name)
+        damage += faults
         print(json.dumps({"stage": m.stage, "rows": m.row_count, "version": m.version, "provider": m.provider,
-                          "created_at": m.created_at, "validation": m.validation.get("summary")}))
-    return 0
+                          "created_at": m.created_at, "validation": m.validation.get("summary"),
+                          "parts": (f"{len(faults)} of {len(m.parts)} damaged" if faults else
+                                    "checked" if m.checksums else "not checked (no checksums in the manifest)")}))
+    for line in damage:
+        print(f"rubricrl stages: {line}", file=sys.stderr)
+    return 1 if damage else 0
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
@@ -100,10 +121,13 @@ def cmd_config(args: argparse.Namespace) -> int:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from schemas.config import load_config
 
+    from tasks.stages.lock import data_dir_lock
+
     path = Path(args.file).resolve()
-    profile = load_config(args.profile, sets=args.set).profile  # --profile omitted: the default profile by name
-    result = _flow("synthesize-queries")(profile=profile, sets=[*(args.set or []), f"synth.ingest_path={path}"],
-                                         force=True)
+    cfg = load_config(args.profile, sets=args.set)  # --profile omitted: the default profile by name
+    with data_dir_lock(cfg.data_dir):
+        result = _flow("synthesize-queries")(profile=cfg.profile, sets=[*(args.set or []),
+                                                                        f"synth.ingest_path={path}"], force=True)
     errors = result.get("ingest_errors", [])
     for e in errors:
         print(f"{path}: {e} (skipped; good lines kept)", file=sys.stderr)
@@ -129,14 +153,12 @@ def cmd_cost(args: argparse.Namespace) -> int:
     else:
         print(f"== ledger: none yet at {path} (run `make run` first)")
     if args.dry_run:
-        from tasks.llm.cost import estimate_profile, format_costs
         from tasks.llm.anthropic_provider import DEFAULT_MODEL
+        from tasks.llm.cost import estimate_profile, format_report, offline_note
 
         model = cfg.llm.model or DEFAULT_MODEL
-        if model not in cfg.llm.prices:
-            raise ValueError(f"no price for model {model!r}; add llm.prices[{model!r}] to the config")
-        print(f"\n== dry run for profile {cfg.profile}")
-        print(format_costs(estimate_profile(cfg, rows, cfg.llm.prices[model]), model))
+        print(f"\n== dry run for profile {cfg.profile}\n{offline_note(rows)}", end="")
+        print(format_report(estimate_profile(cfg, rows, model), model, cfg))
     return 0
 
 
@@ -176,11 +198,13 @@ def build_parser() -> argparse.ArgumentParser:
     r = common(sub.add_parser("run", help="run the pipeline (or --only some flows)"))
     r.add_argument("--only", action="append", choices=list(FLOWS))
     r.add_argument("--force", action="store_true", help="rebuild stages even if current")
+    r.add_argument("--wait", action="store_true", help="if another run holds the data directory, wait for it to "
+                                                       "end instead of stopping")
     r.set_defaults(fn=cmd_run)
     s = common(sub.add_parser("sql", help="run a SQL query over the stage catalog"))
     s.add_argument("query")
     s.set_defaults(fn=cmd_sql)
-    common(sub.add_parser("stages", help="list published stages")).set_defaults(fn=cmd_stages)
+    common(sub.add_parser("stages", help="list published stages, each part checked against its manifest")).set_defaults(fn=cmd_stages)
     common(sub.add_parser("catalog", help="refresh data/catalog.duckdb views")).set_defaults(fn=cmd_catalog)
     common(sub.add_parser("config", help="print the resolved configuration")).set_defaults(fn=cmd_config)
     i = common(sub.add_parser("ingest", help="ingest an external JSONL query file as the queries stage"))

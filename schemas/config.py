@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from schemas.config_attribution import AttributionConfig
+from schemas.config_cost import CostConfig
 from schemas.config_env import EnvConfig
 from schemas.config_eval import EVAL_DEMO_OVERRIDES, EvalConfig
 from schemas.config_llm import LLMConfig
@@ -63,6 +64,7 @@ class Config(_Section):
     sft: SFTConfig = Field(default_factory=SFTConfig)
     train_sft: TrainSFTConfig = Field(default_factory=TrainSFTConfig)
     train: TrainRLConfig = Field(default_factory=TrainRLConfig)
+    cost: CostConfig = Field(default_factory=CostConfig)
 
     def resolved_llm(self) -> LLMConfig:
         """The LLM settings with a relative ``store_path`` placed under ``data_dir``."""

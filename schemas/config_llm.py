@@ -29,21 +29,25 @@ class Prices(_Section):
     output: float = Field(ge=0.0, description="Output tokens")
     cache_read: float = Field(ge=0.0, description="Input tokens read from the prompt cache")
     cache_write: float = Field(ge=0.0, description="Input tokens written to the prompt cache")
+    min_cacheable_tokens: int = Field(1024, ge=0, description="A shorter prompt prefix is not cached at all (the "
+                                                              "model's minimum cacheable length)")
 
     @classmethod
-    def anthropic_style(cls, input: float, output: float) -> "Prices":
+    def anthropic_style(cls, input: float, output: float, min_cacheable_tokens: int = 1024) -> "Prices":
         """Cache writes at 1.25 x input, cache reads at 0.1 x input."""
-        return cls(input=input, output=output, cache_read=round(input * 0.1, 6), cache_write=round(input * 1.25, 6))
+        return cls(input=input, output=output, cache_read=round(input * 0.1, 6), cache_write=round(input * 1.25, 6),
+                   min_cacheable_tokens=min_cacheable_tokens)
 
 
 def default_prices() -> dict[str, Prices]:
-    """List prices at the time of writing; override per deployment in ``llm.prices``."""
-    free = Prices(input=0.0, output=0.0, cache_read=0.0, cache_write=0.0)
+    """List prices at the time of writing; override per deployment in ``llm.prices``. Minimum cacheable
+    prefixes as Anthropic documents them (4,096 tokens for Opus 4.5 and Haiku 4.5, 1,024 for the others)."""
+    free = Prices(input=0.0, output=0.0, cache_read=0.0, cache_write=0.0, min_cacheable_tokens=0)
     return {
         "claude-opus-4-8": Prices.anthropic_style(5.0, 25.0),
-        "claude-opus-4-5": Prices.anthropic_style(5.0, 25.0),
+        "claude-opus-4-5": Prices.anthropic_style(5.0, 25.0, 4096),
         "claude-sonnet-4-5": Prices.anthropic_style(3.0, 15.0),
-        "claude-haiku-4-5": Prices.anthropic_style(1.0, 5.0),
+        "claude-haiku-4-5": Prices.anthropic_style(1.0, 5.0, 4096),
         "gpt-4.1": Prices(input=2.0, output=8.0, cache_read=0.5, cache_write=2.0),
         "gpt-4.1-mini": Prices(input=0.4, output=1.6, cache_read=0.1, cache_write=0.4),
         # The embedded default and a self-hosted judge cost nothing per token.

@@ -17,7 +17,8 @@ EXPORTS = "exports"  # files for other tools (the SFT chat export)
 RUNS = "runs"  # one folder per training run: checkpoints, TensorBoard logs, step records
 CHECKPOINTS = "checkpoints"  # the policies the flows hand on (tasks/rl/checkpoints.py)
 LLM = "llm"  # response cache, ledger, batch ids (llm.store_path)
-RUN_OUTPUTS = (STAGES, CATALOG, VALIDATION, REPORTS, EXPORTS, RUNS, CHECKPOINTS, LLM)
+RUN_LOCK = "run.lock"  # the flock of the run writing here, and who it is (tasks/stages/lock.py)
+RUN_OUTPUTS = (STAGES, CATALOG, VALIDATION, REPORTS, EXPORTS, RUNS, CHECKPOINTS, LLM, RUN_LOCK)
 
 RUN_CONFIG = "config.json"  # the whole resolved configuration of one training run, in its run folder
 RUN_QUERIES = "queries.parquet"  # a train-rl run's queries with their rubrics, in its run folder

@@ -1,11 +1,15 @@
 """The README's commands as a newcomer types them, run as processes: `rubricrl ingest FILE.jsonl` (no
 --profile), `.venv/bin/duckdb data/catalog.duckdb -c ...` on the catalog it wrote, `rubricrl stages | head -3`
 ending quietly, `rubricrl score --provider openai`, build-rubrics keeping the ingested benchmark's given items,
-the telemetry setting every entry point reads, and SIGTERM to `rubricrl serve` stopping its server and worker."""
+the telemetry setting every entry point reads, SIGTERM to `rubricrl serve` stopping its server and worker,
+`rubricrl sql` on a table never published and on a column that does not exist (DuckDB's message, no traceback),
+a damaged part named with its rebuild command by every reader, and evaluate's progress on a terminal."""
 from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -69,6 +73,61 @@ def test_stages_into_a_closed_pipe_ends_quietly(ingested):
     p.stdout.close()
     _, err = p.communicate(timeout=120)
     assert p.returncode == 0 and b"Error" not in err and b"Traceback" not in err, err.decode()[-2000:]
+
+
+def _cli(work: Path, env: dict[str, str], *args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "rubricrl"), *args], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_sql_on_a_stage_never_published_prints_duckdbs_message_and_the_views(ingested):
+    work, env, _p = ingested
+    p = _cli(work, env, "sql", "select * from check_results")
+    assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
+    assert "Table with name check_results does not exist" in p.stderr
+    views = next(line for line in p.stderr.splitlines() if line.startswith("views in "))
+    assert str(work / "data" / "catalog.duckdb") in views and "queries" in views.split(": ", 1)[1].split(", ")
+
+
+def test_sql_naming_a_missing_column_prints_duckdbs_message_alone(ingested):
+    work, env, _p = ingested
+    p = _cli(work, env, "sql", "select no_such_column from queries")
+    assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
+    assert 'Referenced column "no_such_column" not found' in p.stderr
+    assert "views in" not in p.stderr  # the views answer an unknown table, not this
+    ok = _cli(work, env, "sql", "select count(*) as n from queries")  # the twin: a good query still answers
+    assert ok.returncode == 0 and ok.stdout.splitlines()[2].strip() == "5", ok.stdout + ok.stderr
+
+
+def test_a_damaged_part_is_named_with_its_rebuild_by_every_reader(ingested, tmp_path, monkeypatch):
+    import shutil
+
+    from tasks.stages.store import CorruptStage, StageStore
+
+    work, env, _p = ingested
+    copy = tmp_path / "copy"
+    shutil.copytree(work / "data", copy / "data")
+    assert _cli(copy, env, "catalog").returncode == 0  # views over the copy's own parts
+    store = StageStore(copy / "data")
+    part = store.files("queries")[0]
+    part.write_bytes(part.read_bytes()[:100])  # truncated
+    rebuild = shlex.join(["rubricrl", "run", "--only", "synthesize-queries", "--profile", "demo", "--set",
+                          f"synth.ingest_path={SAMPLE}"])
+
+    p = _cli(copy, env, "stages")
+    assert p.returncode == 1 and f"part {part} has 100 bytes" in p.stderr and rebuild in p.stderr, p.stderr
+    assert '"stage": "benchmark_queries"' in p.stdout and "Traceback" not in p.stderr  # the others still listed
+    p = _cli(copy, env, "sql", "select count(*) from queries")
+    assert p.returncode != 0 and str(part) in p.stderr and rebuild in p.stderr and "Traceback" not in p.stderr
+    monkeypatch.setenv("RUBRICRL_DATA_DIR", str(copy / "data"))
+    from flows.build_rubrics import build_rubrics
+
+    with pytest.raises(CorruptStage, match=f"part {re.escape(str(part))} has 100 bytes.*{re.escape(rebuild)}"):
+        build_rubrics(profile="demo")  # a downstream flow reads it
+    p = subprocess.run(["bash", "-c", f"{BIN}/{rebuild}"], cwd=copy, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert store.faults("queries") == [] and _cli(copy, env, "stages").returncode == 0
 
 
 def test_build_rubrics_keeps_given_items_and_marks_them(ingested, monkeypatch):
@@ -187,3 +246,59 @@ def test_evaluate_on_the_ingested_benchmark_reports_its_categories(ingested, mon
     assert "pass/category=User Interaction" in out["summary"]["teacher"]
     with pytest.raises(ValueError, match="allowed: heldout, ingested"):
         evaluate(profile="demo", sets=["env.runtime.enabled=false"], models=[str(folder)], benchmark="mine")
+
+
+def _on_a_terminal(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str]:
+    """Run ``args`` with stdout and stderr on a pseudo-terminal, as a user at a shell sees it."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))  # a 160-column terminal
+    p = subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
+                         close_fds=True)
+    os.close(slave)
+    out, deadline = b"", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if select.select([master], [], [], 1.0)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif p.poll() is not None:
+            break
+    os.close(master)
+    return p.wait(timeout=30), out.decode(errors="replace")
+
+
+def test_evaluate_shows_progress_a_bar_on_a_terminal_and_steady_lines(ingested, monkeypatch, tmp_path):
+    work, env, _p = ingested
+    from flows.build_rubrics import build_rubrics
+    from tasks.rubrics import load_tasks
+    from tasks.sft.teacher import offline_teacher_answer
+    from tasks.stages.store import StageStore
+
+    monkeypatch.setenv("RUBRICRL_DATA_DIR", str(work / "data"))
+    build_rubrics(profile="demo")  # current when the tests above ran: no work
+    folder = tmp_path / "teacher"
+    folder.mkdir()
+    tasks = load_tasks(StageStore(work / "data"))
+    for t in tasks:
+        (folder / f"{t.query_id}.txt").write_text(offline_teacher_answer(t))
+    rc, out = _on_a_terminal([str(BIN / "rubricrl"), "run", "--only", "evaluate", "--set",
+                              f"evaluation.models={json.dumps([str(folder)])}", "--set", "evaluation.benchmark=ingested",
+                              "--set", "evaluation.runs=1", "--set", "evaluation.screenshots=false"], work, env, 400)
+    assert rc == 0, out[-3000:]
+    n = len(tasks)
+    assert f"evaluate teacher: {n} apps to go" in out
+    final = re.search(rf"evaluate teacher: {n}/{n} apps scored \(100%\), (\d+) checks run, \S+ elapsed", out)
+    assert final and int(final.group(1)) > 0, out[-3000:]  # the items' checks ran in the browser
+    frames = re.findall(rf"\revaluate teacher: +(\d+)%\|[^\r\n]*\| (\d)/{n} ", out)  # tqdm's bar, redrawn in place
+    assert frames and frames[-1] == ("100", str(n)), out[-3000:]
+    # the log lines' rate (not one per app) is proven on a fake clock in tests/test_progress.py

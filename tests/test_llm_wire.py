@@ -208,3 +208,34 @@ def test_pickled_provider_carries_no_key_and_still_works(wire: Wire) -> None:
     clone = pickle.loads(blob)  # re-reads the key from the environment
     r = clone.complete(request(1))
     assert r.ok and r.cached and clone.run_id == p.run_id
+
+
+def test_a_groups_judge_calls_read_the_query_and_rubric_from_the_prompt_cache(tmp_path, monkeypatch) -> None:
+    import json
+
+    from tasks.env.judge import build_judge_request
+    from tasks.env.records import task_from_row
+    from tests.fixtures.env_inputs import FIX
+
+    empty = {k: {"name": k, "critical": [], "major": [], "minor": []}
+             for k in ("static_check", "code_simulation", "rubric_alignment")}
+    w = make_wire("anthropic", tmp_path, monkeypatch, reply=lambda body: json.dumps(empty))
+    try:
+        p = w.provider()
+        task = task_from_row(json.loads((FIX / "task_counter.json").read_text()))
+        apps = [f"<html><body><button id='b{i}'>+</button><p id='n'>0</p></body></html>" for i in range(3)]
+        assert all(r.ok for r in p.complete_many([build_judge_request(task, a, key=f"r{i}")
+                                                  for i, a in enumerate(apps)], concurrency=1))
+        p.complete(request(1))  # the twin: a prompt without a shared head
+        bodies = [s.body for s in w.api.seen("/v1/messages", "POST")]
+        heads = [b["messages"][0]["content"][0] for b in bodies[:3]]
+        assert all(h == heads[0] and h["cache_control"] == {"type": "ephemeral"} for h in heads)
+        assert task.rubric.dynamic[0].requirement in heads[0]["text"] and "Application source" not in heads[0]["text"]
+        assert [b["messages"][0]["content"][1]["text"].count(f"id='b{i}'") for i, b in enumerate(bodies[:3])] == [1] * 3
+        assert isinstance(bodies[3]["messages"][0]["content"], str)
+        rows = p.store.ledger_rows()
+        head_tokens = (len(bodies[0]["system"][0]["text"]) + len(heads[0]["text"])) // 4
+        assert rows[0]["cache_write_tokens"] == head_tokens and rows[0]["cache_read_tokens"] == 0
+        assert [(r["cache_read_tokens"], r["cache_write_tokens"]) for r in rows[1:3]] == [(head_tokens, 0)] * 2
+    finally:
+        w.api.stop()

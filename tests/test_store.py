@@ -4,7 +4,7 @@ import os
 import pyarrow as pa
 import pytest
 
-from tasks.stages.store import StageNotFound, StageStore
+from tasks.stages.store import CorruptStage, StageNotFound, StageStore
 
 SCHEMA = pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("v", pa.int64())])
 
@@ -75,14 +75,41 @@ def test_schema_mismatch_is_a_clear_error(tmp_path):
         b.write_part("c0", pa.table({"id": ["x"]}))
 
 
-def test_corrupt_parquet_part_names_the_file_and_the_fix(tmp_path):
+def test_manifest_checksums_tell_a_corrupt_part_from_a_good_one(tmp_path):
+    store = StageStore(tmp_path, rebuild_command="rubricrl run --only my-flow")
+    b = store.begin("s", "fp", SCHEMA)
+    b.write_part("c0", _rows([1, 2]))
+    b.write_part("c1", _rows([3]))
+    man = _publish(b)
+    vdir = store.stage_dir("s") / man.version
+    assert set(man.checksums) == {"part-c0.parquet", "part-c1.parquet"}
+    assert store.faults("s") == [] and store.is_current("s", "fp")  # the twin: whole parts stay clean
+    good = (vdir / "part-c0.parquet").read_bytes()
+    (vdir / "part-c1.parquet").write_bytes(good[: len(good) // 2])  # truncated
+    assert store.faults("s") == [f"stage 's': part {vdir / 'part-c1.parquet'} has {len(good) // 2} bytes where its "
+                                 f"manifest records {man.checksums['part-c1.parquet']['bytes']} (truncated or "
+                                 "overwritten); rebuild it with `rubricrl run --only my-flow`"]
+    with pytest.raises(CorruptStage, match=r"part-c1\.parquet has .* rebuild it with `rubricrl run --only my-flow`"):
+        store.read("s")
+    assert not store.is_current("s", "fp")  # so a plain re-run of the flow rebuilds it
+    size = man.checksums["part-c1.parquet"]["bytes"]
+    (vdir / "part-c1.parquet").write_bytes(good[:size].ljust(size, b"\0"))  # same size, other bytes
+    assert [f.split(" part ")[1].split(" ")[0] for f in store.faults("s")] == [str(vdir / "part-c1.parquet")]
+    assert "sha256" in store.faults("s")[0]
+    assert store.read_file("s", vdir / "part-c0.parquet").num_rows == 2  # the good part still reads
+
+
+def test_unreadable_part_of_a_manifest_without_checksums_names_the_file(tmp_path):
     store = StageStore(tmp_path)
     b = store.begin("s", "fp", SCHEMA)
     b.write_part("c0", _rows([1]))
     man = _publish(b)
+    data = json.loads((store.stage_dir("s") / "manifest.json").read_text())
+    data["checksums"] = {}  # as written before manifests carried them
+    (store.stage_dir("s") / "manifest.json").write_text(json.dumps(data))
     part = store.stage_dir("s") / man.version / man.parts[0]
     part.write_bytes(b"PAR1 garbage")
-    with pytest.raises(ValueError, match="unreadable.*re-run the stage's flow"):
+    with pytest.raises(CorruptStage, match=f"part {part} is unreadable .*rebuild it by running again the flow"):
         store.read("s")
 
 

@@ -20,6 +20,7 @@ from schemas.rubric import CompactRubric, Task
 from tasks.env.runtime import BrowserRuntime
 from tasks.env.score import ScoreInput, ScoreResult, score_batch
 from tasks.llm.base import Provider
+from tasks.progress import Progress
 
 ROLLOUT_COLUMNS = ("rollout_id", "query_id", "response")
 _FINDING_KEYS = [f.name for f in JUDGMENTS_SCHEMA.field("findings").type.value_type]
@@ -112,6 +113,11 @@ def check_rows(r: ScoreResult, scope_of: dict[str, str]) -> list[dict[str, Any]]
     return out
 
 
+def checks_run(check_results: pa.Table) -> int:
+    """How many ``check_results`` rows are checks that ran (the others say why not: ``not run: ...``) (pure)."""
+    return sum(not (r or "").startswith("not run:") for r in check_results.column("reason").to_pylist())
+
+
 def task_from_row(row: dict[str, Any]) -> Task:
     """A Task from a queries-like row: ``query_id``, ``query`` (or ``text``), ``rubric`` (dict or JSON)."""
     rubric = row.get("rubric") if row.get("rubric") is not None else row.get("rubric_json")
@@ -125,18 +131,19 @@ def task_from_row(row: dict[str, Any]) -> Task:
 
 
 def score_rollouts_table(rollouts: pa.Table, tasks: dict[str, Task], *, provider: Provider | None,
-                         cfg: EnvConfig, runtime: BrowserRuntime | None = None,
-                         reward_kind: str | None = None) -> tuple[pa.Table, pa.Table]:
+                         cfg: EnvConfig, runtime: BrowserRuntime | None = None, reward_kind: str | None = None,
+                         progress: Progress | None = None) -> tuple[pa.Table, pa.Table]:
     """Score a table of rollouts; every row gets a judgment and a reward row (reward may be null)."""
     judg, rew, _checks = score_rollouts_tables(rollouts, tasks, provider=provider, cfg=cfg, runtime=runtime,
-                                               reward_kind=reward_kind)
+                                               reward_kind=reward_kind, progress=progress)
     return judg, rew
 
 
 def score_rollouts_tables(rollouts: pa.Table, tasks: dict[str, Task], *, provider: Provider | None,
-                          cfg: EnvConfig, runtime: BrowserRuntime | None = None,
-                          reward_kind: str | None = None) -> tuple[pa.Table, pa.Table, pa.Table]:
-    """``score_rollouts_table`` plus the ``check_results`` rows (one per response and checked item)."""
+                          cfg: EnvConfig, runtime: BrowserRuntime | None = None, reward_kind: str | None = None,
+                          progress: Progress | None = None) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """``score_rollouts_table`` plus the ``check_results`` rows (one per response and checked item);
+    ``progress`` counts the apps as they are scored."""
     missing = [c for c in ROLLOUT_COLUMNS if c not in rollouts.column_names]
     if missing:
         raise ValueError(f"rollouts need columns {list(ROLLOUT_COLUMNS)}; missing {missing}: fix the producing stage")
@@ -148,6 +155,6 @@ def score_rollouts_tables(rollouts: pa.Table, tasks: dict[str, Task], *, provide
                              "score rollouts against the rl_queries they were sampled from")
         inputs.append(ScoreInput(row["rollout_id"], task, row["response"] or ""))
     kind = reward_kind or cfg.reward_kind
-    results = score_batch(inputs, provider=provider, runtime=runtime, cfg=cfg, reward_kind=kind)
+    results = score_batch(inputs, provider=provider, runtime=runtime, cfg=cfg, reward_kind=kind, progress=progress)
     checks = [row for i, r in zip(inputs, results) for row in check_rows(r, i.task.rubric.scope_of())]
     return (*tables(results, cfg, kind), pa.Table.from_pylist(checks, schema=CHECK_RESULTS_SCHEMA))

@@ -29,6 +29,7 @@ from tasks.env.rewards import reward, rubric_score
 from tasks.env.runtime import BrowserRuntime, RuntimeEvidence, shared_runtime
 from tasks.env.static import StaticEvidence, check_source
 from tasks.llm.base import LLMResult, Provider
+from tasks.progress import Progress
 
 
 @dataclass
@@ -173,17 +174,33 @@ def item_check_results(inp: ScoreInput, rt: RuntimeEvidence | None, ran: list[di
     return not_run(checks, why)
 
 
+def _submit_judge(pool: ThreadPoolExecutor, provider: Provider | None, request: Any, tick: Any,
+                  rt: RuntimeEvidence | None) -> Future | None:
+    """The app's judge call on ``pool`` (None when no call is needed); ``tick`` counts the app, with the checks
+    its browser run ran, once it is scored."""
+    ran = len(rt.check_results) if rt is not None else 0
+    if request is None:
+        tick(1, checks_run=ran)
+        return None
+    call = pool.submit(provider.complete, request)  # type: ignore[union-attr]
+    call.add_done_callback(lambda _f: tick(1, checks_run=ran))
+    return call
+
+
 def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, runtime: BrowserRuntime | None = None,
                 cfg: EnvConfig | None = None, reward_kind: str | None = None,
-                attribution: AttributionConfig | None = None) -> list[ScoreResult]:
+                attribution: AttributionConfig | None = None, progress: Progress | None = None) -> list[ScoreResult]:
     """Score many responses, each app judged as soon as its own browser check ends (a judge call waits for its
-    app, never for the whole batch); judge calls in flight at most ``cfg.judge.concurrency`` per batch."""
+    app, never for the whole batch); judge calls in flight at most ``cfg.judge.concurrency`` per batch.
+    ``progress`` counts each app as it is scored (judged, or decided without a judge) and the checks run."""
+    tick = progress.update if progress is not None else (lambda n=1, **counts: None)
     cfg = cfg or EnvConfig()
     kind = reward_kind or cfg.reward_kind
     exs = [extract_html(i.response) for i in inputs]
     sts = [check_source(e.html, cfg.static) if e else None for e in exs]
     rts: list[RuntimeEvidence | None] = [None] * len(inputs)
     todo = [j for j, e in enumerate(exs) if e is not None]
+    tick(len(inputs) - len(todo))  # no application in the response: decided already
     rt_engine = _runtime_for(cfg, runtime) if todo else None
     checked: dict[Future, int] = {}
     if rt_engine is not None:
@@ -228,9 +245,9 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
     calls: dict[Future, int] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(cfg.judge.concurrency, len(todo)))) as pool:
         for j in with_evidence():
-            request = judge_request(j)
-            if request is not None:
-                calls[pool.submit(provider.complete, request)] = j  # type: ignore[union-attr]
+            call = _submit_judge(pool, provider, judge_request(j), tick, rts[j])
+            if call is not None:
+                calls[call] = j
         for fut, j in calls.items():
             res = fut.result()
             judges[j] = _judge_record(res, False)

@@ -2,8 +2,10 @@
 Message Batches API for bulk stages.
 
 Prompt caching: the system text (the shared instruction prefix of a stage) carries
-``cache_control``; a corrective retry also marks the first user turn, so the retry re-reads the
-cached prefix. Cache read/write tokens come back in ``usage`` and go to the ledger.
+``cache_control``; so does the user message's shared head where the prompt marks one (the judge's
+query and rubric, the same for a group's G responses: one call writes it, the others read it); a
+corrective retry also marks the first user turn, so the retry re-reads the cached prefix. Cache
+read/write tokens come back in ``usage`` and go to the ledger.
 Retries are ours (``tasks/llm/retry.py``; the SDK's are off). The key is read from the environment
 variable named by ``llm.api_key_env`` (default ``ANTHROPIC_API_KEY``), handed to the SDK and never
 logged, stored or put in an error message.
@@ -34,9 +36,15 @@ def message_params(model: str, request: LLMRequest, system: str, messages: list[
                    output_config: dict[str, Any] | None = None) -> dict[str, Any]:
     """The Messages API body of one round trip (also the ``params`` of a batch request)."""
     turns: list[dict[str, Any]] = [dict(m) for m in messages]
+    first = messages[0]["content"]
+    head = request.template.render_shared_head(request.variables)
+    blocks = [{"type": "text", "text": head, "cache_control": {"type": "ephemeral"}},
+              {"type": "text", "text": first[len(head):]}] if head and first.startswith(head) else \
+        [{"type": "text", "text": first}]
     if len(turns) > 1:  # corrective retry: cache the original prompt so the retry pays the read price
-        turns[0] = {"role": "user", "content": [{"type": "text", "text": messages[0]["content"],
-                                                 "cache_control": {"type": "ephemeral"}}]}
+        blocks[-1]["cache_control"] = {"type": "ephemeral"}
+    if len(blocks) > 1 or len(turns) > 1:
+        turns[0] = {"role": "user", "content": blocks}
     # No temperature: the Messages API of the pinned SDK (anthropic 2.x) has none; models sample at
     # their default. ``request.temperature`` still enters the cache key.
     params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens, "messages": turns}

@@ -167,26 +167,28 @@ def publish_llm_calls(stage_store: "StageStore", call_store: "CallStore", report
     """
     from schemas.llm import llm_calls_suites
     from tasks.stages.catalog import refresh_catalog
+    from tasks.stages.lock import data_dir_lock
     from tasks.stages.store import fingerprint
     from tasks.stages.validate import StageValidationError, run_suites
 
     count, last_id = call_store.ledger_watermark()
     fp = fingerprint(stage="llm_calls", rows=count, last_id=last_id, schema=str(LLM_CALLS_SCHEMA))
-    if stage_store.is_current("llm_calls", fp):
-        man = stage_store.manifest("llm_calls")
-        assert man is not None
-        return man
-    table = ledger_table(call_store.ledger_rows())
-    report = run_suites("llm_calls", table, llm_calls_suites(), report_dir=report_dir)
-    if not report.success:
-        raise StageValidationError(report)
-    build = stage_store.begin("llm_calls", fp, LLM_CALLS_SCHEMA)
-    build.write_part("ledger", table)
-    providers = sorted(set(table.column("provider").to_pylist())) or ["none"]
-    total = summarize(call_store.ledger_rows()).get("total", {})
-    man = build.publish(provider=",".join(providers), config_hash=fp, inputs={}, config={},
-                        validation={"success": True, "summary": report.summary()}, stats=total)
-    refresh_catalog(stage_store)
+    with data_dir_lock(stage_store.root):
+        if stage_store.is_current("llm_calls", fp):
+            man = stage_store.manifest("llm_calls")
+            assert man is not None
+            return man
+        table = ledger_table(call_store.ledger_rows())
+        report = run_suites("llm_calls", table, llm_calls_suites(), report_dir=report_dir)
+        if not report.success:
+            raise StageValidationError(report)
+        build = stage_store.begin("llm_calls", fp, LLM_CALLS_SCHEMA)
+        build.write_part("ledger", table)
+        providers = sorted(set(table.column("provider").to_pylist())) or ["none"]
+        total = summarize(call_store.ledger_rows()).get("total", {})
+        man = build.publish(provider=",".join(providers), config_hash=fp, inputs={}, config={},
+                            validation={"success": True, "summary": report.summary()}, stats=total)
+        refresh_catalog(stage_store)
     return man
 
 

@@ -16,6 +16,7 @@ Offline rule: template checks for the offline decomposition's items, in the word
 from __future__ import annotations
 
 import json
+from concurrent.futures import as_completed
 from typing import Any
 
 import pyarrow as pa
@@ -25,6 +26,7 @@ from schemas.checks import CheckSet, parse_check
 from schemas.config_checks import ChecksConfig
 from schemas.config_env import RuntimeConfig
 from schemas.rubrics import CHECKS_SCHEMA
+from tasks.progress import Progress
 from tasks.rubrics.checks_offline import offline_checks
 from tasks.rubrics.pipeline import OK, PartCounts, PriorRows, QueryContext, StageDef, build_part, read_part
 from tasks.stages.store import StageStore
@@ -114,15 +116,23 @@ def dry_run(table: pa.Table, runtime_cfg: RuntimeConfig, step_timeout_ms: int) -
     batches = [todo[k:k + DRY_RUN_BATCH] for k in range(0, len(todo), DRY_RUN_BATCH)]
     hooks = [checks_hook([(str(i), parse_check(rows[i]["check_json"])) for i in b], cfg, runtime_cfg.load_timeout_s)
              for b in batches]
-    for b, ev in zip(batches, runtime.check_many([EMPTY_PAGE] * len(batches), extras=hooks)):
-        results = {r["item_id"]: r for r in ev.check_results}
-        for i in b:
-            res = results.get(str(i))
-            verdict, problem = dry_run_verdict(res) if res else ("error", f"no dry-run result (page {ev.status})")
-            rows[i]["dry_run"] = verdict
-            if problem:
-                rows[i].update(check_status="dropped", check_problem=problem)
+    pages = dict(zip(runtime.check_each([EMPTY_PAGE] * len(batches), extras=hooks), batches))
+    with Progress("rubric_checks dry run", len(todo), unit="checks", verb="dry-run") as progress:
+        for page in as_completed(pages):
+            _dry_run_verdicts(rows, pages[page], page.result())
+            progress.update(len(pages[page]))
     return pa.Table.from_pylist(rows, schema=table.schema)
+
+
+def _dry_run_verdicts(rows: list[dict[str, Any]], batch: list[int], ev: Any) -> None:
+    """Each check of ``batch`` judged by its result on the empty page (``ev``); an unsound one is dropped."""
+    results = {r["item_id"]: r for r in ev.check_results}
+    for i in batch:
+        res = results.get(str(i))
+        verdict, problem = dry_run_verdict(res) if res else ("error", f"no dry-run result (page {ev.status})")
+        rows[i]["dry_run"] = verdict
+        if problem:
+            rows[i].update(check_status="dropped", check_problem=problem)
 
 
 def load_contexts(store: StageStore, key: str, query_ids: list[str]) -> list[QueryContext]:

@@ -20,7 +20,6 @@ from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from tasks.llm.base import LLMRequest, LLMResult, Provider
@@ -102,7 +101,7 @@ def read_part(store: StageStore, stage: str, key: str, query_ids: list[str]) -> 
     want = pa.array(query_ids, pa.string())
     f = files.get(f"part-{key}.parquet")
     if f is not None:
-        t = pq.read_table(f)
+        t = store.read_file(stage, f)
         if set(query_ids) <= set(t.column("query_id").unique().to_pylist()):
             return t.filter(pc.is_in(t.column("query_id"), value_set=want))
     t = store.read(stage)  # chunking differs (older version): fall back to a filtered full read

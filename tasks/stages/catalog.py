@@ -1,15 +1,20 @@
 """``data/catalog.duckdb``: one view per published stage over its Parquet parts.
 
-Refreshed after every publish. Open it with ``duckdb data/catalog.duckdb`` or ``rubricrl sql``.
+Refreshed after every publish. Open it with ``duckdb data/catalog.duckdb`` or ``rubricrl sql``; a query DuckDB
+refuses raises ``QueryError`` with DuckDB's message and what helps next (the views, a damaged part's rebuild).
 """
 from __future__ import annotations
 
+import errno
 import logging
-import time
+import os
+import re
+import uuid
 from pathlib import Path
 
 import duckdb
 
+from tasks.stages.files import disk_full
 from tasks.stages.store import StageStore
 
 log = logging.getLogger(__name__)
@@ -19,17 +24,9 @@ CATALOG = "catalog.duckdb"
 STORAGE_VERSION = "v1.5.0"
 
 
-def _connect(path: Path, read_only: bool = False, attempts: int = 8) -> duckdb.DuckDBPyConnection:
+def _connect(path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     config = {} if read_only else {"storage_compatibility_version": STORAGE_VERSION}
-    for i in range(attempts):
-        try:
-            return duckdb.connect(str(path), read_only=read_only, config=config)
-        except duckdb.IOException as e:
-            if "lock" not in str(e).lower() or i == attempts - 1:
-                raise RuntimeError(f"{path} is locked by another process ({e}); close other duckdb sessions on it, "
-                                   "then run `rubricrl catalog` to refresh the views") from e
-            time.sleep(0.25 * (i + 1))
-    raise AssertionError("unreachable")
+    return duckdb.connect(str(path), read_only=read_only, config=config)
 
 
 def _quote(path: Path) -> str:
@@ -37,46 +34,87 @@ def _quote(path: Path) -> str:
 
 
 def refresh_catalog(store: StageStore) -> Path:
-    """(Re)create one view per published stage; views of stages no longer published are dropped."""
+    """Write the catalog anew, one view per published stage, and rename it over the old one: a reader (or the
+    DuckDB CLI holding it open) always sees a whole catalog, and a full disk leaves the old one in place. A
+    stage whose parts fail their manifest check gets no view (a warning names the part and the rebuild)."""
     path = store.root / CATALOG
     store.root.mkdir(parents=True, exist_ok=True)
-    con = _connect(path)
-    if _storage_version(con) != f"{STORAGE_VERSION}+":
-        # a catalog written by an older release of this code, in a format the CLI cannot read: it holds only
-        # views, so it is rebuilt rather than migrated
-        con.close()
-        path.unlink()
-        con = _connect(path)
+    tmp = path.with_name(f".{CATALOG}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
-        published = {m.stage: m for m in store.published()}
-        existing = {r[0] for r in con.execute(
-            "SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'").fetchall()}
-        for name in existing - set(published):
-            con.execute(f'DROP VIEW IF EXISTS "{name}"')
-        for stage in published:
-            files = ", ".join(_quote(f) for f in store.files(stage))
-            con.execute(f'CREATE OR REPLACE VIEW "{stage}" AS SELECT * FROM read_parquet([{files}])')
+        con = _connect(tmp)
+        try:
+            for man in store.published():
+                faults = store.faults(man.stage)
+                if faults:
+                    log.warning("no view for %s", "; ".join(faults))
+                    continue
+                files = ", ".join(_quote(f) for f in store.files(man.stage))
+                con.execute(f'CREATE VIEW "{man.stage}" AS SELECT * FROM read_parquet([{files}])')
+        finally:
+            con.close()
+        os.replace(tmp, path)
+    except (duckdb.IOException, OSError) as e:
+        if not _no_space(e):
+            raise
+        raise disk_full(store.root, _catalog_bytes(path), f"the catalog {path} (the old one is kept)") from e
     finally:
-        con.close()
+        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+            leftover.unlink(missing_ok=True)
     return path
 
 
-def _storage_version(con: duckdb.DuckDBPyConnection) -> str | None:
-    row = con.execute("SELECT tags FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
-    return (row[0] or {}).get("storage_version") if row else None
+def _no_space(e: BaseException) -> bool:
+    return getattr(e, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "no space left" in str(e).lower()
+
+
+def _catalog_bytes(path: Path) -> int:
+    # a catalog of views is about the size of the last one (a fresh one is written before the old goes)
+    return path.stat().st_size if path.exists() else 1 << 20
+
+
+def views(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal AND "
+                                      "schema_name = 'main' ORDER BY 1").fetchall()]
+
+
+class QueryError(ValueError):
+    """A query DuckDB refused, with DuckDB's own message (and what helps: the views, a damaged part)."""
 
 
 def query(store: StageStore, sql: str) -> tuple[list[str], list[tuple]]:
     path = store.root / CATALOG
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist yet; run `make run` (or any flow) first")
-    con = _connect(path, read_only=True)
     try:
-        cur = con.execute(sql)
-        cols = [d[0] for d in cur.description] if cur.description else []
-        return cols, cur.fetchall()
+        con = _connect(path, read_only=True)
+    except duckdb.IOException as e:
+        raise QueryError(f"{path} cannot be opened ({str(e).strip()}); close the DuckDB session that holds it "
+                         "open for writing, or run `rubricrl catalog` to write a fresh one beside it") from None
+    try:
+        try:
+            cur = con.execute(sql)
+            cols = [d[0] for d in cur.description] if cur.description else []
+            return cols, cur.fetchall()
+        except duckdb.Error as e:
+            raise QueryError(explain(str(e), views(con), store)) from None
     finally:
         con.close()
+
+
+def explain(message: str, view_names: list[str], store: StageStore) -> str:
+    """DuckDB's message, then what a user needs next: the views when a table is unknown (and why a published
+    stage has none), the rebuild command when a file of a stage cannot be read."""
+    out = [message.strip()]
+    missing = re.search(r'Table with name "?([^"\s!]+)"? does not exist', message)
+    if missing:
+        name = missing.group(1)
+        out.append(f"views in {store.root / CATALOG}: {', '.join(view_names) or 'none yet (run a flow first)'}")
+        out += store.faults(name) if store.manifest(name) is not None else []
+        return "\n".join(out)
+    for m in store.published():
+        if str(store.stage_dir(m.stage)) in message:
+            out += store.faults(m.stage) or [f"stage {m.stage!r}: {m.rebuild_hint()}"]
+    return "\n".join(out)
 
 
 def format_table(cols: list[str], rows: list[tuple], max_width: int = 60) -> str:

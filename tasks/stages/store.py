@@ -6,7 +6,12 @@ Layout under ``<data_dir>/stages/<stage>/``:
   a temp file, fsynced and renamed, so a part either exists whole or not at all. A build killed half
   way is resumed by the next run with the same fingerprint: existing parts are kept, missing ones made.
 - ``v-<fingerprint>/`` — the published parts, and ``manifest.json`` beside them, written last.
-  A stage without a manifest does not exist for readers.
+  A stage without a manifest does not exist for readers. The manifest records each part's size and
+  sha256 and the command that rebuilds it: a part that no longer matches is named, with the command
+  that rebuilds it, before anyone reads it, and its stage is no longer current (a re-run rebuilds it).
+
+Writes are atomic and a full disk leaves nothing half-written (``tasks/stages/files.py``); builds and
+publishes hold the data directory's lock (``tasks/stages/lock.py``), so two runs never interleave parts.
 
 The fingerprint covers what the stage's output depends on (config sections, input stage versions,
 prompt versions, schema): the same fingerprint means re-running does no work.
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -27,11 +33,18 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tasks.stages.files import atomic_write_bytes, atomic_write_table, check_part, file_checksum, fsync_dir
+
+log = logging.getLogger(__name__)
 _KEY_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 class StageNotFound(LookupError):
     """Raised when a reader asks for a stage that has not been published."""
+
+
+class CorruptStage(ValueError):
+    """A published part is missing, truncated or overwritten: it differs from its manifest's size or sha256."""
 
 
 def schema_hash(schema: pa.Schema) -> str:
@@ -62,35 +75,6 @@ def code_version() -> str:
         return "unknown"
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def atomic_write_table(path: Path, table: pa.Table) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    pq.write_table(table, tmp, compression="zstd")
-    with open(tmp, "rb+") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
 def conform(table: pa.Table, schema: pa.Schema, stage: str) -> pa.Table:
     """Cast a table to the stage schema; a missing or extra column is a clear error."""
     missing = [n for n in schema.names if n not in table.column_names]
@@ -117,6 +101,14 @@ class Manifest:
     config: dict[str, Any] = field(default_factory=dict)
     validation: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
+    checksums: dict[str, dict[str, Any]] = field(default_factory=dict)  # part -> {"bytes", "sha256"}
+    rebuild_command: str = ""  # the command that runs the publishing flow with the same settings ("": none known)
+
+    def rebuild_hint(self) -> str:
+        """How to rebuild this stage: its flow run again with the same settings. A stage whose parts fail their
+        check is not current, so it is built again while its current neighbours are left alone."""
+        return f"rebuild it with `{self.rebuild_command}`" if self.rebuild_command else \
+            "rebuild it by running again the flow that published it"
 
     @classmethod
     def load(cls, path: Path) -> "Manifest":
@@ -169,13 +161,15 @@ class StageBuild:
         if vdir.exists():
             shutil.rmtree(vdir)
         os.replace(self.dir, vdir)
-        _fsync_dir(sdir)
+        fsync_dir(sdir)
         parts = sorted(p.name for p in vdir.glob("part-*.parquet"))
         rows = sum(pq.ParquetFile(vdir / p).metadata.num_rows for p in parts)
         man = Manifest(stage=self.stage, version=vdir.name, fingerprint=self.fingerprint, row_count=rows,
                        schema_hash=schema_hash(self.schema), config_hash=config_hash, inputs=inputs,
                        code_version=code_version(), created_at=datetime.now(timezone.utc).isoformat(),
-                       provider=provider, parts=parts, config=config, validation=validation, stats=stats or {})
+                       provider=provider, parts=parts, config=config, validation=validation, stats=stats or {},
+                       checksums={p: file_checksum(vdir / p) for p in parts},
+                       rebuild_command=self.store.rebuild_command)
         atomic_write_bytes(sdir / "manifest.json", json.dumps(asdict(man), indent=2, default=str).encode())
         for old in sdir.glob("v-*"):
             if old.name != vdir.name:
@@ -184,9 +178,13 @@ class StageBuild:
 
 
 class StageStore:
-    def __init__(self, data_dir: Path | str) -> None:
+    """``rebuild_command``: how the flow writing through this store is run again with its settings; each manifest
+    records it, and readers of a damaged part name it."""
+
+    def __init__(self, data_dir: Path | str, rebuild_command: str = "") -> None:
         self.root = Path(data_dir).resolve()
         self.stages_dir = self.root / "stages"
+        self.rebuild_command = rebuild_command
 
     def stage_dir(self, stage: str) -> Path:
         return self.stages_dir / stage
@@ -195,14 +193,38 @@ class StageStore:
         path = self.stage_dir(stage) / "manifest.json"
         return Manifest.load(path) if path.exists() else None
 
+    def stage_names(self) -> list[str]:
+        """Every stage folder, published or not."""
+        return sorted(d.name for d in self.stages_dir.iterdir() if d.is_dir()) if self.stages_dir.exists() else []
+
     def published(self) -> list[Manifest]:
-        if not self.stages_dir.exists():
-            return []
-        return [m for d in sorted(self.stages_dir.iterdir()) if d.is_dir() and (m := self.manifest(d.name))]
+        """The published stages; one whose manifest is damaged is left out with a warning naming the file."""
+        out = []
+        for name in self.stage_names():
+            try:
+                m = self.manifest(name)
+            except ValueError as e:
+                log.warning("%s", e)
+                continue
+            if m is not None:
+                out.append(m)
+        return out
 
     def is_current(self, stage: str, fp: str) -> bool:
+        """Published with this fingerprint, and every part still matches its manifest."""
         man = self.manifest(stage)
-        return man is not None and man.fingerprint == fp and (self.stage_dir(stage) / man.version).is_dir()
+        return (man is not None and man.fingerprint == fp and (self.stage_dir(stage) / man.version).is_dir()
+                and not self.faults(stage))
+
+    def faults(self, stage: str) -> list[str]:
+        """One line per published part that is missing or differs from its recorded size or sha256 (naming the
+        file and the command that rebuilds the stage); empty when every part is whole."""
+        man = self.manifest(stage)
+        if man is None:
+            return []
+        vdir = self.stage_dir(stage) / man.version
+        return [f"stage {stage!r}: part {vdir / p} {problem}; {man.rebuild_hint()}"
+                for p in man.parts if (problem := check_part(vdir / p, man.checksums.get(p)))]
 
     def version(self, stage: str) -> str:
         man = self.manifest(stage)
@@ -231,13 +253,20 @@ class StageStore:
         vdir = self.stage_dir(stage) / man.version
         return [vdir / p for p in man.parts]
 
+    def read_file(self, stage: str, path: Path, columns: Iterable[str] | None = None) -> pa.Table:
+        """One published part, checked against its manifest first; a bad part raises ``CorruptStage``."""
+        man = self.manifest(stage)
+        if man is None:
+            raise StageNotFound(f"stage {stage!r} is not published in {self.root}; run the flow that builds it first")
+        problem = check_part(path, man.checksums.get(path.name))
+        fix = man.rebuild_hint()
+        if problem:
+            raise CorruptStage(f"stage {stage!r}: part {path} {problem}; {fix}")
+        try:
+            return pq.read_table(path, columns=list(columns) if columns else None)
+        except (pa.ArrowInvalid, OSError) as e:  # a manifest without checksums (older) cannot tell beforehand
+            raise CorruptStage(f"stage {stage!r}: part {path} is unreadable ({e}); {fix}") from e
+
     def read(self, stage: str, columns: Iterable[str] | None = None) -> pa.Table:
-        files = self.files(stage)
-        tables = []
-        for f in files:
-            try:
-                tables.append(pq.read_table(f, columns=list(columns) if columns else None))
-            except (pa.ArrowInvalid, OSError) as e:
-                raise ValueError(f"stage {stage!r}: part {f} is unreadable ({e}); delete {f.parent} and "
-                                 f"{f.parent.parent / 'manifest.json'} and re-run the stage's flow") from e
+        tables = [self.read_file(stage, f, columns) for f in self.files(stage)]
         return pa.concat_tables(tables) if tables else pa.table({})

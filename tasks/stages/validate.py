@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from schemas.validation import FrameSuite
+from tasks.stages.files import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 SAMPLE = 5
@@ -102,7 +103,6 @@ def run_suites(stage: str, table: pa.Table, suites: list[FrameSuite], report_dir
     report = ValidationReport(stage, all(o.success for o in outcomes), table.num_rows, outcomes)
     if report_dir is not None:
         path = report_dir / stage / f"{version or 'latest'}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(asdict(report), indent=2, default=str))
+        atomic_write_bytes(path, json.dumps(asdict(report), indent=2, default=str).encode())
         report.path = str(path)
     return report

@@ -1,8 +1,9 @@
 """A fake Anthropic Messages + Message Batches API on 127.0.0.1, for the real ``anthropic`` SDK.
 
-Messages: ``POST /v1/messages``. Usage is simulated: input tokens = characters / 4; a system block
-with ``cache_control`` is written to a prompt cache the first time (``cache_creation_input_tokens``)
-and read afterwards (``cache_read_input_tokens``).
+Messages: ``POST /v1/messages``. Usage is simulated: input tokens = characters / 4; prompt caching as the
+API does it: each block with ``cache_control`` (system, then the messages' blocks in order) ends a prefix;
+the longest prefix seen before is read (``cache_read_input_tokens``), the rest up to the last mark is
+written (``cache_creation_input_tokens``), the text after the last mark is plain input.
 
 Batches: ``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}``,
 ``GET /v1/messages/batches/{id}/results`` (JSONL, in reverse order of submission, so clients must
@@ -54,18 +55,20 @@ class FakeAnthropic(FakeHTTPAPI):
 
     # -- messages ----------------------------------------------------------------------------------
     def usage(self, params: dict[str, Any], text: str) -> dict[str, int]:
-        system = params.get("system") or []
-        sys_text = _text_of(system)
-        cached_prefix = sys_text if any(isinstance(b, dict) and b.get("cache_control") for b in system) else ""
-        rest = len(sys_text) - len(cached_prefix) + sum(len(_text_of(m["content"])) for m in params["messages"])
-        read = write = 0
-        if cached_prefix:
-            with self._lock:
-                hit = cached_prefix in self._prompt_cache
-                self._prompt_cache.add(cached_prefix)
-            read, write = (len(cached_prefix) // 4, 0) if hit else (0, len(cached_prefix) // 4)
-        return {"input_tokens": rest // 4 + 1, "output_tokens": len(text) // 4 + 1,
-                "cache_read_input_tokens": read, "cache_creation_input_tokens": write}
+        blocks = [b for b in (params.get("system") or []) if isinstance(b, dict)]
+        for m in params["messages"]:
+            blocks += [{"text": m["content"]}] if isinstance(m["content"], str) else list(m["content"])
+        prefixes, seen = [], ""
+        for b in blocks:
+            seen += b.get("text", "")
+            if b.get("cache_control"):
+                prefixes.append(seen)
+        with self._lock:
+            hit = max((len(p) for p in prefixes if p in self._prompt_cache), default=0)
+            self._prompt_cache.update(prefixes)
+        marked = len(prefixes[-1]) if prefixes else 0
+        return {"input_tokens": (len(seen) - marked) // 4 + 1, "output_tokens": len(text) // 4 + 1,
+                "cache_read_input_tokens": hit // 4, "cache_creation_input_tokens": (marked - hit) // 4}
 
     def message(self, params: dict[str, Any], text: str) -> dict[str, Any]:
         return {"id": f"msg_{next(self._ids)}", "type": "message", "role": "assistant", "model": params["model"],
