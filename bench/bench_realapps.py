@@ -29,7 +29,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
-import interactscience as corpus  # noqa: E402 - imports _safe first: the repo on sys.path, no paid call
+import _safe  # noqa: E402,F401 - the repo on sys.path, no paid call by accident
+import interactscience as corpus  # noqa: E402
 
 from tasks.evaluation.agreement import pairwise_within, spearman  # noqa: E402
 
