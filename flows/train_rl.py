@@ -34,6 +34,7 @@ from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
 from schemas.train_stages import JUDGE_PROVIDER, rollouts_suites, train_steps_suites, with_judge_provider
 from tasks.stages.stage import StageSpec, run_stage
 from tasks.rl.plots import write_run_plots
+from training.config import with_mode_reward
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -106,6 +107,7 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
     fc = flow_context(profile, sets)
     logger = get_run_logger()
     store = fc.store
+    cfg = with_mode_reward(fc.cfg).model_copy(deep=True)  # a refused ablation switch stops the run here
     if store.read("rl_queries", columns=["query_id"]).num_rows == 0:
         raise ValueError("the rl_queries stage is empty; run select-rl-queries first")
     runs = runs_dir(store.root, "train-rl")
@@ -116,7 +118,6 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
     from tasks.rl.checkpoints import newest_policy
 
     policy = newest_policy(store.root)
-    cfg = fc.cfg.model_copy(deep=True)
     cfg.data_dir = store.root.resolve()  # the job and the scorer may run elsewhere
     run = cfg.train.run
     run.out_dir, run.queries_path, run.resume = run_dir, str(queries_path), resume_run is not None
