@@ -26,6 +26,8 @@ from schemas.rubric import Task
 from tasks.attribution.api import AttributionTrace, trace_row
 from tasks.attribution.tokens import token_membership, token_offsets_array
 from tasks.env.records import tables
+from tasks.env.rewards import passed as pass_rule
+from tasks.env.rewards import rubric_severities_of
 from tasks.env.score import ScoreInput, score_batch
 from tasks.llm.base import Provider
 
@@ -65,8 +67,8 @@ def score_step(rollout_ids: list[str], query_ids: list[str], responses: list[str
         rows.append(trace_row(trace, res.key, res.query_id, offsets=[tuple(map(int, o)) for o in offsets],
                               rule=rule))
     tier = rewards.column("tier").to_pylist()
-    passed = [bool(r.format_valid and r.source_valid and r.runtime_valid
-                   and not any(f["layer"] == "rubric_alignment" and f["severity"] in ("critical", "major")
-                               for f in r.findings)) for r in results]
+    passed = [pass_rule(r.format_valid, r.source_valid, r.runtime_valid,
+                        rubric_severities_of(r.findings) if r.gates.get("rubric_alignment") is not None else None)
+              is True for r in results]
     return StepScore([r.reward for r in results], membership, uniform, passed, tier, judgments, rewards,
                      pa.Table.from_pylist(rows, schema=ATTRIBUTIONS_SCHEMA), t1 - t0, time.perf_counter() - t1)
