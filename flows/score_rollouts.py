@@ -111,7 +111,7 @@ def score_rollouts(profile: str = "demo", sets: list[str] | None = None, rollout
     rows = chunked(range(max(rollouts.num_rows, 1)), chunk_size)  # one (empty) part for no rollouts
     chunks = {k: rollouts.slice(r[0], len(r)) for k, r in rows.items()}
     keys = list(chunks)
-    llm = fc.cfg.resolved_llm().model_copy(update={"provider": fc.provider.name}).model_dump(mode="json")
+    llm = fc.pinned_llm().model_dump(mode="json")
     env_json = env_cfg.model_dump(mode="json")
     kind = env_cfg.reward_kind
     inputs = {rollouts_stage: fc.store.manifest(rollouts_stage).version,  # type: ignore[union-attr]

@@ -1,7 +1,8 @@
 """train-rl: rl_queries -> GRPO on DeepSpeed (+ vLLM or transformers rollouts) in a launched job.
 
 The flow writes the whole resolved configuration once into the run folder
-(``<data_dir>/runs/train-rl/<run>/config.json``) and starts the job (``python -m training --config``
+(``<data_dir>/runs/train-rl/<run>/config.json``; its ``llm.provider`` is the provider this flow
+resolved, never ``auto``) and starts the job (``python -m training --config``
 that file, or torchrun for several processes) as a process. Every step the job calls the
 ``score-step`` flow (``flows/score_rollouts.py``), which reads the same file: the environment (gates,
 judge, hierarchical reward) and attribution (direct/context spans -> token membership) run as flow
@@ -119,6 +120,8 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
 
     policy = newest_policy(store.root)
     cfg.data_dir = store.root.resolve()  # the job and the scorer may run elsewhere
+    # the provider this flow resolved: every scorer process (Ray workers too) reads it, none resolves `auto` again
+    cfg.llm = fc.pinned_llm()
     run = cfg.train.run
     run.out_dir, run.queries_path, run.resume = run_dir, str(queries_path), resume_run is not None
     run.score_fn = "flows.score_rollouts:score_step_flow"
