@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -34,6 +33,7 @@ from schemas.layout import CHECKPOINTS, RUN_CONFIG, RUN_QUERIES, RUN_RECORDS, ru
 from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
 from schemas.train_stages import JUDGE_PROVIDER, rollouts_suites, train_steps_suites, with_judge_provider
 from tasks.stages.stage import StageSpec, run_stage
+from tasks.rl.checkpoints import install_policy, newest_policy
 from tasks.rl.plots import write_run_plots
 from training.config import with_mode_reward
 
@@ -116,8 +116,6 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
     run_dir.mkdir(parents=True, exist_ok=True)
     queries_path = run_dir / RUN_QUERIES
     pq.write_table(store.read("rl_queries", columns=["query_id", "query", "rubric_json"]), queries_path)
-    from tasks.rl.checkpoints import newest_policy
-
     policy = newest_policy(store.root)
     cfg.data_dir = store.root.resolve()  # the job and the scorer may run elsewhere
     # the provider this flow resolved: every scorer process (Ray workers too) reads it, none resolves `auto` again
@@ -137,8 +135,7 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
     final = run_dir / "final_model"
     ckpt = store.root / CHECKPOINTS / f"rl-{run_dir.name}" / "final_model"
     if final.exists():
-        ckpt.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(final, ckpt, dirs_exist_ok=True)
+        install_policy(final, ckpt)
     outcomes = _publish_records(fc, run_dir, {"rl_queries": store.version("rl_queries")})
     png = write_run_plots(store, run_dir, fc.cfg.attribution)
     hist = summary.get("history", [])

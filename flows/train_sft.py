@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ from flows.common import flow_context, forward_library_logs, publish_artifact, s
 from schemas.config import Config, write_config
 from schemas.layout import CHECKPOINTS, EXPORTS, REPORTS, RUN_CONFIG, RUN_RECORDS, runs_dir
 from schemas.sft_steps import SFT_STEPS_SCHEMA, sft_steps_suites
+from tasks.rl.checkpoints import install_policy
 from tasks.stages.stage import StageSpec, run_stage
 from tasks.stages.store import fingerprint
 
@@ -53,19 +53,6 @@ def chat_to_examples(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 def _file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-
-
-def _install_checkpoint(src: Path, dest: Path) -> Path:
-    """Copy the final model next to ``dest`` and swap it in by rename: readers never see half a model."""
-    tmp, old = dest.with_name(f".{dest.name}.tmp"), dest.with_name(f".{dest.name}.old")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(src, tmp)
-    if dest.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(dest, old)
-    os.replace(tmp, dest)
-    shutil.rmtree(old, ignore_errors=True)
-    return dest
 
 
 def run_job(cfg: Config, out_dir: Path) -> dict[str, Any]:
@@ -140,7 +127,7 @@ def train_sft(profile: str = "demo", sets: list[str] | None = None, force: bool 
         job_cfg = cfg.model_copy(deep=True)
         job_cfg.train_sft.run.answers_path = str(answers)
         job.update(sft_job(job_cfg, out_dir))
-        _install_checkpoint(out_dir / "final_model", dest)
+        install_policy(out_dir / "final_model", dest)
         return _steps(out_dir)
 
     out = run_stage(store, StageSpec("sft_steps", SFT_STEPS_SCHEMA, sft_steps_suites), part_keys=["all"],
@@ -151,7 +138,7 @@ def train_sft(profile: str = "demo", sets: list[str] | None = None, force: bool 
     if not (dest / "config.json").exists():  # stage current but the checkpoint was deleted: reinstall it
         if not (out_dir / "final_model" / "config.json").exists():
             raise ValueError(f"{dest} is missing and so is {out_dir}/final_model; re-run with force=True")
-        _install_checkpoint(out_dir / "final_model", dest)
+        install_policy(out_dir / "final_model", dest)
     steps = store.read("sft_steps").to_pylist()
     png = loss_plot(steps, store.root / REPORTS / "sft_loss.png")
     losses = sorted((r["step"], r["value"]) for r in steps if r["metric"] == "loss/sft")
