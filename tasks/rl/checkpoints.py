@@ -16,6 +16,8 @@ import os
 import shutil
 from pathlib import Path
 
+from tasks.stages.store import fsync_path
+
 CHECKPOINTS = "checkpoints"
 FINAL = "final_model"
 
@@ -58,25 +60,17 @@ def install_policy(src: Path, dest: Path) -> Path:
         shutil.rmtree(old, ignore_errors=True)
         os.replace(dest, old)
     os.replace(tmp, dest)
-    _fsync(dest.parent)
+    fsync_path(dest.parent)
     shutil.rmtree(old, ignore_errors=True)
     return dest
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _fsync_tree(root: Path) -> None:
     """Every file and folder under ``root`` on disk before the rename publishes it (a crash after the
     rename must not leave empty weight files under the final name)."""
     for p in sorted(root.rglob("*"), reverse=True):
-        _fsync(p)
-    _fsync(root)
+        fsync_path(p)
+    fsync_path(root)
 
 
 def model_identity(path: Path) -> str:

@@ -62,7 +62,8 @@ def code_version() -> str:
         return "unknown"
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """A file's or a folder's entries on disk (a rename is durable once its folder is synced)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -78,7 +79,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_path(path.parent)
 
 
 def atomic_write_table(path: Path, table: pa.Table) -> None:
@@ -88,7 +89,7 @@ def atomic_write_table(path: Path, table: pa.Table) -> None:
     with open(tmp, "rb+") as f:
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_path(path.parent)
 
 
 def conform(table: pa.Table, schema: pa.Schema, stage: str) -> pa.Table:
@@ -169,7 +170,7 @@ class StageBuild:
         if vdir.exists():
             shutil.rmtree(vdir)
         os.replace(self.dir, vdir)
-        _fsync_dir(sdir)
+        fsync_path(sdir)
         parts = sorted(p.name for p in vdir.glob("part-*.parquet"))
         rows = sum(pq.ParquetFile(vdir / p).metadata.num_rows for p in parts)
         man = Manifest(stage=self.stage, version=vdir.name, fingerprint=self.fingerprint, row_count=rows,
