@@ -86,7 +86,8 @@ class ServerConfig(_Section):
     compact_json: bool = Field(
         True, description="No whitespace between JSON tokens under the grammar: a weak model cannot pad a reply "
                           "with blanks until max_tokens runs out")
-    cpu_kvcache_gb: int = Field(2, ge=1, description="KV cache on a CPU-only machine (VLLM_CPU_KVCACHE_SPACE)")
+    cpu_kvcache_gb: int = Field(2, ge=1, description="KV cache GiB on a CPU-only machine (VLLM_CPU_KVCACHE_SPACE is "
+                                                     "set to it; an exported value that disagrees is an error)")
     start_timeout_s: float = Field(600.0, gt=0.0, description="Give up waiting for the server to answer")
 
 

@@ -57,7 +57,8 @@ class RolloutSection(_Section):
                                                       "(tasks/prompts/generation.md, paper F.3); None = that prompt")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0, description="vLLM KV-cache share on GPU "
                                                                                "(colocated with training)")
-    vllm_cpu_kvcache_gb: int = Field(1, ge=1, description="vLLM on CPU: KV cache GiB (VLLM_CPU_KVCACHE_SPACE)")
+    vllm_cpu_kvcache_gb: int = Field(1, ge=1, description="vLLM on CPU: KV cache GiB (VLLM_CPU_KVCACHE_SPACE is "
+                                                          "set to it; an exported value that disagrees is an error)")
     stream_scoring: bool = Field(True, description="Score each group as soon as it is generated (training/stream.py; "
                                                    "runner and workers: env.task_runner / env.workers); False = "
                                                    "one score call after the whole batch")
