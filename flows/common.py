@@ -11,6 +11,7 @@ from prefect.artifacts import create_markdown_artifact
 
 from schemas.config import Config, load_config
 from schemas.config_llm import LLMConfig
+from schemas.layout import VALIDATION
 from tasks.llm import Provider, get_provider
 from tasks.stages.stage import StageOutcome
 from tasks.stages.store import StageStore
@@ -68,7 +69,7 @@ def publish_ledger(fc: FlowContext) -> dict[str, Any] | None:
     store = getattr(fc.provider, "store", None)
     if store is None:
         return None
-    publish_llm_calls(fc.store, store, fc.store.root / "validation")
+    publish_llm_calls(fc.store, store, fc.store.root / VALIDATION)
     rows = store.ledger_rows(_run_id())
     return summarize(rows).get("total") if rows else None
 

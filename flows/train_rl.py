@@ -29,7 +29,7 @@ from flows.common import flow_context, forward_library_logs, publish_artifact, s
 from schemas.attribution import ATTRIBUTIONS_SCHEMA, attributions_suites
 from schemas.config import write_config
 from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
-from schemas.layout import CHECKPOINTS, RUN_CONFIG, RUN_QUERIES, RUN_RECORDS, runs_dir
+from schemas.layout import CHECKPOINTS, FINAL_MODEL, RUN_CONFIG, RUN_QUERIES, RUN_RECORDS, runs_dir
 from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
 from schemas.train_stages import JUDGE_PROVIDER, rollouts_suites, train_steps_suites, with_judge_provider
 from tasks.stages.stage import StageSpec, run_stage
@@ -132,8 +132,8 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
         env["PREFECT_API_URL"] = url
     launch_job(cfg_path, nproc, env, run_dir / "job.log")
     summary = json.loads((run_dir / "summary.json").read_text())
-    final = run_dir / "final_model"
-    ckpt = store.root / CHECKPOINTS / f"rl-{run_dir.name}" / "final_model"
+    final = run_dir / FINAL_MODEL
+    ckpt = store.root / CHECKPOINTS / f"rl-{run_dir.name}" / FINAL_MODEL
     if final.exists():
         install_policy(final, ckpt)
     outcomes = _publish_records(fc, run_dir, {"rl_queries": store.version("rl_queries")})

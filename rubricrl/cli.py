@@ -58,11 +58,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _print_where(args: argparse.Namespace) -> None:
+    from schemas.layout import CATALOG
+
     store = _store(args)
     print("\nPublished stages:")
     for m in store.published():
         print(f"  {m.stage:<20} {m.row_count:>8} rows  provider={m.provider:<9} {store.stage_dir(m.stage) / m.version}")
-    cat = store.root / "catalog.duckdb"
+    cat = store.root / CATALOG
     duckdb_cli = Path(sys.executable).parent / "duckdb"
     print(f"\nOpen them in DuckDB:  {duckdb_cli} {cat} -c \"select count(*) from queries\"")
     print(f"                 or:  rubricrl sql \"select domain, count(*) from queries group by 1\"")

@@ -14,6 +14,8 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from schemas.layout import LLM
+
 ProviderName = Literal["auto", "offline", "anthropic", "openai"]
 PROVIDERS: tuple[str, ...] = get_args(ProviderName)
 
@@ -99,7 +101,7 @@ class LLMConfig(_Section):
         None, description="Environment variable holding the key; None = ANTHROPIC_API_KEY / OPENAI_API_KEY")
     concurrency: int = Field(16, ge=1, le=1024, description="Parallel requests for interactive calls")
     budget_usd: float | None = Field(None, gt=0.0, description="Stop sending calls once this much is spent")
-    store_path: str = Field("llm/llm.sqlite", description="SQLite file: response cache, ledger, batch ids (relative: under data_dir)")
+    store_path: str = Field(f"{LLM}/llm.sqlite", description="SQLite file: response cache, ledger, batch ids (relative: under data_dir)")
     cache: bool = Field(True, description="Content-addressed response cache (offline calls are never cached)")
     json_mode: bool = Field(False, description="openai, structured_outputs off: send response_format json_object")
     structured_outputs: bool = Field(

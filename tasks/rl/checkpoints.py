@@ -16,10 +16,8 @@ import os
 import shutil
 from pathlib import Path
 
+from schemas.layout import CHECKPOINTS, FINAL_MODEL
 from tasks.stages.store import fsync_path
-
-CHECKPOINTS = "checkpoints"
-FINAL = "final_model"
 
 
 def is_model_dir(path: Path) -> bool:
@@ -33,7 +31,7 @@ def policy_dirs(data_dir: Path | str) -> list[Path]:
     root = Path(data_dir) / CHECKPOINTS
     if not root.is_dir():
         return []
-    found = [d / FINAL for d in root.iterdir() if d.is_dir() and is_model_dir(d / FINAL)]
+    found = [d / FINAL_MODEL for d in root.iterdir() if d.is_dir() and is_model_dir(d / FINAL_MODEL)]
     # Ties in mtime (coarse file systems) fall back to the name, so the order is total.
     return sorted(found, key=lambda p: ((p / "config.json").stat().st_mtime_ns, str(p)))
 

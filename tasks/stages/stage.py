@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import pyarrow as pa
 from tqdm import tqdm
 
+from schemas.layout import VALIDATION
 from schemas.validation import FrameSuite
 from tasks.stages.catalog import refresh_catalog
 from tasks.stages.store import Manifest, StageStore, fingerprint, schema_hash
@@ -71,7 +72,7 @@ def run_stage(store: StageStore, spec: StageSpec, *, part_keys: list[str], make_
     for key in tqdm(todo, desc=spec.name, unit="part", disable=not todo or not sys.stderr.isatty()):
         build.write_part(key, make_part(key))
     table = build.read()
-    report = run_suites(spec.name, table, spec.suites(), store.root / "validation", version=fp)
+    report = run_suites(spec.name, table, spec.suites(), store.root / VALIDATION, version=fp)
     if not report.success:
         raise StageValidationError(report)
     st = stats(table) if stats else {}

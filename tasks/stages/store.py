@@ -27,6 +27,8 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from schemas.layout import STAGES
+
 _KEY_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
@@ -187,7 +189,7 @@ class StageBuild:
 class StageStore:
     def __init__(self, data_dir: Path | str) -> None:
         self.root = Path(data_dir).resolve()
-        self.stages_dir = self.root / "stages"
+        self.stages_dir = self.root / STAGES
 
     def stage_dir(self, stage: str) -> Path:
         return self.stages_dir / stage
