@@ -24,10 +24,10 @@ def files(tmp_path_factory):
     return d, byte_level(d / "tok")
 
 
-def _score(d, *extra, env: dict[str, str] | None = None):
+def _score(d, *extra):
     res = subprocess.run([sys.executable, "-m", "rubricrl.cli", "score", "--task", str(d / "task.json"), "--response",
                           str(FIX / "g2_response.md"), "--diagnosis", str(FIX / "g2_diagnosis.json"), "--no-browser", *extra],
-                         cwd=REPO, capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
     return res
 
 
@@ -53,7 +53,7 @@ def test_token_weights_follow_the_sign_rule(files):
     pos = json.loads(_score(d, "--advantage", "0.8", "--tokenizer", str(tok)).stdout)
     assert len(neg["token_weights"]) == len(neg["token_offsets"]) == len(pos["token_weights"])
     assert set(neg["token_weights"]) == {3.0, 1.5, 1.0}
-    assert set(pos["token_weights"]) == {1.0, 1.2}
+    assert set(pos["token_weights"]) == {1.0, 1.2} and pos["weight_rule"] == neg["weight_rule"] == "sign"
     (a, b), = neg["findings"][0]["direct_spans"]
     for w, (s, e) in zip(neg["token_weights"], neg["token_offsets"]):
         if s < b and e > a:
@@ -88,13 +88,8 @@ def test_spans_and_weights_follow_the_projects_attribution_section(files):
         t = attribute(response, h, diagnosis, cfg)
         return [(f.direct_spans_response(), f.context_spans_response()) for f in t.findings]
 
-    default = json.loads(_score(d).stdout)
-    assert _spans(default) == want(AttributionConfig())
     narrow = want(AttributionConfig(window_chars=0))
     assert narrow != want(AttributionConfig())  # the setting matters for this response
-    by_env = _score(d, env={"RUBRICRL_ATTRIBUTION__WINDOW_CHARS": "0"})
-    assert by_env.returncode == 0, by_env.stderr
-    assert _spans(json.loads(by_env.stdout)) == narrow
     by_set = _score(d, "--profile", "demo", "--set", "attribution.window_chars=0")
     assert by_set.returncode == 0, by_set.stderr
     assert _spans(json.loads(by_set.stdout)) == narrow
@@ -102,14 +97,13 @@ def test_spans_and_weights_follow_the_projects_attribution_section(files):
 
 def test_token_weights_follow_the_training_modes_rule(files):
     """The weights printed are the ones the trainer would apply: train.objective.mode's rule (here the 4.4
-    ablation: diagnosed tokens pushed down although A > 0), named in ``weight_rule``."""
+    ablation: diagnosed tokens pushed down although A > 0), named in ``weight_rule`` (the default's twin:
+    test_token_weights_follow_the_sign_rule)."""
     d, tok = files
     res = _score(d, "--advantage", "0.8", "--tokenizer", str(tok), "--set", "train.objective.mode=unconditional")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["weight_rule"] == "unconditional" and set(out["token_weights"]) == {-3.0, -1.5, 1.0}
-    default = json.loads(_score(d, "--advantage", "0.8", "--tokenizer", str(tok)).stdout)
-    assert default["weight_rule"] == "sign" and set(default["token_weights"]) == {1.0, 1.2}  # the twin
 
 
 def test_the_judge_provider_comes_from_the_configuration(files, tmp_path):
