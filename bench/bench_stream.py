@@ -286,9 +286,9 @@ def flow_run_dir(root: Path, tasks: dict[str, Any], api_url: str, env: Any) -> P
     import pyarrow.parquet as pq
 
     from schemas.config import load_config, write_config
-    from schemas.layout import RUN_CONFIG, RUN_QUERIES
+    from schemas.layout import RUN_CONFIG, RUN_QUERIES, runs_dir
 
-    run = root / "runs" / "train-rl" / "bench"
+    run = runs_dir(root, "train-rl") / "bench"
     sets = ["llm.provider=anthropic", f"llm.base_url={api_url}", "llm.cache=false", f"train.run.out_dir={run}",
             f"env.judge.concurrency={env.judge.concurrency}", f"env.runtime.concurrency={env.runtime.concurrency}"]
     cfg = load_config("demo", sets=sets, environ={})

@@ -24,6 +24,8 @@ import _safe  # noqa: F401 - first of our imports: API keys removed, no paid cal
 
 import pyarrow.parquet as pq
 
+from schemas.layout import RUN_RECORDS
+
 REPO = Path(__file__).resolve().parent.parent
 FIELDS = ("response_ids", "logprobs", "reward", "advantage", "token_weights")
 
@@ -45,7 +47,7 @@ def run_job(out: Path, steps: int, score_fn: str, extra: list[str]) -> tuple[dic
 
 
 def rows(out: Path) -> list[dict]:
-    table = pq.read_table(out / "records" / "rollouts").to_pylist()
+    table = pq.read_table(out / RUN_RECORDS / "rollouts").to_pylist()
     return sorted(table, key=lambda r: (r["step"], r["group_id"], r["sample"]))
 
 

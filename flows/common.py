@@ -11,6 +11,8 @@ from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
 from schemas.config import Config, load_config
+from schemas.config_llm import LLMConfig
+from schemas.layout import VALIDATION
 from tasks.llm import Provider, get_provider
 from tasks.stages.stage import StageOutcome
 from tasks.stages.store import StageStore
@@ -21,6 +23,11 @@ class FlowContext:
     cfg: Config
     store: StageStore
     provider: Provider
+
+    def pinned_llm(self) -> LLMConfig:
+        """The LLM settings with the provider this run resolved (``auto`` decided once, here), for the
+        processes it starts: they build their own provider from these and must not decide again."""
+        return self.cfg.resolved_llm().model_copy(update={"provider": self.provider.name})
 
 
 def flow_context(profile: str | None, sets: list[str] | None) -> FlowContext:
@@ -77,7 +84,7 @@ def publish_ledger(fc: FlowContext) -> dict[str, Any] | None:
     store = getattr(fc.provider, "store", None)
     if store is None:
         return None
-    publish_llm_calls(fc.store, store, fc.store.root / "validation")
+    publish_llm_calls(fc.store, store, fc.store.root / VALIDATION)
     rows = store.ledger_rows(_run_id())
     return summarize(rows).get("total") if rows else None
 

@@ -32,6 +32,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
 from schemas.env import TIERS as ENV_TIERS
 from schemas.evaluation import EVAL_RESULTS_SCHEMA, STAGE as EVAL_STAGE, eval_results_suites
+from schemas.layout import REPORTS
 from schemas.rubric import Task
 from tasks.evaluation import summary as evaluation
 from tasks.evaluation.report import write_report
@@ -180,7 +181,7 @@ def evaluate(profile: str = "demo", sets: list[str] | None = None, force: bool =
     summary = summarize_rows(rows)
     baseline = specs[0]["label"] if len(specs) > 1 else None
     md = evaluation.markdown_table(summary, baseline=baseline)
-    report_dir = store.root / "reports" / "eval"
+    report_dir = store.root / REPORTS / "eval"
     report_dir.mkdir(parents=True, exist_ok=True)
     png = evaluation.plot(rows, report_dir / "eval.png")
     header = (f"# evaluate: {len(specs)} generator(s), {len({r['query_id'] for r in rows})} {ev.benchmark} queries, "

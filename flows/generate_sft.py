@@ -11,6 +11,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
+from schemas.layout import EXPORTS, SFT_EXPORT
 from schemas.sft import SFT_ANSWERS_SCHEMA, sft_answers_suites
 from tasks.sft import data as sft_data
 from tasks.rl.checkpoints import held_out
@@ -66,7 +67,7 @@ def generate_sft(profile: str = "demo", sets: list[str] | None = None, force: bo
                            "n": len(tasks)}, force=force,
                     stats=lambda t: {"rejected": int(sum(t.column("rejected").to_pylist()))})
     table = store.read("sft_answers")
-    export = sft_data.export_chat(table, store.root / "exports" / "sft_train.parquet")
+    export = sft_data.export_chat(table, store.root / EXPORTS / SFT_EXPORT)
     rates = sft_data.rejection_rates(table)
     summary = stage_summary(out, {"rejected": out.manifest.stats.get("rejected", ""), "export": str(export)})
     publish_artifact("generate-sft", [summary], notes=f"Chat-format export: `{export}`\n{_rates_markdown(rates)}", fc=fc)

@@ -42,6 +42,7 @@ from flows.common import flow_context, forward_library_logs, publish_artifact, s
 from schemas.check_results import CHECK_RESULTS_SCHEMA, check_results_suites
 from schemas.config import Config, load_config
 from schemas.config_env import EnvConfig
+from schemas.config_train import RULE_OF_MODE
 from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
 from schemas.layout import RUN_CONFIG, RUN_QUERIES, RUN_RECORDS
 from schemas.rubric import Task
@@ -52,6 +53,7 @@ from tasks.rl.judge_limit import SharedLimit
 from tasks.rl.score_step import score_step
 from tasks.stages.stage import StageSpec, chunked, run_stage
 from tasks.stages.store import atomic_write_table
+from training.config import with_mode_reward
 
 
 def _score_chunk(rollouts: pa.Table, tasks: dict[str, dict[str, Any]], env: dict[str, Any],
@@ -115,7 +117,7 @@ def score_rollouts(profile: str = "demo", sets: list[str] | None = None, rollout
     rows = chunked(range(max(rollouts.num_rows, 1)), chunk_size)  # one (empty) part for no rollouts
     chunks = {k: rollouts.slice(r[0], len(r)) for k, r in rows.items()}
     keys = list(chunks)
-    llm = fc.cfg.resolved_llm().model_copy(update={"provider": fc.provider.name}).model_dump(mode="json")
+    llm = fc.pinned_llm().model_dump(mode="json")
     env_json = env_cfg.model_dump(mode="json")
     kind = env_cfg.reward_kind
     inputs = {rollouts_stage: fc.store.manifest(rollouts_stage).version,  # type: ignore[union-attr]
@@ -166,7 +168,7 @@ def step_records_name(step: int, rank: int, part: int | None) -> str:
 
 @lru_cache(maxsize=4)
 def step_run(run_dir: str) -> StepRun:
-    cfg = load_config(file=Path(run_dir) / RUN_CONFIG)
+    cfg = with_mode_reward(load_config(file=Path(run_dir) / RUN_CONFIG))
     rows = pq.read_table(Path(run_dir) / RUN_QUERIES, columns=["query_id", "query", "rubric_json"]).to_pylist()
     provider = SharedLimit(get_provider(config=cfg.resolved_llm()), cfg.env.judge.concurrency)
     return StepRun(cfg, provider, {r["query_id"]: task_from_row(r) for r in rows})  # type: ignore[arg-type]
@@ -195,7 +197,8 @@ def score_step_flow(prompts: list[str], responses: list[str], token_ids: list[li
     run = step_run(out_dir)
     ids = [f"s{step:05d}-r{rank}-{offset + i:04d}" for i in range(len(responses))]
     out = score_step_task(ids, query_ids, responses, token_ids, run.tasks, step_tokenizer(model_path),
-                          provider=run.provider, env=run.cfg.env, attribution=run.cfg.attribution)
+                          provider=run.provider, env=run.cfg.env, attribution=run.cfg.attribution,
+                          rule=RULE_OF_MODE[run.cfg.train.objective.mode])
     info = {"uniform": out.uniform, "passed": out.passed, "tier": out.tier,
             "judge_failed": [r is None for r in out.rewards], "time_score_s": out.time_score_s,
             "time_attribute_s": out.time_attribute_s}

@@ -16,6 +16,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
 from schemas.benchmark import BENCHMARK_SCHEMA, benchmark_suites
+from schemas.layout import REPORTS
 from schemas.queries import CANDIDATES_SCHEMA, QUERIES_SCHEMA, candidates_suites, queries_suites
 from tasks.queries import coverage, synthesize
 from tasks.queries.dedup import near_duplicates
@@ -104,7 +105,7 @@ def synthesize_queries(profile: str = "demo", sets: list[str] | None = None, for
         logger.warning("only %d of %d queries remain after deduplication; raise synth.oversample",
                        queries.manifest.row_count, s.n_queries)
     counts = coverage.coverage_counts(store.read("queries"), personas)
-    png = coverage.coverage_plot(counts, store.root / "reports" / "queries_coverage.png")
+    png = coverage.coverage_plot(counts, store.root / REPORTS / "queries_coverage.png")
     md = coverage.coverage_markdown(counts)
     summaries = [stage_summary(cand, {"missing": cand.manifest.stats.get("missing", 0)}),
                  stage_summary(queries, {"near_duplicates_removed": info.get("near_duplicates_removed", "")})]

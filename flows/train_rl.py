@@ -1,7 +1,8 @@
 """train-rl: rl_queries -> GRPO on DeepSpeed (+ vLLM or transformers rollouts) in a launched job.
 
 The flow writes the whole resolved configuration once into the run folder
-(``<data_dir>/runs/train-rl/<run>/config.json``) and starts the job (``python -m training --config``
+(``<data_dir>/runs/train-rl/<run>/config.json``; its ``llm.provider`` is the provider this flow
+resolved, never ``auto``) and starts the job (``python -m training --config``
 that file, or torchrun for several processes) as a process. Every step the job calls the
 ``score-step`` flow (``flows/score_rollouts.py``), which reads the same file: the environment (gates,
 judge, hierarchical reward) and attribution (direct/context spans -> token membership) run as flow
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -29,11 +29,13 @@ from flows.common import flow_context, forward_library_logs, publish_artifact, s
 from schemas.attribution import ATTRIBUTIONS_SCHEMA, attributions_suites
 from schemas.config import write_config
 from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
-from schemas.layout import CHECKPOINTS, RUN_CONFIG, RUN_QUERIES, RUN_RECORDS, runs_dir
+from schemas.layout import CHECKPOINTS, FINAL_MODEL, RUN_CONFIG, RUN_QUERIES, RUN_RECORDS, runs_dir
 from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
 from schemas.train_stages import JUDGE_PROVIDER, rollouts_suites, train_steps_suites, with_judge_provider
 from tasks.stages.stage import StageSpec, run_stage
+from tasks.rl.checkpoints import install_policy, newest_policy
 from tasks.rl.plots import write_run_plots
+from training.config import with_mode_reward
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -106,6 +108,7 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
     fc = flow_context(profile, sets)
     logger = get_run_logger()
     store = fc.store
+    cfg = with_mode_reward(fc.cfg).model_copy(deep=True)  # a refused ablation switch stops the run here
     if store.read("rl_queries", columns=["query_id"]).num_rows == 0:
         raise ValueError("the rl_queries stage is empty; run select-rl-queries first")
     runs = runs_dir(store.root, "train-rl")
@@ -113,11 +116,10 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
     run_dir.mkdir(parents=True, exist_ok=True)
     queries_path = run_dir / RUN_QUERIES
     pq.write_table(store.read("rl_queries", columns=["query_id", "query", "rubric_json"]), queries_path)
-    from tasks.rl.checkpoints import newest_policy
-
     policy = newest_policy(store.root)
-    cfg = fc.cfg.model_copy(deep=True)
     cfg.data_dir = store.root.resolve()  # the job and the scorer may run elsewhere
+    # the provider this flow resolved: every scorer process (Ray workers too) reads it, none resolves `auto` again
+    cfg.llm = fc.pinned_llm()
     run = cfg.train.run
     run.out_dir, run.queries_path, run.resume = run_dir, str(queries_path), resume_run is not None
     run.score_fn = "flows.score_rollouts:score_step_flow"
@@ -130,11 +132,10 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
         env["PREFECT_API_URL"] = url
     launch_job(cfg_path, nproc, env, run_dir / "job.log")
     summary = json.loads((run_dir / "summary.json").read_text())
-    final = run_dir / "final_model"
-    ckpt = store.root / CHECKPOINTS / f"rl-{run_dir.name}" / "final_model"
+    final = run_dir / FINAL_MODEL
+    ckpt = store.root / CHECKPOINTS / f"rl-{run_dir.name}" / FINAL_MODEL
     if final.exists():
-        ckpt.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(final, ckpt, dirs_exist_ok=True)
+        install_policy(final, ckpt)
     outcomes = _publish_records(fc, run_dir, {"rl_queries": store.version("rl_queries")})
     png = write_run_plots(store, run_dir, fc.cfg.attribution)
     hist = summary.get("history", [])

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,8 +26,10 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
 from schemas.config import Config, write_config
-from schemas.layout import CHECKPOINTS, EXPORTS, REPORTS, RUN_CONFIG, RUN_RECORDS, runs_dir
+from schemas.layout import (CHECKPOINTS, EXPORTS, FINAL_MODEL, REPORTS, RUN_CHECKPOINTS, RUN_CONFIG, RUN_RECORDS,
+                            SFT_EXPORT, runs_dir)
 from schemas.sft_steps import SFT_STEPS_SCHEMA, sft_steps_suites
+from tasks.rl.checkpoints import install_policy
 from tasks.stages.stage import StageSpec, run_stage
 from tasks.stages.store import fingerprint
 
@@ -55,23 +56,10 @@ def _file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def _install_checkpoint(src: Path, dest: Path) -> Path:
-    """Copy the final model next to ``dest`` and swap it in by rename: readers never see half a model."""
-    tmp, old = dest.with_name(f".{dest.name}.tmp"), dest.with_name(f".{dest.name}.old")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(src, tmp)
-    if dest.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(dest, old)
-    os.replace(tmp, dest)
-    shutil.rmtree(old, ignore_errors=True)
-    return dest
-
-
 def run_job(cfg: Config, out_dir: Path) -> dict[str, Any]:
     """Write the whole config into ``out_dir``, run ``python -m training.sft`` in a subprocess (resuming
     if it has checkpoints)."""
-    resume = any((out_dir / "checkpoints").glob("*")) if (out_dir / "checkpoints").is_dir() else False
+    resume = any((out_dir / RUN_CHECKPOINTS).glob("*")) if (out_dir / RUN_CHECKPOINTS).is_dir() else False
     cfg = cfg.model_copy(deep=True)
     cfg.train_sft.run.out_dir, cfg.train_sft.run.resume = out_dir, resume
     conf = write_config(cfg, out_dir / RUN_CONFIG)
@@ -84,7 +72,7 @@ def run_job(cfg: Config, out_dir: Path) -> dict[str, Any]:
         raise ValueError(text[text.rindex("error:"):].strip() + f" (SFT job log: {log})")
     if proc.returncode != 0:
         raise RuntimeError(f"the SFT job exited with {proc.returncode}; last lines of {log}:\n{text[-3000:]}")
-    return {"resumed": resume, "log": str(log), "final_model": out_dir / "final_model"}
+    return {"resumed": resume, "log": str(log), "final_model": out_dir / FINAL_MODEL}
 
 
 def _steps(out_dir: Path) -> pa.Table:
@@ -122,14 +110,14 @@ def train_sft(profile: str = "demo", sets: list[str] | None = None, force: bool 
     fc = flow_context(profile, sets)
     cfg, store = fc.cfg, fc.store
     logger = get_run_logger()
-    export = store.root / EXPORTS / "sft_train.parquet"
+    export = store.root / EXPORTS / SFT_EXPORT
     if not export.exists():
         raise ValueError(f"{export} does not exist; run generate-sft first (it writes the chat-format export)")
     examples = chat_to_examples(pq.read_table(export).to_pylist())
     export_hash = _file_hash(export)
     key = fingerprint(export=export_hash, train_sft=cfg.section_hash("train_sft"))
     out_dir = runs_dir(store.root, "sft") / key
-    dest = store.root / CHECKPOINTS / "sft" / "final_model"
+    dest = store.root / CHECKPOINTS / "sft" / FINAL_MODEL
     job: dict[str, Any] = {}
 
     def make(_k: str) -> pa.Table:
@@ -140,7 +128,7 @@ def train_sft(profile: str = "demo", sets: list[str] | None = None, force: bool 
         job_cfg = cfg.model_copy(deep=True)
         job_cfg.train_sft.run.answers_path = str(answers)
         job.update(sft_job(job_cfg, out_dir))
-        _install_checkpoint(out_dir / "final_model", dest)
+        install_policy(out_dir / FINAL_MODEL, dest)
         return _steps(out_dir)
 
     out = run_stage(store, StageSpec("sft_steps", SFT_STEPS_SCHEMA, sft_steps_suites), part_keys=["all"],
@@ -149,9 +137,9 @@ def train_sft(profile: str = "demo", sets: list[str] | None = None, force: bool 
                     extra={"examples": len(examples)}, force=force,
                     stats=lambda t: {"out_dir": str(out_dir), "checkpoint": str(dest)})
     if not (dest / "config.json").exists():  # stage current but the checkpoint was deleted: reinstall it
-        if not (out_dir / "final_model" / "config.json").exists():
-            raise ValueError(f"{dest} is missing and so is {out_dir}/final_model; re-run with force=True")
-        _install_checkpoint(out_dir / "final_model", dest)
+        if not (out_dir / FINAL_MODEL / "config.json").exists():
+            raise ValueError(f"{dest} is missing and so is {out_dir / FINAL_MODEL}; re-run with force=True")
+        install_policy(out_dir / FINAL_MODEL, dest)
     steps = store.read("sft_steps").to_pylist()
     png = loss_plot(steps, store.root / REPORTS / "sft_loss.png")
     losses = sorted((r["step"], r["value"]) for r in steps if r["metric"] == "loss/sft")

@@ -62,11 +62,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _print_where(args: argparse.Namespace) -> None:
+    from schemas.layout import CATALOG
+
     store = _store(args)
     print("\nPublished stages:")
     for m in store.published():
         print(f"  {m.stage:<20} {m.row_count:>8} rows  provider={m.provider:<9} {store.stage_dir(m.stage) / m.version}")
-    cat = store.root / "catalog.duckdb"
+    cat = store.root / CATALOG
     duckdb_cli = Path(sys.executable).parent / "duckdb"
     print(f"\nOpen them in DuckDB:  {duckdb_cli} {cat} -c \"select count(*) from queries\"")
     print(f"                 or:  rubricrl sql \"select domain, count(*) from queries group by 1\"")
@@ -180,7 +182,7 @@ def cmd_serve_judge(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    """``rubricrl score``: the environment's contract; env and attribution come from the project config."""
+    """``rubricrl score``: the environment's contract, with the project configuration (--profile, --set)."""
     from rubricrl import score_cmd
 
     return score_cmd.run(args)
@@ -190,10 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rubricrl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
-    def common(sp: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        sp.add_argument("--profile", choices=["demo", "full"], default=None, help="config profile (default demo)")
-        sp.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE", help="override a setting")
-        return sp
+    from rubricrl.options import add_config_options as common
 
     r = common(sub.add_parser("run", help="run the pipeline (or --only some flows)"))
     r.add_argument("--only", action="append", choices=list(FLOWS))

@@ -2,7 +2,7 @@
 
     rubricrl score --task TASK.json --response RESPONSE.txt [--diagnosis DIAGNOSIS.json]
                    [--no-browser] [--reward hierarchical|binary] [--provider auto|offline|anthropic|openai]
-                   [--model NAME] [--base-url URL]
+                   [--model NAME] [--base-url URL] [--profile demo|full] [--set SECTION.FIELD=VALUE ...]
 
 Output: {"format_valid", "source_valid", "runtime_valid", "reward", "html_offset", "findings",
 "evidence": {"syntax_errors", "page_errors", ...}, ...}; offsets are character offsets into the response.
@@ -10,8 +10,10 @@ Exit 0 on a scored response (a missing reward included: ``reward`` is null), 2 o
 with a message on stderr naming the file and the problem.
 
 ``rubricrl/cli.py`` adds it with ``score_cmd.add_parser(subparsers)`` and dispatches to
-``score_cmd.run(args)``; the env and attribution sections come from the project configuration
-(profile and ``RUBRICRL_*`` overrides). Standalone: ``python -m rubricrl.score_cmd --task ... --response ...``.
+``score_cmd.run(args)``. The configuration is the project's, resolved like every command's (profile,
+``RUBRICRL_*``, ``--set``): ``env`` scores, ``llm`` chooses the judge (``--provider``, ``--model``,
+``--base-url`` override it when given), ``attribution`` gives both the spans and the weights, and
+``train.objective.mode`` the weight rule (the trainer's). Standalone: ``python -m rubricrl.score_cmd --task ...``.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from typing import Any
 
 # the provider names from the config schema: `rubricrl --help` and every other command stay free of the
 # LLM layer's imports (great_expectations costs seconds per process)
+from rubricrl.options import add_config_options
 from schemas.config_llm import PROVIDERS
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
@@ -48,13 +51,15 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-browser", action="store_true", help="skip the headless-browser runtime check")
     p.add_argument("--reward", choices=("hierarchical", "binary"), default=None,
                    help="reward kind (default: env.reward_kind, hierarchical)")
-    p.add_argument("--provider", choices=PROVIDERS, default="auto",
-                   help="judge provider when no --diagnosis (auto: anthropic if ANTHROPIC_API_KEY is set)")
+    p.add_argument("--provider", choices=PROVIDERS, default=None,
+                   help="judge provider when no --diagnosis (default: llm.provider; auto: anthropic if "
+                        "ANTHROPIC_API_KEY is set)")
     p.add_argument("--model", default=None, help="judge model (needed for openai: the name the endpoint serves)")
     p.add_argument("--base-url", default=None, help="API base URL for the judge provider (e.g. a local server)")
     p.add_argument("--advantage", type=float, default=None,
                    help="response advantage A: with --tokenizer, adds token_weights and token_offsets")
     p.add_argument("--tokenizer", type=Path, default=None, help="a Hugging Face tokenizer directory (with --advantage)")
+    add_config_options(p)
 
 
 def _read_text(path: Path, what: str) -> str:
@@ -99,6 +104,7 @@ def load_task(path: Path) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from schemas.config import load_config
+    from schemas.config_train import RULE_OF_MODE
     from tasks.env.judge import parse_diagnosis
     from tasks.env.score import score_response
 
@@ -123,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"rubricrl score: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        project = load_config()  # env and attribution sections (profile and RUBRICRL_* overrides)
+        project = load_config(args.profile, sets=args.set)
     except ValueError as e:
         print(f"rubricrl score: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -143,20 +149,23 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
     try:
         result = score_response(task, response, diagnosis=diagnosis, provider=provider, cfg=cfg,
-                                reward_kind=args.reward)
+                                reward_kind=args.reward, attribution=project.attribution)
     except ValueError as e:  # e.g. no browser installed: the message names the fix
         print(f"rubricrl score: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     out = result.to_json()
     if args.advantage is not None:
-        out.update(token_fields(response, result, args.advantage, args.tokenizer, project.attribution))
+        out.update(token_fields(response, result, args.advantage, args.tokenizer, project.attribution,
+                                RULE_OF_MODE[project.train.objective.mode]))
     print(json.dumps(out, ensure_ascii=False, indent=2))
     return EXIT_OK
 
 
-def token_fields(response: str, result: Any, advantage: float, tokenizer_dir: Path, attribution: Any) -> dict[str, Any]:
-    """``token_weights`` / ``token_offsets`` (response character offsets) by the weight rule of
-    ``tasks.attribution.weights`` with the ``attribution`` section's numbers (paper 3.5)."""
+def token_fields(response: str, result: Any, advantage: float, tokenizer_dir: Path, attribution: Any,
+                 rule: str = "sign") -> dict[str, Any]:
+    """``token_weights`` / ``token_offsets`` (response character offsets) and ``weight_rule``: the weights of
+    ``tasks.attribution.weights`` by ``rule`` (the trainer's: train.objective.mode's) with the ``attribution``
+    section's numbers (paper 3.5)."""
     from tasks.attribution.api import AttributionTrace, token_weights
     from tasks.attribution.tokens import load_tokenizer, token_offsets_array
 
@@ -165,11 +174,11 @@ def token_fields(response: str, result: Any, advantage: float, tokenizer_dir: Pa
     offsets = token_offsets_array(ids, tok, expected_text=response)
     spans = [[int(a), int(b)] for a, b in offsets]
     if result.reward is None:  # missing diagnosis: no reward, the response is dropped from its group (B.4)
-        return {"token_weights": None, "token_offsets": spans}
+        return {"token_weights": None, "token_offsets": spans, "weight_rule": rule}
     # no HTML, or gates decided without findings: empty attribution sets, ordinary sign rule
     trace = result.attribution if result.attribution is not None else AttributionTrace(h=0, source_len=0)
-    weights = token_weights(trace, offsets, float(advantage), attribution)
-    return {"token_weights": [round(float(w), 6) for w in weights], "token_offsets": spans}
+    weights = token_weights(trace, offsets, float(advantage), attribution, rule)  # type: ignore[arg-type]
+    return {"token_weights": [round(float(w), 6) for w in weights], "token_offsets": spans, "weight_rule": rule}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,14 +11,18 @@ span is a non-empty interval inside the source.
 """
 from __future__ import annotations
 
+from typing import get_args
+
 import great_expectations as gx
 import pandas as pd
 import pyarrow as pa
 
+from schemas.config_attribution import WeightRule
 from schemas.validation import FrameSuite, rows, suite
 
 STATUSES = ["localised", "unlocalised", "no_findings"]
 ANCHOR_STATUSES = ["matched", "ambiguous", "unmatched"]
+WEIGHT_RULES = get_args(WeightRule)  # weight_mode: the rule the trainer applies to this row's tokens
 
 SPAN = pa.struct([("start", pa.int64()), ("end", pa.int64())])
 CONTEXT_SPAN = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("reasons", pa.list_(pa.string()))])
@@ -58,7 +62,7 @@ ATTRIBUTIONS_SCHEMA = pa.schema([
     pa.field("n_localised", pa.int32(), nullable=False),
     pa.field("findings", pa.list_(FINDING)),
     pa.field("advantage", pa.float64()),  # null when weights were not computed
-    pa.field("weight_mode", pa.string()),
+    pa.field("weight_mode", pa.string()),  # train.objective.mode's rule (schemas.config_train.RULE_OF_MODE)
     pa.field("n_tokens", pa.int64()),
     pa.field("n_direct_tokens", pa.int64()),
     pa.field("n_context_tokens", pa.int64()),
@@ -90,7 +94,7 @@ def attributions_suites() -> list[FrameSuite]:
             E.ExpectColumnValuesToBeBetween(column="html_offset", min_value=0),
             E.ExpectColumnValuesToBeBetween(column="n_findings", min_value=0),
             E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="n_findings", column_B="n_localised", or_equal=True),
-            E.ExpectColumnValuesToBeInSet(column="weight_mode", value_set=["sign", "unconditional"], mostly=1.0),
+            E.ExpectColumnValuesToBeInSet(column="weight_mode", value_set=list(WEIGHT_RULES), mostly=1.0),
             E.ExpectColumnValuesToNotBeNull(column="judge_provider"),
         ), ["response_id"]),
         FrameSuite("attribution_spans", _spans_frame, suite(

@@ -3,14 +3,19 @@
 Defaults are the paper's numbers; ``AttributionConfig`` is the ``attribution`` section of
 ``schemas/config.py``, and ``tasks.attribution.weights`` is the one reader of its weights (the
 trainer and ``rubricrl score`` both go through it). Every field says where its default comes from.
+Which rule applies the weights is not set here: it follows ``train.objective.mode``
+(``schemas.config_train.RULE_OF_MODE``), so the trainer, the ``attributions`` rows and
+``rubricrl score`` name the same rule.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-WeightMode = Literal["sign", "unconditional"]
+# 'sign' is the paper's rule (3.5, G.3), 'unconditional' the 4.4 ablation, 'uniform' standard GRPO
+# (the binary and hierarchical ablations); see tasks.attribution.weights
+WeightRule = Literal["uniform", "sign", "unconditional"]
 
 
 class AttributionConfig(BaseModel):
@@ -25,10 +30,6 @@ class AttributionConfig(BaseModel):
         description="A<0 remaining tokens; A>0 attributed tokens; A=0; prompt positions; uniform fallback (B.4, G.3).",
     )
     positive_other_weight: float = Field(1.2, gt=0, description="A>0: tokens outside every attributed span (G.3).")
-    mode: WeightMode = Field(
-        "sign",
-        description="'sign' is the paper's rule; 'unconditional' is the 4.4 ablation (see tasks.attribution.weights).",
-    )
     window_chars: int = Field(1200, ge=0, description="Analysis window each side of a direct anchor (B.3).")
     min_fragment_chars: int = Field(
         8, ge=1, description="Fragments with fewer non-whitespace characters are too short to be used alone (B.3).",
@@ -36,6 +37,15 @@ class AttributionConfig(BaseModel):
     call_depth: int = Field(
         3, ge=1, description="How many call hops an event handler may take to reach an anchor's function.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_rule_here(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "mode" in data:
+            raise ValueError(f"attribution.mode={data['mode']!r} is not a setting: the token-weight rule follows "
+                             "train.objective.mode (full: the sign rule, unconditional: the 4.4 ablation, binary or "
+                             "hierarchical: uniform); remove attribution.mode and set train.objective.mode instead")
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> "AttributionConfig":

@@ -14,6 +14,8 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from schemas.layout import LLM
+
 ProviderName = Literal["auto", "offline", "anthropic", "openai"]
 PROVIDERS: tuple[str, ...] = get_args(ProviderName)
 
@@ -90,7 +92,8 @@ class ServerConfig(_Section):
     compact_json: bool = Field(
         True, description="No whitespace between JSON tokens under the grammar: a weak model cannot pad a reply "
                           "with blanks until max_tokens runs out")
-    cpu_kvcache_gb: int = Field(2, ge=1, description="KV cache on a CPU-only machine (VLLM_CPU_KVCACHE_SPACE)")
+    cpu_kvcache_gb: int = Field(2, ge=1, description="KV cache GiB on a CPU-only machine (VLLM_CPU_KVCACHE_SPACE is "
+                                                     "set to it; an exported value that disagrees is an error)")
     start_timeout_s: float = Field(600.0, gt=0.0, description="Give up waiting for the server to answer")
 
 
@@ -102,7 +105,7 @@ class LLMConfig(_Section):
         None, description="Environment variable holding the key; None = ANTHROPIC_API_KEY / OPENAI_API_KEY")
     concurrency: int = Field(16, ge=1, le=1024, description="Parallel requests for interactive calls")
     budget_usd: float | None = Field(None, gt=0.0, description="Stop sending calls once this much is spent")
-    store_path: str = Field("llm/llm.sqlite", description="SQLite file: response cache, ledger, batch ids (relative: under data_dir)")
+    store_path: str = Field(f"{LLM}/llm.sqlite", description="SQLite file: response cache, ledger, batch ids (relative: under data_dir)")
     cache: bool = Field(True, description="Content-addressed response cache (offline calls are never cached)")
     json_mode: bool = Field(False, description="openai, structured_outputs off: send response_format json_object")
     structured_outputs: bool = Field(

@@ -9,12 +9,23 @@ some need the world size, known only at launch.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from schemas.config_attribution import WeightRule
+from schemas.config_env import RewardKind
+
 Mode = Literal["binary", "hierarchical", "full", "unconditional"]
-MODES: tuple[str, ...] = ("binary", "hierarchical", "full", "unconditional")
+MODES: tuple[str, ...] = get_args(Mode)
+# The token-weight rule each training mode applies (paper 4.3, 4.4): uniform weights are standard GRPO.
+# The trainer, the attributions rows and `rubricrl score --advantage` all read it here.
+RULE_OF_MODE: dict[str, WeightRule] = {"binary": "uniform", "hierarchical": "uniform", "full": "sign",
+                                       "unconditional": "unconditional"}
+# The reward each training mode optimises (paper 4.3): the mode is the one switch of the ablations, and a
+# training run's scorer gives this reward (training.config.with_mode_reward pins env.reward_kind to it).
+REWARD_KIND_OF_MODE: dict[str, RewardKind] = {"binary": "binary", "hierarchical": "hierarchical",
+                                              "full": "hierarchical", "unconditional": "hierarchical"}
 
 
 class _Section(BaseModel):
@@ -46,7 +57,8 @@ class RolloutSection(_Section):
                                                       "(tasks/prompts/generation.md, paper F.3); None = that prompt")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0, description="vLLM KV-cache share on GPU "
                                                                                "(colocated with training)")
-    vllm_cpu_kvcache_gb: int = Field(1, ge=1, description="vLLM on CPU: KV cache GiB (VLLM_CPU_KVCACHE_SPACE)")
+    vllm_cpu_kvcache_gb: int = Field(1, ge=1, description="vLLM on CPU: KV cache GiB (VLLM_CPU_KVCACHE_SPACE is "
+                                                          "set to it; an exported value that disagrees is an error)")
     stream_scoring: bool = Field(True, description="Score each group as soon as it is generated (training/stream.py; "
                                                    "runner and workers: env.task_runner / env.workers); False = "
                                                    "one score call after the whole batch")
@@ -59,7 +71,8 @@ class RolloutSection(_Section):
 class ObjectiveSection(_Section):
     """The weighted clipped surrogate (paper 3.5, D.3, G.3)."""
 
-    mode: Mode = Field("full", description="binary | hierarchical | full | unconditional (paper 4.3, 4.4)")
+    mode: Mode = Field("full", description="binary | hierarchical | full | unconditional (paper 4.3, 4.4): the "
+                                           "reward (REWARD_KIND_OF_MODE) and the token-weight rule (RULE_OF_MODE)")
     eps_low: float = Field(0.2, ge=0.0, lt=1.0, description="Lower clip range: ratio >= 1 - eps_low")
     eps_high: float = Field(0.28, ge=0.0, description="Upper clip range: ratio <= 1 + eps_high")
     adv_eps: float = Field(1e-6, gt=0.0, description="eps in A_i = (r_i - mean) / (std + eps)")

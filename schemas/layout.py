@@ -20,9 +20,13 @@ LLM = "llm"  # response cache, ledger, batch ids (llm.store_path)
 RUN_LOCK = "run.lock"  # the flock of the run writing here, and who it is (tasks/stages/lock.py)
 RUN_OUTPUTS = (STAGES, CATALOG, VALIDATION, REPORTS, EXPORTS, RUNS, CHECKPOINTS, LLM, RUN_LOCK)
 
+FINAL_MODEL = "final_model"  # a policy as a Hugging Face model directory: checkpoints/<name>/, a run's folder
+SFT_EXPORT = "sft_train.parquet"  # the chat-format SFT export (generate-sft writes, train-sft reads), in EXPORTS
+
 RUN_CONFIG = "config.json"  # the whole resolved configuration of one training run, in its run folder
 RUN_QUERIES = "queries.parquet"  # a train-rl run's queries with their rubrics, in its run folder
 RUN_RECORDS = "records"  # per-step Parquet records of a training run, in its run folder
+RUN_CHECKPOINTS = "checkpoints"  # a training job's resumable DeepSpeed checkpoints, in its run folder
 SCREENSHOTS = "screenshots"  # app screenshots kept beside a stage (evaluate: stages/eval_results/screenshots)
 
 

@@ -7,9 +7,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from schemas.config_train import MODES
 from schemas.validation import FrameSuite, rows, suite
 
-TRAIN_MODES = ["binary", "hierarchical", "full", "unconditional"]
 # Lineage: the stages derived from the judge's verdicts say which provider judged (offline rules or an LLM) in
 # every row, not only in the manifest, so a query over them cannot mix offline and LLM-judged rows unknowingly.
 JUDGE_PROVIDER = pa.field("judge_provider", pa.string())
@@ -31,7 +31,7 @@ def rollouts_suites() -> list[FrameSuite]:
         E.ExpectColumnValuesToNotBeNull(column="query_id"),
         E.ExpectColumnValuesToNotBeNull(column="step"),
         E.ExpectCompoundColumnsToBeUnique(column_list=["step", "group_id", "sample"]),
-        E.ExpectColumnValuesToBeInSet(column="mode", value_set=TRAIN_MODES),
+        E.ExpectColumnValuesToBeInSet(column="mode", value_set=list(MODES)),
         E.ExpectColumnValuesToBeBetween(column="reward", min_value=0.0, max_value=1.0),
         judge_provider_expectation(),
     ), ["step", "query_id"]),

@@ -1,5 +1,6 @@
 """Shared fixtures. Prefect runs against one temporary test server per session; every test gets its
-own data directory through RUBRICRL_DATA_DIR."""
+own data directory through RUBRICRL_DATA_DIR. The kinds of tests (markers, ``--fast``, the CI rule
+for skips) are tests/kinds.py's hooks."""
 from __future__ import annotations
 
 import os
@@ -14,6 +15,8 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 from tasks.llm.paid import drop_paid_keys  # noqa: E402
 
 drop_paid_keys()  # tests never reach a real API (a test that needs a key sets a dummy one for a local fake)
+from tests.kinds import (pytest_addoption, pytest_collection_modifyitems, pytest_configure,  # noqa: E402,F401
+                         pytest_make_collect_report, pytest_runtest_makereport)
 
 REPO = Path(__file__).resolve().parent.parent
 

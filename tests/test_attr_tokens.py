@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.config_attribution import AttributionConfig
 from tasks.attribution.tokens import _window_offsets, align_with_targets, load_tokenizer, token_membership, token_offsets
 from tasks.attribution.weights import weights_from_membership
 from tests.fixtures.attribution.make_tokenizer import byte_level, metaspace
@@ -88,14 +87,14 @@ def test_membership_direct_wins_over_context():
 @pytest.mark.parametrize("advantage,status,mode,expected", TABLE)
 def test_weights_match_hand_computed_table(advantage, status, mode, expected):
     m = token_membership(OFFSETS, DIRECT, CONTEXT)
-    w = weights_from_membership(m, advantage, status, AttributionConfig(mode=mode))
+    w = weights_from_membership(m, advantage, status, rule=mode)
     assert w.tolist() == pytest.approx(expected)
 
 
 def test_unconditional_mode_pushes_diagnosed_tokens_down_for_positive_advantage():
     m = token_membership(OFFSETS, DIRECT, CONTEXT)
     a = 0.4
-    w = weights_from_membership(m, a, "localised", AttributionConfig(mode="unconditional"))
+    w = weights_from_membership(m, a, "localised", rule="unconditional")
     effective = a * w  # what the objective multiplies each token's log-ratio by
     assert (effective[m > 0] < 0).all() and (effective[m == 0] > 0).all()
 
@@ -139,7 +138,7 @@ def test_property_one_weight_per_token_only_allowed_values(lengths, data, advant
     if status != "localised":
         direct, context = [], [] if status == "no_findings" else data.draw(spans(pos))
     m = token_membership(offsets, direct, context)
-    w = weights_from_membership(m, advantage, status, AttributionConfig(mode=mode))
+    w = weights_from_membership(m, advantage, status, rule=mode)
     assert w.shape == (len(offsets),)
     allowed = {1.0}
     if status != "unlocalised" and advantage < 0:

@@ -38,3 +38,27 @@ def test_section_hash_tracks_only_named_sections():
     c = load_config("demo", environ={}, sets=["synth.seed=3"])
     assert a.section_hash("synth") == b.section_hash("synth")
     assert a.section_hash("synth") != c.section_hash("synth")
+
+
+def test_the_weight_rule_has_one_setting():
+    """The rule follows train.objective.mode; attribution.mode is refused with the setting to use instead."""
+    from schemas.config_train import RULE_OF_MODE
+
+    with pytest.raises(ValueError, match="set train.objective.mode instead"):
+        load_config("demo", environ={}, sets=["attribution.mode=unconditional"])
+    cfg = load_config("demo", environ={}, sets=["train.objective.mode=unconditional"])  # the twin: the one setting
+    assert RULE_OF_MODE[cfg.train.objective.mode] == "unconditional"
+
+
+def test_the_binary_ablation_has_one_switch():
+    """In training train.objective.mode selects the reward; env.reward_kind=binary beside another mode is refused."""
+    from training.config import with_mode_reward
+
+    assert with_mode_reward(load_config("demo", environ={}, sets=["train.objective.mode=binary"])).env.reward_kind \
+        == "binary"
+    with pytest.raises(ValueError, match="set train.objective.mode=binary"):
+        with_mode_reward(load_config("demo", environ={}, sets=["env.reward_kind=binary"]))
+    # the twins: the default, and both switches saying the same
+    assert with_mode_reward(load_config("demo", environ={})).env.reward_kind == "hierarchical"
+    both = ["env.reward_kind=binary", "train.objective.mode=binary"]
+    assert with_mode_reward(load_config("demo", environ={}, sets=both)).env.reward_kind == "binary"

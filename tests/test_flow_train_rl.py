@@ -2,6 +2,7 @@
 rewards and token markers come from the real environment (score-step flow) and attribution; every
 step stage is published and queryable."""
 import json
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -10,6 +11,7 @@ import pytest
 from flows.build_rubrics import build_rubrics
 from flows.synthesize_queries import synthesize_queries
 from flows.train_rl import train_rl
+from schemas.layout import RUN_CONFIG
 from tasks.rubrics import load_tasks
 from tasks.stages.store import StageStore
 
@@ -71,3 +73,7 @@ def test_train_rl_chain(prefect_harness, data_dir):
         assert {p for (p,) in con.execute(f"select distinct judge_provider from {stage}").fetchall()} == want, stage
     con.close()
     assert (data_dir / "runs" / "train-rl").exists()
+    # the run's configuration names the provider the flow resolved (no key: offline), so no scorer process (a Ray
+    # worker with a key in its environment, say) resolves `auto` again
+    run_cfg = json.loads((Path(out["run_dir"]) / RUN_CONFIG).read_text())
+    assert run_cfg["llm"]["provider"] == "offline"

@@ -1,5 +1,6 @@
 """No import circles between the project's modules, counting every import in a file: top-level,
-inside functions and under ``TYPE_CHECKING`` (a circle hidden there is still a circle in the design).
+inside functions and under ``TYPE_CHECKING`` (a circle hidden there is still a circle in the design);
+and the dependencies point one way (``ALLOWED``).
 
 Static (the AST of each file), so it needs no imports and takes well under a second."""
 from __future__ import annotations
@@ -9,6 +10,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("flows", "rubricrl", "schemas", "tasks", "training")
+# What each package may import of ours (the layering of DESIGN.md): schemas nothing else; tasks (the
+# environment) no orchestrator and no trainer; the trainer reaches the score-step flow by its path
+# (train.run.score_fn), never by an import; flows start training jobs and read training's helpers;
+# only the CLI package imports the CLI package.
+ALLOWED = {"schemas": {"schemas"}, "tasks": {"schemas", "tasks"}, "training": {"schemas", "tasks", "training"},
+           "flows": {"schemas", "tasks", "training", "flows"}, "rubricrl": set(PACKAGES)}
 
 
 def project_modules(root: Path = REPO) -> dict[str, Path]:
@@ -88,6 +95,12 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import against ``ALLOWED``, as ``module -> imported``."""
+    return sorted(f"{m} -> {t}" for m, targets in graph.items() for t in targets
+                  if t.split(".")[0] not in ALLOWED[m.split(".")[0]])
+
+
 def test_no_import_cycles_between_project_modules():
     modules = project_modules()
     graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
@@ -110,3 +123,26 @@ def test_the_checker_sees_a_circle_hidden_in_a_function(tmp_path):
     (pkg / "b.py").write_text("def f():\n    pass\n")
     graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
     assert cycles(graph) == []
+
+
+def test_dependencies_point_one_way():
+    modules = project_modules()
+    found = upward_imports({m: imports_of(m, p, modules) for m, p in modules.items()})
+    assert not found, "imports against the layering (move what both need down, into tasks/ or schemas/):\n" + \
+        "\n".join(found)
+
+
+def test_the_direction_check_sees_an_upward_import(tmp_path):
+    """Twin check: the environment importing the trainer is found (even inside a function); importing schemas is not."""
+    for pkg in ("tasks", "training", "schemas"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "schemas" / "s.py").write_text("")
+    (tmp_path / "training" / "grpo.py").write_text("from schemas import s\n")
+    (tmp_path / "tasks" / "score.py").write_text("from schemas import s\n\ndef f():\n    from training import grpo\n")
+    modules = project_modules(tmp_path)
+    graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
+    assert upward_imports(graph) == ["tasks.score -> training.grpo"]
+    (tmp_path / "tasks" / "score.py").write_text("from schemas import s\n")
+    graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
+    assert upward_imports(graph) == []

@@ -20,7 +20,9 @@ def _judgment(rid: str, gate: bool | None = True, findings: list | None = None) 
 
 
 def _reward(rid: str, tier: str = "valid", reward: float | None = 0.9) -> dict:
-    return {"rollout_id": rid, "tier": tier, "reward": reward, "rubric_score": 0.8, "provider": "anthropic"}
+    gates = {"valid": (True, True, True), "runtime_invalid": (True, True, False), "missing": (True, None, None)}[tier]
+    return {"rollout_id": rid, "tier": tier, "reward": reward, "rubric_score": 0.8, "provider": "anthropic",
+            **dict(zip(("format_valid", "source_valid", "runtime_valid"), gates))}
 
 
 CASES = {  # rollout -> (reward row, judgment, the paper's pass)

@@ -77,3 +77,18 @@ def test_passed_and_uniform(scored):
         assert set(out.membership[at[k]].tolist()) == {OTHER}, k
     assert out.rewards[at["clean"]] > out.rewards[at["minor"]] > out.rewards[at["located"]]
     assert out.judgments.column("provider").to_pylist() == ["scripted"] * len(DIAGNOSES)
+
+
+def test_one_pass_rule_for_the_trainer_the_rows_and_the_binary_reward(scored):
+    """The step's pass bits (binary mode's reward) are what evaluation and selection compute from the same
+    step's published rows, and the binary reward's 1s: one rule (tasks/env/rewards.py: passed)."""
+    from tasks.env.rewards import binary_reward, rubric_severities_of
+    from tasks.selection.records import passed
+
+    _at, out, _, _ = scored
+    judg = {j["rollout_id"]: j for j in out.judgments.to_pylist()}
+    rows = out.rewards_table.to_pylist()
+    assert [passed(r, judg[r["rollout_id"]]) for r in rows] == out.passed
+    binary = [binary_reward(r["format_valid"], r["source_valid"], r["runtime_valid"],
+                            rubric_severities_of(judg[r["rollout_id"]]["findings"])) for r in rows]
+    assert binary == [float(p) for p in out.passed] and True in out.passed and False in out.passed

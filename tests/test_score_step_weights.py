@@ -57,15 +57,21 @@ def _run_dir(root: Path, weights: dict[str, float], sets: tuple[str, ...] = ("en
     return run
 
 
-def _trainer_weights(run: Path, tokenizer_dir: Path) -> tuple[list[list[float]], list[float], list[list[int]]]:
+def _trainer_scores(run: Path, tokenizer_dir: Path):
+    """The job's configuration, and one step's rollouts of RESPONSES scored by its score function."""
     cfg = launch.build_config(launch.parser().parse_args(["--config", str(run / RUN_CONFIG)]))
     score_fn = launch.resolve_score_fn(cfg.train.run.score_fn)
     tok = load_tokenizer(tokenizer_dir)
     rollouts = [Rollout([1, 2], tok.encode(r).ids, [-1.0] * len(tok.encode(r).ids), True) for r in RESPONSES]
     queries = [{"query_id": "q1", "query": "Build a counter app."}] * len(RESPONSES)
-    gids = [0] * len(RESPONSES)
-    scored = score_rollouts(score_fn, queries, rollouts, gids, tok,
+    scored = score_rollouts(score_fn, queries, rollouts, [0] * len(RESPONSES), tok,
                             {"step": 1, "rank": 0, "model_path": str(tokenizer_dir), "out_dir": str(run)})
+    return cfg, rollouts, scored
+
+
+def _trainer_weights(run: Path, tokenizer_dir: Path) -> tuple[list[list[float]], list[float], list[list[int]]]:
+    cfg, rollouts, scored = _trainer_scores(run, tokenizer_dir)
+    gids = [0] * len(rollouts)
     packed, adv = build_packed(cfg.train, rollouts, scored, scored.rewards, gids, cfg.attribution)
     return [p.weights for p in packed], adv.advantages, [m.tolist() for m in scored.membership]
 
@@ -103,3 +109,37 @@ def test_float_weights_from_a_score_function_are_a_clear_error():
     with pytest.raises(ValueError, match="7 is not a membership code"):
         membership_codes([0, 7])
     assert membership_codes([OTHER, CONTEXT, DIRECT]).tolist() == [0, 1, 2]  # the twin stays clean
+
+
+# The token-weight rule of each training mode (paper 4.3, 4.4): uniform weights are standard GRPO.
+RULE = {"binary": "uniform", "hierarchical": "uniform", "full": "sign", "unconditional": "unconditional"}
+
+
+@pytest.mark.parametrize("mode", ["hierarchical", "unconditional", "full"])
+def test_attributions_rows_record_the_rule_the_trainer_applied(prefect_harness, tmp_path, tokenizer_dir, mode):
+    from schemas.config_attribution import AttributionConfig
+    from schemas.layout import RUN_RECORDS
+    from tasks.attribution.weights import token_weights
+
+    run = _run_dir(tmp_path / "data", DEFAULTS, ("env.runtime.enabled=false", "llm.provider=offline",
+                                                  f"train.objective.mode={mode}"))
+    applied, adv, membership = _trainer_weights(run, tokenizer_dir)
+    rows = pq.read_table(run / RUN_RECORDS / "attributions").to_pylist()
+    assert len(rows) == len(RESPONSES) and {r["weight_mode"] for r in rows} == {RULE[mode]}
+    for m, a, w in zip(membership, adv, applied):  # the rule the row names gives the trainer's weights
+        want, _sign = token_weights(membership_codes(m), a, AttributionConfig(), rule=RULE[mode])
+        assert w == pytest.approx(want.tolist())
+
+
+def test_binary_mode_publishes_the_reward_the_trainer_optimises(prefect_harness, tmp_path, tokenizer_dir):
+    """train.objective.mode=binary is the one switch: the scorer gives the binary reward, and the rewards rows
+    hold what the trainer optimised (the pass bit), not a hierarchical reward it ignored."""
+    from schemas.layout import RUN_RECORDS
+    from training.grpo import effective_rewards
+
+    run = _run_dir(tmp_path / "data", DEFAULTS, ("env.runtime.enabled=false", "llm.provider=offline",
+                                                  "train.objective.mode=binary"))
+    cfg, _rollouts, scored = _trainer_scores(run, tokenizer_dir)
+    rows = pq.read_table(run / RUN_RECORDS / "rewards").to_pylist()
+    assert {r["reward_kind"] for r in rows} == {"binary"}
+    assert [r["reward"] for r in rows] == effective_rewards(cfg.train, scored) == scored.rewards

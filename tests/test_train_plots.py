@@ -8,7 +8,7 @@ A = AttributionConfig()
 
 
 def _r(step, reward, tier, adv, weights):
-    return {"step": step, "reward": reward, "tier": tier, "advantage": adv, "token_weights": weights}
+    return {"step": step, "reward": reward, "tier": tier, "advantage": adv, "token_weights": weights, "mode": "full"}
 
 
 def test_step_series_counts_attributed_tokens_by_the_sign_rule(tmp_path):
@@ -27,3 +27,11 @@ def test_step_series_counts_attributed_tokens_by_the_sign_rule(tmp_path):
     assert s["valid_rate"] == pytest.approx([50.0, 50.0])
     assert s["tier/runtime_invalid"] == pytest.approx([50.0, 0.0]) and s["tier/missing"] == pytest.approx([0.0, 50.0])
     assert plot_run(s, tmp_path / "run.png").stat().st_size > 5000
+
+
+def test_the_weighted_share_follows_each_rows_training_mode():
+    """A row's tokens are weighted against the rule its mode applied: uniform weights (hierarchical) are
+    never counted as attributed, and the 4.4 ablation's diagnosed tokens are, whatever A's sign."""
+    rows = [_r(0, 0.9, "valid", 1.0, [1.0, 1.0, 1.0]) | {"mode": "hierarchical"},
+            _r(1, 0.9, "valid", 1.0, [3.0, 1.5, 1.0, 1.0]) | {"mode": "unconditional"}]
+    assert step_series(rows, A)["weighted_token_share"] == pytest.approx([0.0, 50.0])

@@ -96,3 +96,23 @@ def test_serve_judge_prints_settings_and_stops_on_sigterm(tmp_path) -> None:
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0 and "judge server stopped" in out
     assert all(_gone(int(pid)) for pid in child)
+
+
+def test_the_kv_cache_setting_wins_or_a_disagreeing_environment_is_an_error(monkeypatch) -> None:
+    """VLLM_CPU_KVCACHE_SPACE in the environment never silently beats llm.server.cpu_kvcache_gb or
+    train.rollout.vllm_cpu_kvcache_gb: the setting is what vLLM gets, and an exported value that disagrees
+    stops the start, naming both."""
+    from training.rollout import VLLMEngine
+
+    cfg = ServerConfig(cpu_kvcache_gb=3)
+    assert vs.server_env(cfg, gpu=False, environ={})["VLLM_CPU_KVCACHE_SPACE"] == "3"
+    assert vs.server_env(cfg, gpu=False, environ={"VLLM_CPU_KVCACHE_SPACE": "3"})["VLLM_CPU_KVCACHE_SPACE"] == "3"
+    assert "VLLM_CPU_KVCACHE_SPACE" not in vs.server_env(cfg, gpu=True, environ={})  # a GPU has no CPU cache
+    with pytest.raises(ValueError, match=r"VLLM_CPU_KVCACHE_SPACE=8 .*llm\.server\.cpu_kvcache_gb=3"):
+        vs.server_env(cfg, gpu=False, environ={"VLLM_CPU_KVCACHE_SPACE": "8"})
+    for name in ("VLLM_ENABLE_V1_MULTIPROCESSING", "OMP_NUM_THREADS"):  # the engine sets them: restore after
+        monkeypatch.setenv(name, os.environ.get(name, "1"))
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "8")
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    with pytest.raises(ValueError, match=r"VLLM_CPU_KVCACHE_SPACE=8 .*train\.rollout\.vllm_cpu_kvcache_gb=1"):
+        VLLMEngine("no-model", 8, 1.0, 64, cpu_kvcache_gb=1)  # refused before vLLM is imported or a model read

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from schemas.config import load_config
-from schemas.config_train import TrainRLConfig
+from schemas.config import Config, load_config
+from schemas.config_train import REWARD_KIND_OF_MODE, TrainRLConfig
 
 
 def demo_config(**overrides: Any) -> TrainRLConfig:
@@ -40,6 +40,23 @@ def validate_configs(cfg: TrainRLConfig, world_size: int = 1) -> None:
     if ro.engine == "vllm" and ds.zero_stage == 3 and world_size > 1:
         raise ValueError("rollout.engine='vllm' with ZeRO-3 on several ranks would gather the full model on every rank "
                          "each step; use zero_stage <= 2 or the transformers engine")
+
+
+def with_mode_reward(cfg: Config) -> Config:
+    """The configuration a training run scores with: ``env.reward_kind`` pinned to the reward of
+    ``train.objective.mode`` (the one switch of the ablations, paper 4.3), so the rewards rows say what
+    the trainer optimised. ``env.reward_kind`` is the reward of score-rollouts and evaluate; set to
+    binary beside another training mode it is refused, naming the setting to use instead."""
+    mode, kind = cfg.train.objective.mode, REWARD_KIND_OF_MODE[cfg.train.objective.mode]
+    if cfg.env.reward_kind == "binary" and kind != "binary":
+        raise ValueError(f"env.reward_kind='binary' with train.objective.mode={mode!r}: in training the mode selects "
+                         "the reward; set train.objective.mode=binary for the binary ablation (binary reward, uniform "
+                         "weights), or leave env.reward_kind at 'hierarchical'")
+    if cfg.env.reward_kind == kind:
+        return cfg
+    out = cfg.model_copy(deep=True)
+    out.env.reward_kind = kind
+    return out
 
 
 def micro_batches_per_rank(cfg: TrainRLConfig, world_size: int) -> int:

@@ -40,7 +40,7 @@ import torch
 from schemas.config_attribution import AttributionConfig
 from schemas.config_env import EnvConfig
 from schemas.config_train import TrainRLConfig
-from schemas.layout import RUN_RECORDS
+from schemas.layout import FINAL_MODEL, RUN_CHECKPOINTS, RUN_RECORDS
 from training import checkpoint
 from training.config import out_dir_of, validate_configs
 from training.data import QuerySource, load_queries
@@ -250,7 +250,7 @@ class Trainer:
         self.engine = build_engine(cfg, model, self.world)
         self.rollout = make_rollout_engine(cfg, self.engine.module, self.tokenizer, self.model_dir)
         self.data = QuerySource(queries if queries is not None else load_queries(cfg.run.queries_path), cfg.run.seed)
-        self.ckpt_dir = self.out / "checkpoints"
+        self.ckpt_dir = self.out / RUN_CHECKPOINTS
         self.start_step = 0
         if cfg.run.resume:
             state = checkpoint.load_latest(self.engine, self.ckpt_dir, self.rank)
@@ -390,7 +390,7 @@ def run_grpo(config: TrainRLConfig, score_fn: ScoreFn, queries: list[dict[str, s
         if config.run.steps > tr.start_step:
             state = dict(named_weights(tr.engine))  # collective under ZeRO-3
             if tr.rank == 0:
-                final = tr.out / "final_model"
+                final = tr.out / FINAL_MODEL
                 tr.engine.module.save_pretrained(final, state_dict=state, safe_serialization=True)
                 tr.tokenizer.save_pretrained(final)
     finally:

@@ -25,6 +25,7 @@ import sys
 from schemas.config import Config, load_config, write_config
 from schemas.config_train import TrainRLConfig
 from schemas.layout import RUN_CONFIG, runs_dir
+from training.config import with_mode_reward
 from training.stream import resolve_score_fn  # noqa: F401 (the job's way to its score function)
 
 
@@ -33,7 +34,7 @@ def build_config(args: argparse.Namespace) -> Config:
         head = item.split(".", 1)[0].split("=", 1)[0]
         if head in TrainRLConfig.model_fields:
             raise ValueError(f"--set {item!r}: settings are paths in the whole configuration; write train.{item}")
-    cfg = load_config(args.profile, sets=args.set, file=args.config)
+    cfg = with_mode_reward(load_config(args.profile, sets=args.set, file=args.config))
     if args.resume:
         cfg.train.run.resume = True
     if cfg.train.run.out_dir is None:

@@ -4,9 +4,9 @@
   group that have a reward. A missing reward (``None``: judge failure) drops the response; a group
   with fewer than 2 rewarded responses, or zero variance, contributes nothing and is counted.
 - :func:`policy_weights`: the training mode picks the weight rule of ``tasks.attribution.weights``
-  (the one owner of the sign rule and, through ``AttributionConfig``, of every weight): binary and
-  hierarchical use uniform weights (standard GRPO), ``full`` the sign rule of G.3, ``unconditional``
-  the 4.4 ablation.
+  (the one owner of the sign rule and, through ``AttributionConfig``, of every weight) by
+  ``schemas.config_train.RULE_OF_MODE``: binary and hierarchical use uniform weights (standard
+  GRPO), ``full`` the sign rule of G.3, ``unconditional`` the 4.4 ablation.
 - :func:`token_loss`: -w_{i,t} * min(rho A, clip(rho, 1-eps_low, 1+eps_high) A) per response token,
   plus beta * k3 KL to a reference policy (unweighted, off by default).
 - The step loss is the sum of token terms divided by the count of response tokens entering the
@@ -28,12 +28,8 @@ import numpy as np
 import torch
 
 from schemas.config_attribution import AttributionConfig
-from schemas.config_train import Mode
-from tasks.attribution.weights import Rule, token_weights
-
-# The weight rule each training mode uses (paper 4.3, 4.4): uniform weights are standard GRPO.
-RULE_OF_MODE: dict[str, Rule] = {"binary": "uniform", "hierarchical": "uniform", "full": "sign",
-                                 "unconditional": "unconditional"}
+from schemas.config_train import RULE_OF_MODE, Mode
+from tasks.attribution.weights import token_weights
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ from typing import Any, Iterable, Iterator, Protocol
 
 import torch
 
+from tasks.llm.vllm_server import cpu_kvcache_gb as checked_kvcache_gb
+
 EMPTY_THINK = "<think>\n\n</think>\n\n"
 GENERATION_PROMPT = "generation"  # tasks/prompts/generation.md: shared with the SFT teacher answers
 
@@ -179,8 +181,10 @@ class VLLMEngine:
     def __init__(self, model_path: str | Path, max_new_tokens: int, temperature: float, max_model_len: int,
                  dtype: str = "float32", gpu_memory_utilization: float = 0.3, cpu_kvcache_gb: int = 1, seed: int = 0):
         vllm_environment()
-        if not torch.cuda.is_available():
-            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cpu_kvcache_gb))
+        cpu = not torch.cuda.is_available()
+        # the size goes to the engine, not into this process's environment (a judge server started from
+        # here later must not take it for the user's export)
+        kv_bytes = checked_kvcache_gb(cpu_kvcache_gb, "train.rollout.vllm_cpu_kvcache_gb") * 2**30 if cpu else None
         try:
             from vllm import LLM, SamplingParams
         except ImportError as e:
@@ -190,8 +194,8 @@ class VLLMEngine:
         self.max_new_tokens, self.temperature = max_new_tokens, temperature
         self.llm = LLM(model=str(model_path), dtype=dtype, distributed_executor_backend="uni", seed=seed,
                        logprobs_mode="processed_logprobs", max_model_len=max_model_len,
-                       gpu_memory_utilization=gpu_memory_utilization, enforce_eager=not torch.cuda.is_available(),
-                       enable_prefix_caching=True)
+                       gpu_memory_utilization=gpu_memory_utilization, enforce_eager=cpu,
+                       enable_prefix_caching=True, kv_cache_memory_bytes=kv_bytes)
 
     def sampling_params(self, n: int, seed: int, n_prompts: int) -> list[Any]:
         """One SamplingParams per prompt (seed + prompt index): untruncated, tempered, sampled-token logprob."""

@@ -25,7 +25,7 @@ import torch
 
 from schemas.config import load_config, write_config
 from schemas.config_train import SFTConfig
-from schemas.layout import RUN_CONFIG, runs_dir
+from schemas.layout import FINAL_MODEL, RUN_CHECKPOINTS, RUN_CONFIG, runs_dir
 from training import checkpoint
 from training.config import out_dir_of
 from training.data import QuerySource
@@ -116,7 +116,7 @@ def run_sft(cfg: SFTConfig, examples: list[dict[str, str]] | None = None) -> dic
     model, tok = load_policy(model_dir, cfg.deepspeed.precision, device_for_rank(), cfg.model.gradient_checkpointing)
     per_rank = cfg.run.examples_per_step // world
     engine = build_engine_for(cfg.deepspeed, cfg.optim, model, per_rank // cfg.deepspeed.micro_batch_size)
-    ckpt_dir, start = out / "checkpoints", 0
+    ckpt_dir, start = out / RUN_CHECKPOINTS, 0
     if cfg.run.resume:
         state = checkpoint.load_latest(engine, ckpt_dir, rank)
         start = int(state["step"]) if state else 0
@@ -148,10 +148,10 @@ def run_sft(cfg: SFTConfig, examples: list[dict[str, str]] | None = None) -> dic
     if steps > start:
         state_dict = dict(named_weights(engine))
         if rank == 0:
-            engine.module.save_pretrained(out / "final_model", state_dict=state_dict, safe_serialization=True)
-            tok.save_pretrained(out / "final_model")
+            engine.module.save_pretrained(out / FINAL_MODEL, state_dict=state_dict, safe_serialization=True)
+            tok.save_pretrained(out / FINAL_MODEL)
     return {"steps_run": len(history), "start_step": start, "end_step": steps, "out_dir": str(out),
-            "final_model": str(out / "final_model"), "tensorboard": str(out / "tensorboard"), "history": history}
+            "final_model": str(out / FINAL_MODEL), "tensorboard": str(out / "tensorboard"), "history": history}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from schemas.config_attribution import AttributionConfig
+from schemas.config_attribution import AttributionConfig, WeightRule
 from schemas.judge import Diagnosis
 from tasks.attribution.analyzer import SourceModel, analyze
 from tasks.attribution.expand import ContextSpan, Relation, expand, merge_intervals
@@ -219,13 +219,13 @@ def attribute(response: str, html_offset: int, diagnosis: Diagnosis | dict, conf
 
 
 def token_weights(trace: AttributionTrace | None, offsets: list[tuple[int, int]] | np.ndarray, advantage: float,
-                  config: AttributionConfig | None = None) -> np.ndarray | None:
+                  config: AttributionConfig | None = None, rule: WeightRule = "sign") -> np.ndarray | None:
     """(T,) weights for the response tokens with these character spans; None for a missing diagnosis
     (no reward: the response is dropped, paper B.4)."""
     if trace is None:
         return None
     membership = token_membership(offsets, trace.direct_response(), trace.context_response())
-    return weights_from_membership(membership, float(advantage), trace.status, config)
+    return weights_from_membership(membership, float(advantage), trace.status, config, rule)
 
 
 def membership_counts(trace: AttributionTrace, offsets: list[tuple[int, int]]) -> dict[str, int]:
@@ -235,7 +235,8 @@ def membership_counts(trace: AttributionTrace, offsets: list[tuple[int, int]]) -
 
 
 def score_additions(response: str, html_offset: int, diagnosis: Diagnosis | dict, advantage: float | None = None,
-                    tokenizer_dir: str | Path | None = None, config: AttributionConfig | None = None) -> dict:
+                    tokenizer_dir: str | Path | None = None, config: AttributionConfig | None = None,
+                    rule: WeightRule = "sign") -> dict:
     """The keys ``rubricrl score`` adds: per-finding spans, and token weights given both options.
 
     Returns ``{"findings": {key: {"direct_spans": [[s, e], ...], "context_spans": [[s, e, reason], ...]}},
@@ -256,7 +257,7 @@ def score_additions(response: str, html_offset: int, diagnosis: Diagnosis | dict
         tok = load_tokenizer(tokenizer_dir)
         ids = tok.encode(response, add_special_tokens=False).ids
         offsets = token_offsets(ids, tok, expected_text=None)
-        weights = token_weights(trace, offsets, float(advantage), config)
+        weights = token_weights(trace, offsets, float(advantage), config, rule)
         out["token_weights"] = [round(float(w), 6) for w in weights]
         out["token_offsets"] = [[int(s), int(e)] for s, e in offsets]
     return out
@@ -275,9 +276,9 @@ def annotate_findings(diagnosis: dict, additions: dict) -> dict:
 
 def trace_row(trace: AttributionTrace, response_id: str, query_id: str | None = None, *,
               advantage: float | None = None, offsets: list[tuple[int, int]] | None = None,
-              config: AttributionConfig | None = None) -> dict:
-    """One row of the ``attributions`` stage (``schemas.attribution.ATTRIBUTIONS_SCHEMA``), source coordinates."""
-    cfg = config or AttributionConfig()
+              rule: WeightRule = "sign") -> dict:
+    """One row of the ``attributions`` stage (``schemas.attribution.ATTRIBUTIONS_SCHEMA``), source coordinates;
+    ``rule``: the weight rule the trainer applies to this response's tokens (``weight_mode``)."""
     span = lambda s, e: {"start": s, "end": e}  # noqa: E731
     row: dict[str, Any] = {
         "response_id": response_id, "query_id": query_id, "html_offset": trace.h, "source_len": trace.source_len,
@@ -292,7 +293,7 @@ def trace_row(trace: AttributionTrace, response_id: str, query_id: str | None = 
             "relations": [{"kind": r.kind, "detail": r.detail, "anchor_start": r.anchor_start,
                            "anchor_end": r.anchor_end, "start": r.start, "end": r.end} for r in f.relations],
         } for f in trace.findings],
-        "advantage": advantage, "weight_mode": cfg.mode,
+        "advantage": advantage, "weight_mode": rule,
         "n_tokens": None, "n_direct_tokens": None, "n_context_tokens": None,
     }
     if offsets is not None:

@@ -25,7 +25,9 @@ weighting.
 tokens get a NEGATIVE update whatever the sign of A. For A > 0 the weights are 3.0 / 1.5 with sign
 -1 on direct / contextual tokens and 1.0 elsewhere (the plain baseline: the variant does not
 re-emphasise unaffected regions); for A < 0 it equals the sign rule. ``rule='uniform'`` is standard
-GRPO (the binary and hierarchical ablations): baseline everywhere.
+GRPO (the binary and hierarchical ablations): baseline everywhere. Which rule applies is
+``train.objective.mode``'s (``schemas.config_train.RULE_OF_MODE``); the numbers are the
+``attribution`` section's.
 
 The weights are returned non-negative with a separate sign: the trainer multiplies A by the sign
 BEFORE clipping, so the clipped surrogate is the one of a negative advantage (a negative weight
@@ -38,12 +40,11 @@ from typing import Literal
 
 import numpy as np
 
-from schemas.config_attribution import AttributionConfig
+from schemas.config_attribution import AttributionConfig, WeightRule
 
 # Membership codes, one per generated token (np.int8): the scorer's output, the rule's input.
 OTHER, CONTEXT, DIRECT = 0, 1, 2
 MEMBERSHIP_DTYPE = np.int8
-Rule = Literal["uniform", "sign", "unconditional"]
 Status = Literal["localised", "unlocalised", "no_findings"]
 
 
@@ -66,13 +67,9 @@ def membership_codes(values, where: str = "membership") -> np.ndarray:
 
 
 def token_weights(membership, advantage: float, config: AttributionConfig | None = None, *,
-                  uniform: bool = False, rule: Rule | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(weights >= 0, sign in {+1, -1})``, both (T,) float64, by the table in the module docstring.
-
-    ``rule`` defaults to ``config.mode`` ('sign' or 'unconditional').
-    """
+                  uniform: bool = False, rule: WeightRule = "sign") -> tuple[np.ndarray, np.ndarray]:
+    """``(weights >= 0, sign in {+1, -1})``, both (T,) float64, by the table in the module docstring."""
     cfg = config or AttributionConfig()
-    rule = rule or cfg.mode
     if advantage != advantage:
         raise ValueError("advantage is NaN; a response without a reward has no advantage: drop it before weighting")
     m = membership_codes(membership)
@@ -89,8 +86,8 @@ def token_weights(membership, advantage: float, config: AttributionConfig | None
     return weights, sign
 
 
-def weights_from_membership(membership, advantage: float, status: Status, config: AttributionConfig | None = None
-                   ) -> np.ndarray:
+def weights_from_membership(membership, advantage: float, status: Status, config: AttributionConfig | None = None,
+                            rule: WeightRule = "sign") -> np.ndarray:
     """(T,) float64 weight times sign (negative where ``unconditional`` pushes a token down), for display."""
-    w, sign = token_weights(membership, advantage, config, uniform=status == "unlocalised")
+    w, sign = token_weights(membership, advantage, config, uniform=status == "unlocalised", rule=rule)
     return w * sign

@@ -4,7 +4,8 @@ Hierarchical: strictly ordered tiers, no HTML < source-invalid < runtime-invalid
 valid tier a continuous rubric score over the items, weighted by rubric_level, where a critical or
 major item counts as unmet (0), a minor item as met less ``minor_penalty``, an item without a finding
 as met (1). A clean app gets ``rubric_max``. Binary: 1 only when every gate passes and no rubric item
-is critical or major, else 0.
+is critical or major, else 0: the paper's pass (``passed``, the one pass rule; the trainer's binary
+mode, selection and evaluation rows all call it).
 
 A gate that is ``None`` (the judge failed and our own evidence did not decide) gives a missing reward
 (``None``): never a made-up number; the RL job drops that response from its group. A gate our own
@@ -14,9 +15,11 @@ Numbers come from ``schemas.config_env.RewardConfig``. Run: ``hierarchical_rewar
 """
 from __future__ import annotations
 
+from typing import Any, Iterable, Mapping
+
 from schemas.config_env import RewardConfig
 
-UNMET = ("critical", "major")
+UNMET = ("critical", "major")  # a rubric item with a finding of these severities is not met
 
 
 def rubric_score(levels: dict[str, str], severities: dict[str, str], cfg: RewardConfig) -> float:
@@ -56,11 +59,29 @@ def hierarchical_reward(format_valid: bool, source_valid: bool | None, runtime_v
 def binary_reward(format_valid: bool, source_valid: bool | None, runtime_valid: bool | None,
                   severities: dict[str, str] | None) -> float | None:
     """1.0 only when all gates pass and no rubric item is critical or major; 0.0 otherwise; None if undecided."""
+    p = passed(format_valid, source_valid, runtime_valid, severities)
+    return None if p is None else float(p)
+
+
+def passed(format_valid: bool, source_valid: bool | None, runtime_valid: bool | None,
+           severities: dict[str, str] | None) -> bool | None:
+    """The paper's pass: every gate passed and no rubric item unmet. False when a gate failed; None when a
+    gate or the rubric layer is undecided (``severities`` None: the judge gave no rubric layer)."""
     if not format_valid or source_valid is False or runtime_valid is False:
-        return 0.0
+        return False
     if source_valid is None or runtime_valid is None or severities is None:
         return None
-    return 0.0 if any(s in UNMET for s in severities.values()) else 1.0
+    return not unmet_items(severities)
+
+
+def unmet_items(severities: dict[str, str]) -> set[str]:
+    """The rubric items whose finding is critical or major."""
+    return {item for item, sev in severities.items() if sev in UNMET}
+
+
+def rubric_severities_of(findings: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """item id -> severity of its rubric finding, from finding dicts or rows (``layer``, ``severity``, ``item_id``)."""
+    return {f["item_id"]: f["severity"] for f in findings if f["layer"] == "rubric_alignment" and f.get("item_id")}
 
 
 def reward(kind: str, format_valid: bool, source_valid: bool | None, runtime_valid: bool | None,

@@ -259,7 +259,8 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
 
 def score_response(task: Task, response: str, *, diagnosis: Diagnosis | dict[str, Any] | None = None,
                    provider: Provider | None = None, runtime: BrowserRuntime | None = None,
-                   cfg: EnvConfig | None = None, reward_kind: str | None = None, key: str = "response") -> ScoreResult:
-    """Score one response (``rubricrl score``)."""
+                   cfg: EnvConfig | None = None, reward_kind: str | None = None, key: str = "response",
+                   attribution: AttributionConfig | None = None) -> ScoreResult:
+    """Score one response (``rubricrl score``); ``attribution``: the section the findings' spans come from."""
     return score_batch([ScoreInput(key, task, response, diagnosis)], provider=provider, runtime=runtime, cfg=cfg,
-                       reward_kind=reward_kind)[0]
+                       reward_kind=reward_kind, attribution=attribution)[0]

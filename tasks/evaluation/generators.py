@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from schemas.config_eval import EvalConfig
+from schemas.layout import FINAL_MODEL
 from schemas.rubric import Task
 from tasks.rl.checkpoints import is_model_dir, model_identity
 from tasks.llm.base import LLMRequest, TextOutput
@@ -48,7 +49,7 @@ def read_response_folder(folder: Path) -> dict[int, dict[str, str]]:
 
 def model_label(path: Path, taken: set[str]) -> str:
     """A short unique label: the directory name, with its parent for ``final_model`` directories."""
-    base = f"{path.parent.name}/{path.name}" if path.name == "final_model" else path.name
+    base = f"{path.parent.name}/{path.name}" if path.name == FINAL_MODEL else path.name
     return unique_label(base, taken)
 
 

@@ -29,11 +29,12 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Mapping
 
 from schemas.config_llm import ServerConfig
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+KVCACHE_ENV = "VLLM_CPU_KVCACHE_SPACE"  # vLLM on CPU takes its KV-cache GiB from here over any size it is given
 FREE = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
 
 
@@ -63,10 +64,20 @@ def server_command(model_dir: str | Path, cfg: ServerConfig, name: str, gpu: boo
     return cmd
 
 
+def cpu_kvcache_gb(gb: int, setting: str, environ: Mapping[str, str] | None = None) -> int:
+    """The KV-cache GiB of a vLLM on CPU: the setting's (``setting`` names it). vLLM lets an exported
+    ``VLLM_CPU_KVCACHE_SPACE`` beat any size it is given, so one that disagrees is an error naming both."""
+    have = (os.environ if environ is None else environ).get(KVCACHE_ENV)
+    if have is not None and have.strip() not in ("", str(gb)):
+        raise ValueError(f"{KVCACHE_ENV}={have} in the environment disagrees with {setting}={gb}; unset "
+                         f"{KVCACHE_ENV}, or set {setting}={have}")
+    return gb
+
+
 def server_env(cfg: ServerConfig, gpu: bool, environ: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if environ is None else environ)
     if not gpu:
-        env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cfg.cpu_kvcache_gb))
+        env[KVCACHE_ENV] = str(cpu_kvcache_gb(cfg.cpu_kvcache_gb, "llm.server.cpu_kvcache_gb", env))
     return env
 
 

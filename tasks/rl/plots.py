@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.config_attribution import AttributionConfig
+from schemas.config_train import RULE_OF_MODE
 from schemas.env import TIERS
 from tasks.attribution.weights import OTHER, token_weights
 
@@ -17,7 +18,8 @@ def step_series(rows: list[dict[str, Any]], attribution: AttributionConfig) -> d
     """Per step: mean reward, tier shares (% of responses), valid-app rate (%), weighted-token share (%).
 
     A token counts as weighted when its weight differs from what the one weight rule
-    (``tasks.attribution.weights``) gives an unattributed token for the response's advantage.
+    (``tasks.attribution.weights``) gives an unattributed token for the response's advantage, under the
+    rule the row's training mode applied (``mode``: uniform weights are never attributed).
     """
     by_step: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
@@ -33,7 +35,7 @@ def step_series(rows: list[dict[str, Any]], attribution: AttributionConfig) -> d
         out["valid_rate"].append(100.0 * sum(r["tier"] == "valid" for r in rs) / len(rs))
         tokens = weighted = 0
         for r in rs:
-            other = float(token_weights([OTHER], r["advantage"], attribution)[0][0])
+            other = float(token_weights([OTHER], r["advantage"], attribution, rule=RULE_OF_MODE[r["mode"]])[0][0])
             ws = r["token_weights"] or []
             tokens += len(ws)
             weighted += sum(abs(w - other) > 1e-6 for w in ws)
@@ -78,6 +80,6 @@ def plot_run(series: dict[str, list[Any]], path: Path, title: str = "") -> Path:
 
 def write_run_plots(store: Any, run_dir: Path, attribution: Any) -> Path:
     """``<run_dir>/train_rl.png`` from the run's published ``rollouts`` stage."""
-    cols = ["step", "reward", "tier", "advantage", "token_weights"]
+    cols = ["step", "reward", "tier", "advantage", "token_weights", "mode"]
     series = step_series(store.read("rollouts", columns=cols).to_pylist(), attribution)
     return plot_run(series, run_dir / "train_rl.png", f"train-rl {run_dir.name}")

@@ -5,8 +5,10 @@ Returns per response the reward (``None`` = missing: the trainer drops it), the 
 every generated token id (``tasks.attribution.weights``: direct / context / other; the trainer turns
 codes into weights with the one rule there, since it computes the advantages), ``uniform`` for
 findings that could not be localised, and the judgments / rewards / attributions rows for the
-stages. Token spans come from the generated ids (``token_offsets_array``), never from re-tokenising
-the text. The ``score-step`` flow (``flows/score_rollouts.py``) runs it once per GRPO step.
+stages; each attributions row names ``rule``, the weight rule the trainer applies to it (the one
+``train.objective.mode`` selects). Token spans come from the generated ids (``token_offsets_array``),
+never from re-tokenising the text. The ``score-step`` flow (``flows/score_rollouts.py``) runs it once
+per GRPO step.
 """
 from __future__ import annotations
 
@@ -18,12 +20,14 @@ import numpy as np
 import pyarrow as pa
 
 from schemas.attribution import ATTRIBUTIONS_SCHEMA
-from schemas.config_attribution import AttributionConfig
+from schemas.config_attribution import AttributionConfig, WeightRule
 from schemas.config_env import EnvConfig
 from schemas.rubric import Task
 from tasks.attribution.api import AttributionTrace, trace_row
 from tasks.attribution.tokens import token_membership, token_offsets_array
 from tasks.env.records import tables
+from tasks.env.rewards import passed as pass_rule
+from tasks.env.rewards import rubric_severities_of
 from tasks.env.score import ScoreInput, score_batch
 from tasks.llm.base import Provider
 
@@ -44,7 +48,7 @@ class StepScore:
 
 def score_step(rollout_ids: list[str], query_ids: list[str], responses: list[str], token_ids: list[list[int]],
                tasks: dict[str, Task], tokenizer: Any, *, provider: Provider | None, env: EnvConfig,
-               attribution: AttributionConfig) -> StepScore:
+               attribution: AttributionConfig, rule: WeightRule = "sign") -> StepScore:
     missing = sorted({q for q in query_ids if q not in tasks})
     if missing:
         raise ValueError(f"rollouts name queries without a task: {missing[:5]}; train on the rl_queries stage")
@@ -61,10 +65,10 @@ def score_step(rollout_ids: list[str], query_ids: list[str], responses: list[str
         membership.append(token_membership(offsets, trace.direct_response(), trace.context_response()))
         uniform.append(trace.status == "unlocalised")
         rows.append(trace_row(trace, res.key, res.query_id, offsets=[tuple(map(int, o)) for o in offsets],
-                              config=attribution))
+                              rule=rule))
     tier = rewards.column("tier").to_pylist()
-    passed = [bool(r.format_valid and r.source_valid and r.runtime_valid
-                   and not any(f["layer"] == "rubric_alignment" and f["severity"] in ("critical", "major")
-                               for f in r.findings)) for r in results]
+    passed = [pass_rule(r.format_valid, r.source_valid, r.runtime_valid,
+                        rubric_severities_of(r.findings) if r.gates.get("rubric_alignment") is not None else None)
+              is True for r in results]
     return StepScore([r.reward for r in results], membership, uniform, passed, tier, judgments, rewards,
                      pa.Table.from_pylist(rows, schema=ATTRIBUTIONS_SCHEMA), t1 - t0, time.perf_counter() - t1)

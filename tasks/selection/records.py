@@ -3,7 +3,7 @@
 Pure functions over plain rows (the judgments/rewards stages of ``schemas/env.py``): the flows read the
 stages, these decide the numbers. A rubric item counts as judged for a response when the judge's
 rubric_alignment layer was decided for it, and as failed when its finding is critical or major (the
-binary reward's "unmet", paper 3.3); the paper's pass is a valid tier with no failed item.
+binary reward's "unmet", paper 3.3); the paper's pass is ``tasks.env.rewards.passed``.
 """
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from collections import defaultdict
 from typing import Any
 
 from schemas.rubric import Task
+from tasks.env.rewards import passed as pass_rule
+from tasks.env.rewards import rubric_severities_of, unmet_items
 from tasks.selection.select import Candidate, Scored
 from tasks.stages.store import StageStore
 
-UNMET = ("critical", "major")
 QUERY_META = ["query_id", "category_ids", "capability_ids", "persona_id", "difficulty", "domain"]
 
 
@@ -25,8 +26,7 @@ def query_meta(store: StageStore) -> dict[str, dict[str, Any]]:
 
 def failed_items(judgment: dict[str, Any]) -> set[str]:
     """Rubric item ids with a critical or major rubric_alignment finding in one judgment row."""
-    return {f["item_id"] for f in judgment.get("findings") or []
-            if f["layer"] == "rubric_alignment" and f["severity"] in UNMET and f.get("item_id")}
+    return unmet_items(rubric_severities_of(judgment.get("findings") or []))
 
 
 def items_judged(judgment: dict[str, Any], n_items: int) -> int:
@@ -97,10 +97,13 @@ def rl_query_rows(scored: list[Scored], tasks: list[Task], meta: dict[str, dict[
 
 
 def passed(reward_row: dict[str, Any], judgment: dict[str, Any] | None) -> bool:
-    """The paper's pass: every gate passed (valid tier) and every rubric item met."""
-    if reward_row["tier"] != "valid" or judgment is None:
+    """The paper's pass of one response from its rewards and judgments rows (undecided is not a pass)."""
+    if judgment is None:
         return False
-    return judgment.get("gate_rubric_alignment") is True and not failed_items(judgment)
+    severities = (rubric_severities_of(judgment.get("findings") or [])
+                  if judgment.get("gate_rubric_alignment") is not None else None)
+    return pass_rule(reward_row["format_valid"], reward_row["source_valid"], reward_row["runtime_valid"],
+                     severities) is True
 
 
 def eval_rows(model: str, model_path: str, model_kind: str, rollouts: list[dict[str, Any]],

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import duckdb
 
+from schemas.layout import CATALOG
 from tasks.stages.files import disk_full
 from tasks.stages.store import StageStore
 
 log = logging.getLogger(__name__)
-CATALOG = "catalog.duckdb"
 # The file is written in the storage format of the pinned ``duckdb`` CLI (pyproject: duckdb-cli==1.5.6), so
 # ``.venv/bin/duckdb data/catalog.duckdb`` opens it; the Python package (2.x) reads and writes that format too.
 STORAGE_VERSION = "v1.5.0"

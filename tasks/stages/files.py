@@ -60,7 +60,8 @@ def disk_full(directory: Path, needed_bytes: int, what: str) -> DiskFull:
                     "was written whole is kept and the build resumes)", directory, needed_bytes)
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """A file's or a folder's entries on disk (a rename is durable once its folder is synced)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -86,7 +87,7 @@ def write_atomically(path: Path, write: Callable[[Path], Any], needed_bytes: int
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    fsync_path(path.parent)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import pyarrow as pa
 
+from schemas.layout import VALIDATION
 from schemas.validation import FrameSuite
 from tasks.progress import Progress
 from tasks.stages.catalog import refresh_catalog
@@ -75,7 +76,7 @@ def run_stage(store: StageStore, spec: StageSpec, *, part_keys: list[str], make_
                      len(part_keys))
         _make_parts(build, todo, make_part)
         table = build.read()
-        report = run_suites(spec.name, table, spec.suites(), store.root / "validation", version=fp)
+        report = run_suites(spec.name, table, spec.suites(), store.root / VALIDATION, version=fp)
         if not report.success:
             raise StageValidationError(report)
         st = stats(table) if stats else {}

@@ -33,7 +33,8 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasks.stages.files import atomic_write_bytes, atomic_write_table, check_part, file_checksum, fsync_dir
+from schemas.layout import STAGES
+from tasks.stages.files import atomic_write_bytes, atomic_write_table, check_part, file_checksum, fsync_path
 
 log = logging.getLogger(__name__)
 _KEY_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -161,7 +162,7 @@ class StageBuild:
         if vdir.exists():
             shutil.rmtree(vdir)
         os.replace(self.dir, vdir)
-        fsync_dir(sdir)
+        fsync_path(sdir)
         parts = sorted(p.name for p in vdir.glob("part-*.parquet"))
         rows = sum(pq.ParquetFile(vdir / p).metadata.num_rows for p in parts)
         man = Manifest(stage=self.stage, version=vdir.name, fingerprint=self.fingerprint, row_count=rows,
@@ -183,7 +184,7 @@ class StageStore:
 
     def __init__(self, data_dir: Path | str, rebuild_command: str = "") -> None:
         self.root = Path(data_dir).resolve()
-        self.stages_dir = self.root / "stages"
+        self.stages_dir = self.root / STAGES
         self.rebuild_command = rebuild_command
 
     def stage_dir(self, stage: str) -> Path:
