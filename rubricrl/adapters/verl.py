@@ -1,0 +1,57 @@
+"""verl: the environment as a custom reward function (``custom_reward_function.path``).
+
+    custom_reward_function.path=$(python -c 'import rubricrl.adapters.verl as m; print(m.__file__)')
+    custom_reward_function.name=compute_score              # reward_model.reward_manager=naive (one at a time)
+    custom_reward_function.name=compute_score_batch        # reward_model.reward_manager=batch
+
+verl's reward managers call ``compute_score(data_source=, solution_str=, ground_truth=, extra_info=)``
+per response (``verl/workers/reward_manager/naive.py``, and the reward loop's
+``verl/experimental/reward_loop/reward_manager/naive.py``, from worker threads) or
+``compute_score(data_sources=, solution_strs=, ground_truths=, extra_infos=)`` per batch
+(``verl/workers/reward_manager/batch.py``), merging ``custom_reward_function.reward_kwargs`` into the
+keywords (``verl/trainer/ppo/reward.py``). Here ``ground_truth`` (the dataset's
+``reward_model.ground_truth``) is the response's ``query_id`` in the published rubric_items.
+
+Each returns verl's dict form: ``score`` (the environment's reward; NaN when missing: verl has no
+missing reward, see docs/adapters.md) and, as numeric ``reward_extra_info``, ``reward_missing``,
+``tier`` (0 format_invalid .. 3 valid, NaN missing), ``rubric_score``, ``format_valid``,
+``source_valid``, ``runtime_valid`` (1/0, NaN undecided). verl places the score on the response's last
+token; GRPO sums token rewards, so token weights do not pass through this route.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from rubricrl.adapters import number, tier_number
+
+
+def verl_score(answer: dict[str, Any]) -> dict[str, float]:
+    """verl's dict form of one service answer (pure)."""
+    out = {"score": number(answer.get("reward")), "reward_missing": float(answer.get("reward") is None),
+           "tier": tier_number(answer.get("tier"))}
+    return {**out, **{k: number(answer.get(k)) for k in ("rubric_score", "format_valid", "source_valid",
+                                                          "runtime_valid")}}
+
+
+def _item(ground_truth: Any, solution_str: str) -> dict[str, Any]:
+    if not isinstance(ground_truth, str) or not ground_truth:
+        raise ValueError(f"reward_model.ground_truth is {ground_truth!r}; set it to the row's query_id from the "
+                         "rubric_items stage when writing the verl dataset")
+    return {"query_id": ground_truth, "response": solution_str}
+
+
+def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: Any = None,
+                  **_: Any) -> dict[str, float]:
+    """One response (verl's naive reward manager and reward loop)."""
+    from rubricrl.adapters.client import scorer
+
+    return verl_score(scorer().score([_item(ground_truth, solution_str)])[0])
+
+
+def compute_score_batch(data_sources: Any, solution_strs: list[str], ground_truths: list[Any],
+                        extra_infos: Any = None, **_: Any) -> list[dict[str, float]]:
+    """A whole batch in one call (verl's batch reward manager): scored at once under the shared bounds."""
+    from rubricrl.adapters.client import scorer
+
+    answers = scorer().score([_item(g, s) for g, s in zip(ground_truths, solution_strs)])
+    return [verl_score(a) for a in answers]
