@@ -236,5 +236,10 @@ class ScoreEngine:
 
 @lru_cache(maxsize=2)
 def process_engine(config_json: str) -> ScoreEngine:
-    """The process's one engine for a resolved configuration (the adapters' in-process route)."""
-    return ScoreEngine(Config.model_validate_json(config_json))
+    """The process's one engine for a resolved configuration (the adapters' in-process route), closed at
+    interpreter exit (its kept scores published)."""
+    import atexit
+
+    engine = ScoreEngine(Config.model_validate_json(config_json))
+    atexit.register(engine.close)
+    return engine

@@ -3,7 +3,8 @@ prompt carries, decided by the app's text alone (the same app, the same diagnosi
 
 ``diagnosis_reply(body)``: no finding, or one major finding on a dynamic item, or one minor on an
 initial-state item (chosen by a hash of the application source), quoting a line of the app's script
-when it has one, so gates, rewards and attribution all have work. Usage::
+when it has one, so gates, rewards and attribution all have work. ``failing_on(marker)``: the same, but a
+reply that is no JSON for an app containing ``marker`` (the judge fails: a missing reward). Usage::
 
     with FakeAnthropic(reply=diagnosis_reply) as api: ...
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
 from tests.fakes.llm_fixtures import last_user_text
 
@@ -35,3 +36,10 @@ def diagnosis_reply(body: dict[str, Any]) -> str:
             "description": "the shown state does not follow the rule", "code_quotes": [lines[pick % len(lines)]] if lines else [],
             "related_symbols": [], "state_variables": [], "context_hints": [], "explanation": "fake judge"})
     return json.dumps(layers)
+
+
+def failing_on(marker: str) -> Callable[[dict[str, Any]], str]:
+    def reply(body: dict[str, Any]) -> str:
+        return "no JSON here" if marker in last_user_text(body) else diagnosis_reply(body)
+
+    return reply
