@@ -1,7 +1,8 @@
 """verl's custom reward function, called exactly as verl calls it (verl is not installed here; each call below
 follows the cited verl source): loaded from its file path, wrapped with ``reward_kwargs``, called per response
 by the naive reward manager and by the reward loop's worker threads, and per batch by the batch manager. The
-scores are the environment's for the same responses scored alone; a missing one is NaN with reward_missing."""
+scores are the environment's for the same responses scored alone; a missing one is NaN per response, and in
+the batched form its group's mean (GRPO advantage 0), with reward_missing either way."""
 from __future__ import annotations
 
 import asyncio
@@ -92,17 +93,34 @@ def test_reward_loop_calls_from_worker_threads(env):
     assert same([o["reward_score"] for o in out], env * 2)
 
 
+def grpo_advantages(scores: torch.Tensor, index: list[int], epsilon: float = 1e-6) -> torch.Tensor:
+    """verl/trainer/ppo/core_algos.py ``compute_grpo_outcome_advantage`` on outcome scores (one per response)."""
+    id2score = defaultdict(list)
+    for i in range(len(scores)):
+        id2score[index[i]].append(scores[i])
+    mean = {k: torch.mean(torch.stack(v)) for k, v in id2score.items()}
+    std = {k: torch.std(torch.stack(v)) for k, v in id2score.items()}
+    return torch.stack([(scores[i] - mean[index[i]]) / (std[index[i]] + epsilon) for i in range(len(scores))])
+
+
 def test_batch_reward_manager_call(env):
     """verl/workers/reward_manager/batch.py ``verify``: one call with the batch's data sources (a numpy object
-    array), decoded responses, ground truths and extra infos, plus the reward kwargs."""
+    array), decoded responses, ground truths and extra infos, plus the reward kwargs. Two groups (dataset rows
+    0 and 1, four responses each); the missing reward of row 0 gets its group's mean: GRPO advantage 0."""
     compute_score = load_like_verl(verl_adapter.__file__, "compute_score_batch", {"unused_option": 1})
-    texts = counter_responses()
-    scores = compute_score(data_sources=np.array(["rubricrl"] * 4, dtype=object), solution_strs=texts,
-                           ground_truths=["q-counter"] * 4,
-                           extra_infos=np.array([{"rollout_reward_scores": {}} for _ in texts], dtype=object))
+    texts = counter_responses() + counter_responses()[:3] + counter_responses()[:1]
+    index = [0] * 4 + [1] * 4
+    scores = compute_score(data_sources=np.array(["rubricrl"] * 8, dtype=object), solution_strs=texts,
+                           ground_truths=["q-counter"] * 8,
+                           extra_infos=np.array([{"index": i, "rollout_reward_scores": {}} for i in index],
+                                                dtype=object))
     rewards = [s["score"] if isinstance(s, dict) else s for s in scores]
-    assert same(rewards, env)
-    assert torch.tensor(rewards, dtype=torch.float32).shape == (4,)  # data.batch["acc"] as the manager builds it
+    present = env[:3]
+    assert rewards[:3] == pytest.approx(present) and rewards[3] == pytest.approx(sum(present) / 3)
+    assert rewards[4:] == pytest.approx(present + present[:1])
+    assert [s["reward_missing"] for s in scores] == [0, 0, 0, 1, 0, 0, 0, 0]
+    adv = grpo_advantages(torch.tensor(rewards, dtype=torch.float32), index)  # data.batch["acc"] is this tensor
+    assert torch.isfinite(adv).all() and adv[3].item() == pytest.approx(0.0, abs=1e-6) and adv[0] > 0
 
 
 def test_ground_truth_must_be_a_query_id(env):

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from rubricrl.adapters.openrlhf import openrlhf_answer, openrlhf_items, renamed, response_of
-from rubricrl.adapters.verl import verl_score
+from rubricrl.adapters.verl import group_mean_fill, verl_score
 from rubricrl.service.metrics import missing_cause
 from rubricrl.service.requests import RequestError, decode_json, parse_request
 from rubricrl.service.server import check_bind, is_loopback
@@ -156,3 +156,9 @@ def test_missing_causes():
     assert missing_cause(ANSWERS[0]) is None and missing_cause(ANSWERS[1]) == "judge"
     assert missing_cause({"reward": None, "reason": "scoring failed: ValueError: x"}) == "failed"
     assert missing_cause({"reward": None, "reason": "not scored within ... (service.request_timeout_s)"}) == "timeout"
+
+
+def test_group_mean_fill_keeps_each_group_mean():
+    nan = math.nan
+    assert group_mean_fill([1.0, nan, 0.2, nan, nan], ["a", "a", "a", "b", "b"]) == pytest.approx([1.0, 0.6, 0.2, 0, 0])
+    assert group_mean_fill([0.5, nan], [("q", 0), ("q", 1)]) == [0.5, 0.0]  # another row: another group
