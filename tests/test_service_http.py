@@ -104,6 +104,27 @@ def test_bad_input_gets_a_4xx_naming_field_and_limit_and_the_server_keeps_servin
     assert ok.status_code == 200 and ok.json()["results"][0]["tier"] == "format_invalid"
 
 
+def test_a_chunked_body_over_the_limit_is_refused_while_it_is_read(svc):
+    def chunks():  # no Content-Length: the server only learns the size by reading
+        for _ in range(40):
+            yield b" " * 2**20
+
+    r = httpx.post(f"{svc.url}/score", content=chunks(), headers={"content-type": "application/json"}, timeout=120)
+    assert r.status_code == 413 and r.json()["error"]["field"] == "body"
+    assert httpx.get(f"{svc.url}/health", timeout=10).status_code == 200
+
+
+def test_a_declared_length_over_the_limit_is_refused_before_the_body_is_sent(svc):
+    import socket
+
+    host, port = svc.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(f"POST /score HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {40 * 2**20}\r\n\r\n".encode())
+        head = sock.recv(4096).decode("latin-1")  # no byte of the body sent: only the declared size refuses it
+    assert head.startswith("HTTP/1.1 413") and '"field":"body"' in head.replace(" ", "")
+
+
 def test_a_client_that_leaves_leaks_no_page_and_the_server_goes_on(svc):
     slow = (FIX / "interaction/anim_runs.html").read_text()
     n = 3 * svc.engine.env.runtime.concurrency  # more apps than browser slots: some wait in the queue
