@@ -209,7 +209,13 @@ def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, s
     threads = [threading.Thread(target=send) for _ in range(clients)]
     for t in threads:
         t.start()
-    time.sleep(0.5)  # in flight: the judge takes latency_s per item
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # every request received and its items queued or being scored
+        text = httpx.get(f"{url}/metrics", timeout=10).text
+        if metric(text, "rubricrl_service_items_queued") + metric(text, "rubricrl_service_items_running") >= \
+                clients * len(pairs):
+            break
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     time.sleep(0.3)
     late = threading.Thread(target=send)

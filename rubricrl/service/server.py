@@ -14,11 +14,31 @@ import ipaddress
 import os
 import signal
 import sys
+from typing import Any
 
 from schemas.config import Config
 
 MIN_TOKEN_CHARS = 16
 _SHUTDOWN_MARGIN_S = 30.0  # past the request time limit, for the answers' transfer
+_ADMIT_S = 0.5  # after the listener closes, for requests already on open connections to be read
+
+
+def draining_server(config: Any) -> Any:
+    """uvicorn's graceful stop with the listener closed first, then a moment for requests that reached an open
+    connection (received, not yet read) to start, so none that reached the service is cut off unanswered;
+    uvicorn then closes idle connections and waits for the requests in flight."""
+    import asyncio
+
+    import uvicorn
+
+    class Draining(uvicorn.Server):
+        async def shutdown(self, sockets: list[Any] | None = None) -> None:
+            for server in self.servers:
+                server.close()
+            await asyncio.sleep(_ADMIT_S)
+            await super().shutdown(sockets)
+
+    return Draining(config)
 
 
 def is_loopback(host: str) -> bool:
@@ -59,7 +79,7 @@ def serve_env(project: Config) -> int:
           f"{where}/metrics", flush=True)
     config = uvicorn.Config(create_app(engine, token), host=svc.host, port=svc.port, log_level="warning",
                             access_log=False, timeout_graceful_shutdown=svc.request_timeout_s + _SHUTDOWN_MARGIN_S)
-    server = uvicorn.Server(config)
+    server = draining_server(config)
     stopped_by: list[int] = []
     # uvicorn drains, then hands the signal it caught back to the handler it found: this one records it, so a
     # stop by SIGTERM or Ctrl-C ends in a normal exit after the engine has closed
