@@ -22,7 +22,7 @@ import json
 import time
 import uuid
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
@@ -92,11 +92,115 @@ async def collect(engine: ScoreEngine, jobs: list[Job], request: Request) -> lis
     return sorted(got, key=lambda s: s.job.index)
 
 
+class Routes:
+    """The routes over one engine; each passes through ``guarded`` (the token, refusals, the request metrics)."""
+
+    def __init__(self, engine: ScoreEngine, token: str | None) -> None:
+        self.engine, self.cfg, self.token = engine, engine.cfg, token
+        self.metrics = ServiceMetrics(engine)
+
+    def authorized(self, request: Request, query_token: bool) -> bool:
+        if self.token is None:
+            return True
+        given = request.headers.get("authorization", "")
+        given = given[len("Bearer "):] if given.startswith("Bearer ") else ""
+        if not given and query_token:
+            given = request.query_params.get("token", "")
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    async def guarded(self, request: Request, route: str, work: Callable[[], Awaitable[Response]],
+                      query_token: bool = False) -> Response:
+        started = time.perf_counter()
+        try:
+            if not self.authorized(request, query_token):
+                raise RequestError(401, "Authorization", f"missing or wrong token; send the token in "
+                                   f"${self.cfg.token_env} (service.token_env) as 'Authorization: Bearer <token>'")
+            response = await work()
+        except RequestError as e:
+            response = json_response(e.status, e.body())
+        except ClientGone:
+            response = Response(status_code=499)  # nobody reads it; counted so a scrape shows the disconnects
+        self.metrics.observe_request(route, response.status_code, time.perf_counter() - started)
+        return response
+
+    async def body(self, request: Request) -> Any:
+        return decode_json(await read_body(request, self.cfg.max_request_bytes, body_limit(self.cfg)))
+
+    def jobs(self, data: Any) -> list[Job]:
+        e = self.engine
+        return parse_request(data, self.cfg, e.tasks, e.tokenizer is not None)
+
+    async def answered(self, request_id: str, route: str, scored: list[Scored]) -> None:
+        self.metrics.observe_items(scored)
+        await run_in_threadpool(self.engine.record, request_id, route, scored)
+
+    async def score(self, request: Request) -> Response:
+        async def work() -> Response:
+            jobs = await run_in_threadpool(self.jobs, await self.body(request))
+            scored = await collect(self.engine, jobs, request)
+            rid = new_request_id()
+            await self.answered(rid, "score", scored)
+            return json_response(200, {"request_id": rid, "provider": self.engine.provider_name,
+                                       "results": [s.answer for s in scored]})
+
+        return await self.guarded(request, "score", work)
+
+    async def score_stream(self, request: Request) -> Response:
+        async def work() -> Response:
+            jobs, rid = await run_in_threadpool(self.jobs, await self.body(request)), new_request_id()
+
+            async def lines() -> AsyncIterator[bytes]:
+                # Starlette cancels this generator when the client goes (its own disconnect listener)
+                async for s in as_scored(self.engine, jobs, None):
+                    await self.answered(rid, "score/stream", [s])
+                    yield json.dumps(s.answer, ensure_ascii=False).encode("utf-8") + b"\n"
+
+            return StreamingResponse(lines(), media_type="application/x-ndjson", headers={
+                "x-rubricrl-provider": self.engine.provider_name, "x-rubricrl-request-id": rid})
+
+        return await self.guarded(request, "score/stream", work)
+
+    def openrlhf_jobs(self, data: Any) -> list[Job]:
+        from rubricrl.adapters.openrlhf import openrlhf_items, renamed
+
+        try:
+            return self.jobs({"items": openrlhf_items(data)})
+        except RequestError as e:
+            raise renamed(e) from None
+
+    async def openrlhf(self, request: Request) -> Response:
+        from rubricrl.adapters.openrlhf import openrlhf_answer
+
+        async def work() -> Response:
+            jobs = await run_in_threadpool(self.openrlhf_jobs, await self.body(request))
+            scored = await collect(self.engine, jobs, request)
+            await self.answered(new_request_id(), "openrlhf", scored)
+            # NaN for a missing reward: OpenRLHF has no null (docs/adapters.md says what it does with NaN)
+            return json_response(200, openrlhf_answer([s.answer for s in scored]), allow_nan=True)
+
+        return await self.guarded(request, "openrlhf", work, query_token=True)
+
+    async def health(self, request: Request) -> Response:
+        e = self.engine
+
+        async def work() -> Response:
+            return json_response(200, {"status": "ok", "provider": e.provider_name,
+                                       "offline": e.provider_name == "offline", "browser": e.runtime is not None,
+                                       "judge_concurrency": e.provider.limit, "workers": self.cfg.workers,
+                                       "keep_scores": self.cfg.keep_scores})
+
+        return await self.guarded(request, "health", work)
+
+    async def metrics_text(self, request: Request) -> Response:
+        async def work() -> Response:
+            return Response(self.metrics.render(), media_type=CONTENT_TYPE)
+
+        return await self.guarded(request, "metrics", work)
+
+
 def create_app(engine: ScoreEngine, token: str | None = None) -> FastAPI:
-    """The service over ``engine``; ``token`` None means no token is asked for (loopback only)."""
-    cfg = engine.cfg
-    metrics = ServiceMetrics(engine)
-    has_tok = engine.tokenizer is not None
+    """The service over ``engine``, which it closes when it stops; ``token`` None: none is asked for."""
+    routes = Routes(engine, token)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -105,104 +209,9 @@ def create_app(engine: ScoreEngine, token: str | None = None) -> FastAPI:
 
     app = FastAPI(title="rubricrl reward service", lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_url=None)
-
-    def authorized(request: Request, query_token: bool = False) -> bool:
-        if token is None:
-            return True
-        given = request.headers.get("authorization", "")
-        given = given[len("Bearer "):] if given.startswith("Bearer ") else ""
-        if not given and query_token:
-            given = request.query_params.get("token", "")
-        return hmac.compare_digest(given.encode(), token.encode())
-
-    async def guarded(request: Request, route: str, work: Callable[[], Any], query_token: bool = False) -> Response:
-        started = time.perf_counter()
-        try:
-            if not authorized(request, query_token):
-                raise RequestError(401, "Authorization", f"missing or wrong token; send the token in "
-                                   f"${cfg.token_env} (service.token_env) as 'Authorization: Bearer <token>'")
-            response = await work()
-        except RequestError as e:
-            response = json_response(e.status, e.body())
-        except ClientGone:
-            response = Response(status_code=499)  # nobody reads it; counted so a scrape shows the disconnects
-        metrics.observe_request(route, response.status_code, time.perf_counter() - started)
-        return response
-
-    async def jobs_of(request: Request) -> list[Job]:
-        data = decode_json(await read_body(request, cfg.max_request_bytes, body_limit(cfg)))
-        return await run_in_threadpool(parse_request, data, cfg, engine.tasks, has_tok)
-
-    async def answered(request_id: str, route: str, scored: list[Scored]) -> None:
-        metrics.observe_items(scored)
-        await run_in_threadpool(engine.record, request_id, route, scored)
-
-    @app.post("/score")
-    async def score(request: Request) -> Response:
-        async def work() -> Response:
-            scored = await collect(engine, await jobs_of(request), request)
-            rid = new_request_id()
-            await answered(rid, "score", scored)
-            return json_response(200, {"request_id": rid, "provider": engine.provider_name,
-                                       "results": [s.answer for s in scored]})
-
-        return await guarded(request, "score", work)
-
-    @app.post("/score/stream")
-    async def score_stream(request: Request) -> Response:
-        async def work() -> Response:
-            jobs, rid = await jobs_of(request), new_request_id()
-
-            async def lines() -> AsyncIterator[bytes]:
-                # Starlette cancels this generator when the client goes (its own disconnect listener)
-                async for s in as_scored(engine, jobs, None):
-                    await answered(rid, "score/stream", [s])
-                    yield json.dumps(s.answer, ensure_ascii=False).encode("utf-8") + b"\n"
-
-            return StreamingResponse(lines(), media_type="application/x-ndjson",
-                                     headers={"x-rubricrl-provider": engine.provider_name, "x-rubricrl-request-id": rid})
-
-        return await guarded(request, "score/stream", work)
-
-    @app.post("/openrlhf/get_reward")
-    async def openrlhf(request: Request) -> Response:
-        from rubricrl.adapters.openrlhf import openrlhf_answer, openrlhf_items
-
-        async def work() -> Response:
-            data = decode_json(await read_body(request, cfg.max_request_bytes, body_limit(cfg)))
-            items = openrlhf_items(data)
-            jobs = await run_in_threadpool(openrlhf_jobs, items)
-            scored = await collect(engine, jobs, request)
-            await answered(new_request_id(), "openrlhf", scored)
-            # NaN for a missing reward: OpenRLHF has no null (docs/adapters.md says what it does with NaN)
-            return json_response(200, openrlhf_answer([s.answer for s in scored]), allow_nan=True)
-
-        def openrlhf_jobs(items: list[dict[str, Any]]) -> list[Job]:
-            from rubricrl.adapters.openrlhf import renamed
-
-            try:
-                return parse_request({"items": items}, cfg, engine.tasks, has_tok)
-            except RequestError as e:
-                raise renamed(e) from None
-
-        return await guarded(request, "openrlhf", work, query_token=True)
-
-    @app.get("/health")
-    async def health(request: Request) -> Response:
-        async def work() -> Response:
-            return json_response(200, {"status": "ok", "provider": engine.provider_name,
-                                       "offline": engine.provider_name == "offline",
-                                       "browser": engine.runtime is not None,
-                                       "judge_concurrency": engine.provider.limit, "workers": cfg.workers,
-                                       "keep_scores": cfg.keep_scores})
-
-        return await guarded(request, "health", work)
-
-    @app.get("/metrics")
-    async def metrics_route(request: Request) -> Response:
-        async def work() -> Response:
-            return Response(metrics.render(), media_type=CONTENT_TYPE)
-
-        return await guarded(request, "metrics", work)
-
+    app.post("/score")(routes.score)
+    app.post("/score/stream")(routes.score_stream)
+    app.post("/openrlhf/get_reward")(routes.openrlhf)
+    app.get("/health")(routes.health)
+    app.get("/metrics")(routes.metrics_text)
     return app
