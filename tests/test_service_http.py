@@ -68,6 +68,25 @@ def test_score_answers_equal_rubricrl_score_alone_in_request_order(svc, expected
     assert all(a["reason"] is None for a in results if a["reward"] is not None)
 
 
+def test_an_answer_is_what_the_rubricrl_score_command_prints(svc):
+    """The CLI as a user runs it, against the service's answer for the same task and response."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    response = (FIX / "throws.txt").read_text()
+    env = {"RUBRICRL_DATA_DIR": str(svc.engine.project.data_dir), "RUBRICRL_LLM__PROVIDER": "offline",
+           "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    cli = subprocess.run([sys.executable, "-m", "rubricrl.cli", "score", "--task", str(FIX / "task_counter.json"),
+                          "--response", str(FIX / "throws.txt")], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    answer = httpx.post(f"{svc.url}/score", json={"items": [{"task": TASK, "response": response}]},
+                        timeout=120).json()["results"][0]
+    assert core(answer) == verdict(json.loads(cli.stdout)) and answer["tier"] == "runtime_invalid"
+
+
 def test_stream_answers_each_item_once_with_the_same_answers(svc, expected):
     got = []
     with httpx.stream("POST", f"{svc.url}/score/stream", json={"items": items()}, timeout=300) as r:
@@ -159,6 +178,26 @@ def test_metrics_count_requests_items_and_bounds(svc):
         assert re.search(rf"^{gauge} ", text, re.M), gauge
     health = httpx.get(f"{svc.url}/health", timeout=10).json()
     assert health["status"] == "ok" and health["offline"] is True and health["browser"] is True
+
+
+def test_a_scoring_failure_is_a_null_reward_with_the_reason(svc):
+    """The environment failing (here its browser is gone) is a missing reward, never a verdict on the app."""
+    from rubricrl.service.engine import CountingRuntime
+    from rubricrl.service.requests import parse_request
+    from tasks.env.runtime import BrowserRuntime
+
+    engine = ScoreEngine(svc.engine.project)
+    gone = BrowserRuntime(engine.env.runtime)
+    gone.close()
+    engine.runtime = CountingRuntime(gone)
+    try:
+        job = parse_request({"items": [{"task": TASK, "response": (FIX / "clean.txt").read_text()}]}, engine.cfg,
+                            engine.tasks, False)[0]
+        a = engine.score_one(job)
+    finally:
+        engine.close()
+    assert a["reward"] is None and a["tier"] == "missing"
+    assert a["reason"].startswith("scoring failed: RuntimeError: BrowserRuntime is closed")
 
 
 def test_with_a_token_requests_without_it_get_401(tmp_path):
