@@ -144,6 +144,20 @@ def test_a_declared_length_over_the_limit_is_refused_before_the_body_is_sent(svc
     assert head.startswith("HTTP/1.1 413") and '"field":"body"' in head.replace(" ", "")
 
 
+def test_a_timeout_beside_other_apps_is_checked_again_and_one_alone_is_not(svc):
+    """Each item is its own batch of one, which the runtime never re-checks: the service does, as the runtime
+    does within a batch, so a verdict load could have caused is not taken from a crowded browser."""
+    loop = (FIX / "infinite_loop.txt").read_text()
+    clean = (FIX / "clean.txt").read_text()
+    crowd = [{"task": TASK, "response": loop}] + [{"task": TASK, "response": clean}] * 3
+    a = httpx.post(f"{svc.url}/score", json={"items": crowd}, timeout=300).json()["results"]
+    assert a[0]["evidence"]["runtime_status"] == "load_timeout" and a[0]["tier"] == "runtime_invalid"
+    assert a[0]["evidence"]["runtime_rechecked_from"] == "load_timeout"
+    assert all(x["tier"] == "valid" and x["evidence"]["runtime_rechecked_from"] is None for x in a[1:])
+    lone = httpx.post(f"{svc.url}/score", json={"items": crowd[:1]}, timeout=300).json()["results"][0]
+    assert lone["tier"] == "runtime_invalid" and lone["evidence"]["runtime_rechecked_from"] is None
+
+
 def test_a_client_that_leaves_leaks_no_page_and_the_server_goes_on(svc):
     slow = (FIX / "interaction/anim_runs.html").read_text()
     n = 3 * svc.engine.env.runtime.concurrency  # more apps than browser slots: some wait in the queue
@@ -182,14 +196,14 @@ def test_metrics_count_requests_items_and_bounds(svc):
 
 def test_a_scoring_failure_is_a_null_reward_with_the_reason(svc):
     """The environment failing (here its browser is gone) is a missing reward, never a verdict on the app."""
-    from rubricrl.service.engine import CountingRuntime
+    from rubricrl.service.browser import ServiceBrowser
     from rubricrl.service.requests import parse_request
     from tasks.env.runtime import BrowserRuntime
 
     engine = ScoreEngine(svc.engine.project)
     gone = BrowserRuntime(engine.env.runtime)
     gone.close()
-    engine.runtime = CountingRuntime(gone)
+    engine.runtime = ServiceBrowser(gone)
     try:
         job = parse_request({"items": [{"task": TASK, "response": (FIX / "clean.txt").read_text()}]}, engine.cfg,
                             engine.tasks, False)[0]

@@ -3,7 +3,8 @@
 Each item is scored by the code ``rubricrl score`` runs (``tasks.env.score.score_response``, then
 ``rubricrl.score_cmd.score_output``) on a worker thread, ``service.workers`` at a time, under the
 process-wide bounds every scorer shares: the one browser for the run's runtime settings
-(``shared_runtime``, ``env.runtime.concurrency`` apps at once), one judge provider whose calls in flight
+(``shared_runtime``, ``env.runtime.concurrency`` apps at once; a timeout beside other apps re-checked,
+``rubricrl.service.browser``), one judge provider whose calls in flight
 are held to ``env.judge.concurrency`` across all requests (``tasks.rl.judge_limit.SharedLimit``), and
 that provider's LLM cache, ledger and budget (``llm.*``). A ``query_id`` resolves against the published
 rubric references and items (``tasks.rubrics.load_tasks``), re-read when a newer version is published.
@@ -22,6 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from rubricrl.score_cmd import score_output
+from rubricrl.service.browser import ServiceBrowser
 from rubricrl.service.requests import Job
 from schemas.config import Config
 from schemas.rubric import Task
@@ -103,34 +105,6 @@ class TaskIndex:
             return f"{len(self._tasks)} published queries in {self.store.root}"
 
 
-class CountingRuntime:
-    """The shared browser, counting the apps handed to it and not yet back (the browser queue's depth)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self._lock = threading.Lock()
-        self.pending = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def check_each(self, htmls: list[str], extras: list[Any] | None = None) -> list[Future]:
-        futures = self.inner.check_each(htmls, extras)
-        with self._lock:
-            self.pending += len(futures)
-        for f in futures:
-            f.add_done_callback(self._done)
-        return futures
-
-    def _done(self, _f: Future) -> None:
-        with self._lock:
-            self.pending -= 1
-
-    def queue_depth(self) -> int:
-        """Apps waiting for one of ``env.runtime.concurrency`` slots."""
-        return max(0, self.pending - self.inner.cfg.concurrency)
-
-
 class ScoreEngine:
     """Scores items by ``rubricrl score``'s code under the process-wide bounds (see the module docstring)."""
 
@@ -142,7 +116,7 @@ class ScoreEngine:
         self.project, self.cfg, self.env = project, project.service, project.env
         self.provider = SharedLimit(get_provider(config=project.resolved_llm()), self.env.judge.concurrency)
         # the browser starts here, so a machine without one fails before the service listens
-        self.runtime = CountingRuntime(shared_runtime(self.env.runtime)) if self.env.runtime.enabled else None
+        self.runtime = ServiceBrowser(shared_runtime(self.env.runtime)) if self.env.runtime.enabled else None
         self.tasks = TaskIndex(StageStore(project.data_dir))
         self.tokenizer = None
         if self.cfg.tokenizer is not None:
