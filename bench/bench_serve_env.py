@@ -173,8 +173,23 @@ def check(i: int, r: httpx.Response, picks: list[int], expected: list[dict[str, 
         return f"request {i}: answers for items {[a['index'] for a in results]}, sent {len(picks)}"
     for a, p in zip(results, picks):
         if verdict(a) != expected[p]:
-            return f"request {i}: item {a['index']} (pool {p}) differs from the same response scored alone"
+            where = ", ".join(first_differences(verdict(a), expected[p]))
+            return f"request {i}: item {a['index']} (pool {p}) differs from the same response scored alone at {where}"
     return None
+
+
+def first_differences(a: Any, b: Any, path: str = "", out: list[str] | None = None) -> list[str]:
+    """Where two answers differ (the first few paths; pure)."""
+    out = [] if out is None else out
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            first_differences(a.get(k), b.get(k), f"{path}.{k}", out)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for n, (x, y) in enumerate(zip(a, b)):
+            first_differences(x, y, f"{path}[{n}]", out)
+    elif a != b:
+        out.append(f"{path} ({str(a)[:60]!r} vs {str(b)[:60]!r})")
+    return out[:3]
 
 
 def quantile(xs: list[float], q: float) -> float:
@@ -188,7 +203,8 @@ def metric(text: str, name: str) -> float:
     return float("nan")
 
 
-def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, str]], clients: int) -> dict[str, Any]:
+def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, str]], clients: int,
+                      max_seconds: float) -> dict[str, Any]:
     """SIGTERM while ``clients`` requests are in flight: whole answers, refusals after it, the exit code."""
     outcomes: list[str] = []
     lock = threading.Lock()
@@ -196,7 +212,7 @@ def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, s
 
     def send() -> None:
         try:
-            r = httpx.post(f"{url}/score", json=body, timeout=120)
+            r = httpx.post(f"{url}/score", json=body, timeout=max_seconds)
             ok = r.status_code == 200 and len(r.json()["results"]) == len(pairs)
             outcome = "finished" if ok else f"HTTP {r.status_code}"
         except httpx.ConnectError:
@@ -209,11 +225,13 @@ def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, s
     threads = [threading.Thread(target=send) for _ in range(clients)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 60
+    deadline, in_flight = time.monotonic() + 60, 0.0
     while time.monotonic() < deadline:  # every request received and its items queued or being scored
         text = httpx.get(f"{url}/metrics", timeout=10).text
-        if metric(text, "rubricrl_service_items_queued") + metric(text, "rubricrl_service_items_running") >= \
-                clients * len(pairs):
+        in_flight = metric(text, "rubricrl_service_items_queued") + metric(text, "rubricrl_service_items_running")
+        with lock:
+            done = len(outcomes)
+        if in_flight >= clients * len(pairs) or done == clients:
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
@@ -222,8 +240,9 @@ def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, s
     late.start()
     for t in [*threads, late]:
         t.join()
-    code = proc.wait(timeout=300)
-    return {"sent": len(outcomes), "finished": outcomes.count("finished"), "refused": outcomes.count("refused"),
+    code = proc.wait(timeout=max_seconds)
+    return {"sent": len(outcomes), "items_in_flight_at_signal": in_flight, "finished": outcomes.count("finished"),
+            "refused": outcomes.count("refused"),
             "other": [o for o in outcomes if o not in ("finished", "refused")], "exit_code": code}
 
 
@@ -260,7 +279,7 @@ def main() -> int:
                          "judge_calls_api": judge.model_calls() - calls_before if judge else None,
                          "rewards_missing": sum(metric(text, f'rubricrl_service_rewards_missing_total{{cause="{c}"}}')
                                                 for c in ("judge", "failed", "timeout"))})
-            load["sigterm"] = sigterm_in_flight(proc, url, pairs, args.clients)
+            load["sigterm"] = sigterm_in_flight(proc, url, pairs, args.clients, args.max_seconds)
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -289,8 +308,9 @@ def report(f: dict[str, Any], args: argparse.Namespace) -> None:
     print(f"  judge calls in flight: peak {f['judge_peak_api']} at the API, {f['judge_peak_service']:g} in the "
           f"service; env.judge.concurrency {f['judge_limit']}; calls {f['judge_calls_api']}")
     s = f["sigterm"]
-    print(f"  SIGTERM with {args.clients} requests in flight: {s['finished']} finished whole, {s['refused']} "
-          f"refused after it, other {s['other']}; exit code {s['exit_code']}")
+    print(f"  SIGTERM with {args.clients} requests sent ({s['items_in_flight_at_signal']:g} items in flight): "
+          f"{s['finished']} finished whole, {s['refused']} refused after it, other {s['other']}; "
+          f"exit code {s['exit_code']}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
                    [--no-browser] [--reward hierarchical|binary] [--provider auto|offline|anthropic|openai]
                    [--model NAME] [--base-url URL]
 
-Output: {"format_valid", "source_valid", "runtime_valid", "reward", "html_offset", "findings",
+Output: {"format_valid", "source_valid", "runtime_valid", "reward", "tier", "html_offset", "findings",
 "evidence": {"syntax_errors", "page_errors", ...}, ...}; offsets are character offsets into the response.
 Exit 0 on a scored response (a missing reward included: ``reward`` is null), 2 on unreadable inputs
 with a message on stderr naming the file and the problem.

@@ -47,13 +47,15 @@ def answer(job: Job, out: dict[str, Any], reason: str | None = None) -> dict[str
             "reason": reason if out.get("reward") is None else None}
 
 
-# Measured times inside the evidence (a check's duration, the probe's liveness gap as the page clock saw it)
-_TIMINGS = ("duration_s", "gap_s")
+# What the run measured, not what it decided: times inside the evidence (a check's duration, the probe's
+# liveness gap as the page clock saw it) and whether a verdict came from a re-check (taken beside other apps)
+_TIMINGS = ("duration_s", "gap_s", "runtime_rechecked_from")
 
 
 def verdict(answer: dict[str, Any]) -> dict[str, Any]:
-    """An answer without its place in the request, its measured times and the judge's ``cached`` flag: what
-    must be the same however loaded the service is and whatever else it scores (pure)."""
+    """An answer without its place in the request, what the run measured (times, a re-check's origin) and the
+    judge's ``cached`` flag: what must be the same however loaded the service is and whatever else it scores
+    (pure)."""
     def strip(v: Any) -> Any:
         if isinstance(v, dict):
             return {k: strip(x) for k, x in v.items() if k not in _TIMINGS}
