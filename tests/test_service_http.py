@@ -214,6 +214,32 @@ def test_a_scoring_failure_is_a_null_reward_with_the_reason(svc):
     assert a["reason"].startswith("scoring failed: RuntimeError: BrowserRuntime is closed")
 
 
+def test_an_advantage_gets_the_token_weights_rubricrl_score_prints(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+    from training.tiny import build_tokenizer
+
+    tok_dir = tmp_path / "tok"
+    build_tokenizer().save_pretrained(tok_dir)
+    cfg = project(tmp_path / "data", "llm.provider=offline", "env.runtime.enabled=false",
+                  f"service.tokenizer={tok_dir}")
+    response = (FIX / "syntax_error.txt").read_text()
+    with running_service(ScoreEngine(cfg)) as s:
+        a = httpx.post(f"{s.url}/score", json={"items": [{"task": TASK, "response": response, "advantage": -0.7}]},
+                       timeout=120).json()["results"][0]
+    env = {"RUBRICRL_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    cli = subprocess.run([sys.executable, "-m", "rubricrl.cli", "score", "--task", str(FIX / "task_counter.json"),
+                          "--response", str(FIX / "syntax_error.txt"), "--no-browser", "--provider", "offline",
+                          "--advantage", "-0.7", "--tokenizer", str(tok_dir)], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    printed = json.loads(cli.stdout)
+    assert a["token_weights"] == printed["token_weights"] and a["token_offsets"] == printed["token_offsets"]
+    assert len(a["token_weights"]) == len(a["token_offsets"]) > 0 and max(a["token_weights"]) > 1.0  # attributed
+
+
 def test_with_a_token_requests_without_it_get_401(tmp_path):
     cfg = project(tmp_path / "data", "llm.provider=offline", "env.runtime.enabled=false")
     token = "t" * 24
