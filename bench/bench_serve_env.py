@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import socket
@@ -203,17 +204,21 @@ def metric(text: str, name: str) -> float:
     return float("nan")
 
 
-def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, str]], clients: int,
-                      max_seconds: float) -> dict[str, Any]:
-    """SIGTERM while ``clients`` requests are in flight: whole answers, refusals after it, the exit code."""
+def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, str]], args: argparse.Namespace
+                      ) -> dict[str, Any]:
+    """SIGTERM while ``args.clients`` requests are in flight (each the pool, repeated so the judge alone needs
+    some 5 s for them all): whole answers, refusals after it, the exit code."""
     outcomes: list[str] = []
     lock = threading.Lock()
-    body = {"items": [{"query_id": q, "response": r} for q, r in pairs]}
+    clients, max_seconds = args.clients, args.max_seconds
+    judge_s = args.latency_s * clients * len(pairs) / args.judge_concurrency if args.judge == "fake" else 0.0
+    repeat = max(1, math.ceil(5.0 / judge_s)) if judge_s else 1
+    body = {"items": [{"query_id": q, "response": r} for q, r in pairs] * repeat}
 
     def send() -> None:
         try:
             r = httpx.post(f"{url}/score", json=body, timeout=max_seconds)
-            ok = r.status_code == 200 and len(r.json()["results"]) == len(pairs)
+            ok = r.status_code == 200 and len(r.json()["results"]) == len(body["items"])
             outcome = "finished" if ok else f"HTTP {r.status_code}"
         except httpx.ConnectError:
             outcome = "refused"
@@ -231,7 +236,7 @@ def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, s
         in_flight = metric(text, "rubricrl_service_items_queued") + metric(text, "rubricrl_service_items_running")
         with lock:
             done = len(outcomes)
-        if in_flight >= clients * len(pairs) or done == clients:
+        if in_flight >= clients * len(body["items"]) or done == clients:
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
@@ -279,7 +284,7 @@ def main() -> int:
                          "judge_calls_api": judge.model_calls() - calls_before if judge else None,
                          "rewards_missing": sum(metric(text, f'rubricrl_service_rewards_missing_total{{cause="{c}"}}')
                                                 for c in ("judge", "failed", "timeout"))})
-            load["sigterm"] = sigterm_in_flight(proc, url, pairs, args.clients, args.max_seconds)
+            load["sigterm"] = sigterm_in_flight(proc, url, pairs, args)
         finally:
             if proc.poll() is None:
                 proc.kill()
