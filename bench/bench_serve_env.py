@@ -207,12 +207,12 @@ def metric(text: str, name: str) -> float:
 def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, str]], args: argparse.Namespace
                       ) -> dict[str, Any]:
     """SIGTERM while ``args.clients`` requests are in flight (each the pool, repeated so the judge alone needs
-    some 5 s for them all): whole answers, refusals after it, the exit code."""
+    some 20 s for them all): whole answers, refusals after it, the exit code."""
     outcomes: list[str] = []
     lock = threading.Lock()
     clients, max_seconds = args.clients, args.max_seconds
     judge_s = args.latency_s * clients * len(pairs) / args.judge_concurrency if args.judge == "fake" else 0.0
-    repeat = max(1, math.ceil(5.0 / judge_s)) if judge_s else 1
+    repeat = max(1, math.ceil(20.0 / judge_s)) if judge_s else 1
     body = {"items": [{"query_id": q, "response": r} for q, r in pairs] * repeat}
 
     def send() -> None:
