@@ -7,6 +7,7 @@
     rubricrl ingest FILE.jsonl
     rubricrl serve            # local Prefect server + process worker + every deployment
     rubricrl serve-judge MODEL_DIR   # vLLM OpenAI-compatible server for an open judge (llm.provider=openai)
+    rubricrl serve-env        # the environment as a reward service (TRL, verl, OpenRLHF; docs/service.md)
 """
 from __future__ import annotations
 
@@ -181,6 +182,14 @@ def cmd_serve_judge(args: argparse.Namespace) -> int:
     return serve_judge(args.model_dir, server.model_copy(update=updates), name=args.name, log_path=args.log)
 
 
+def cmd_serve_env(args: argparse.Namespace) -> int:
+    from rubricrl.service.server import serve_env
+    from schemas.config import load_config
+
+    sets = [*args.set, *(f"service.{k}={v}" for k, v in (("host", args.host), ("port", args.port)) if v is not None)]
+    return serve_env(load_config(args.profile, sets=sets))
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     """``rubricrl score``: the environment's contract, with the project configuration (--profile, --set)."""
     from rubricrl import score_cmd
@@ -226,6 +235,12 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--max-model-len", type=int, default=None, help="context length (default: the model's)")
     j.add_argument("--log", default=None, help="server log file (default: a temporary file, printed)")
     j.set_defaults(fn=cmd_serve_judge)
+    e = common(sub.add_parser("serve-env", help="serve the environment as a reward service on 127.0.0.1 "
+                                                 "(POST /score; adapters for TRL, verl, OpenRLHF)"))
+    e.add_argument("--host", default=None, help="listen address (default service.host, 127.0.0.1; any other "
+                                                "needs the token in $RUBRICRL_SERVICE_TOKEN)")
+    e.add_argument("--port", type=int, default=None, help="listen port (default service.port)")
+    e.set_defaults(fn=cmd_serve_env)
     from rubricrl import score_cmd
 
     score_cmd.add_parser(sub).set_defaults(fn=cmd_score)

@@ -4,7 +4,7 @@
                    [--no-browser] [--reward hierarchical|binary] [--provider auto|offline|anthropic|openai]
                    [--model NAME] [--base-url URL] [--profile demo|full] [--set SECTION.FIELD=VALUE ...]
 
-Output: {"format_valid", "source_valid", "runtime_valid", "reward", "html_offset", "findings",
+Output: {"format_valid", "source_valid", "runtime_valid", "reward", "tier", "html_offset", "findings",
 "evidence": {"syntax_errors", "page_errors", ...}, ...}; offsets are character offsets into the response.
 Exit 0 on a scored response (a missing reward included: ``reward`` is null), 2 on unreadable inputs
 with a message on stderr naming the file and the problem.
@@ -83,21 +83,25 @@ def _read_json(path: Path, what: str) -> Any:
 
 
 def load_task(path: Path) -> Any:
+    return task_from_data(_read_json(path, "task"), f"task file {path}")
+
+
+def task_from_data(data: Any, where: str) -> Any:
+    """A ``Task`` from parsed JSON; ``where`` names the input in the error (a file, a request field)."""
     from pydantic import ValidationError
 
     from schemas.rubric import Task
 
-    data = _read_json(path, "task")
     try:
         task = Task.model_validate(data)
     except ValidationError as e:
         msgs = "; ".join(f"{'.'.join(map(str, err['loc'])) or '<root>'}: {err['msg']}" for err in e.errors()[:5])
-        raise InputError(f"task file {path} does not match the task format ({msgs}); expected "
+        raise InputError(f"{where} does not match the task format ({msgs}); expected "
                          '{"query_id", "query", "rubric": {"initial_state": [{"id","requirement","level"}], '
                          '"dynamic": [...]}} with level one of core_module, correct_rule, rendering_effect') from None
     ids = [i.id for i in [*task.rubric.initial_state, *task.rubric.dynamic]]
     if len(set(ids)) != len(ids):
-        raise InputError(f"task file {path} repeats rubric ids {sorted({i for i in ids if ids.count(i) > 1})}; "
+        raise InputError(f"{where} repeats rubric ids {sorted({i for i in ids if ids.count(i) > 1})}; "
                          "give every item a unique id")
     return task
 
@@ -153,23 +157,41 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:  # e.g. no browser installed: the message names the fix
         print(f"rubricrl score: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    out = result.to_json()
-    if args.advantage is not None:
-        out.update(token_fields(response, result, args.advantage, args.tokenizer, project.attribution,
-                                RULE_OF_MODE[project.train.objective.mode]))
+    tokenizer = None if args.tokenizer is None else load_tokenizer(args.tokenizer)
+    out = score_output(result, response, args.advantage, tokenizer, project.attribution,
+                       RULE_OF_MODE[project.train.objective.mode])
     print(json.dumps(out, ensure_ascii=False, indent=2))
     return EXIT_OK
 
 
-def token_fields(response: str, result: Any, advantage: float, tokenizer_dir: Path, attribution: Any,
+def load_tokenizer(path: Path) -> Any:
+    from tasks.attribution.tokens import load_tokenizer as load
+
+    return load(path)
+
+
+def score_output(result: Any, response: str, advantage: float | None, tokenizer: Any, attribution: Any,
+                 rule: str = "sign") -> dict[str, Any]:
+    """What ``rubricrl score`` prints for one scored response (``rubricrl serve-env`` answers the same): the
+    contract of ``ScoreResult.to_json``, the tier that decided the reward, and with an advantage and a
+    tokenizer the token weights by ``rule`` (the trainer's: train.objective.mode's)."""
+    from tasks.env.records import tier
+
+    out = result.to_json()
+    out["tier"] = tier(result)
+    if advantage is not None and tokenizer is not None:
+        out.update(token_fields(response, result, advantage, tokenizer, attribution, rule))
+    return out
+
+
+def token_fields(response: str, result: Any, advantage: float, tok: Any, attribution: Any,
                  rule: str = "sign") -> dict[str, Any]:
     """``token_weights`` / ``token_offsets`` (response character offsets) and ``weight_rule``: the weights of
-    ``tasks.attribution.weights`` by ``rule`` (the trainer's: train.objective.mode's) with the ``attribution``
-    section's numbers (paper 3.5)."""
+    ``tasks.attribution.weights`` by ``rule`` with the ``attribution`` section's numbers (paper 3.5); ``tok`` is
+    a ``tokenizers.Tokenizer``."""
     from tasks.attribution.api import AttributionTrace, token_weights
-    from tasks.attribution.tokens import load_tokenizer, token_offsets_array
+    from tasks.attribution.tokens import token_offsets_array
 
-    tok = load_tokenizer(tokenizer_dir)
     ids = tok.encode(response, add_special_tokens=False).ids
     offsets = token_offsets_array(ids, tok, expected_text=response)
     spans = [[int(a), int(b)] for a, b in offsets]

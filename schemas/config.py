@@ -23,6 +23,7 @@ from schemas.config_eval import EVAL_DEMO_OVERRIDES, EvalConfig
 from schemas.config_llm import LLMConfig
 from schemas.config_rubrics import RubricsConfig
 from schemas.config_selection import SELECTION_DEMO_OVERRIDES, SelectionConfig
+from schemas.config_service import ServiceConfig
 from schemas.config_sft import SFTConfig
 from schemas.config_train import DEMO_OVERRIDES as TRAIN_DEMO
 from schemas.config_train import SFT_DEMO_OVERRIDES as TRAIN_SFT_DEMO
@@ -65,6 +66,7 @@ class Config(_Section):
     train_sft: TrainSFTConfig = Field(default_factory=TrainSFTConfig)
     train: TrainRLConfig = Field(default_factory=TrainRLConfig)
     cost: CostConfig = Field(default_factory=CostConfig)
+    service: ServiceConfig = Field(default_factory=ServiceConfig)
 
     def resolved_llm(self) -> LLMConfig:
         """The LLM settings with a relative ``store_path`` placed under ``data_dir``."""

@@ -29,6 +29,9 @@ SLOW = ("flows", "browser", "training", "deepspeed", "vllm", "gpu")
 MUST_RUN_IN_CI = ("browser", "vllm", "deepspeed")
 
 KINDS: dict[str, tuple[str, ...]] = {
+    "test_adapter_openrlhf.py": ("browser", "wire"),
+    "test_adapter_trl.py": ("browser", "training"),
+    "test_adapter_verl.py": ("browser", "wire"),
     "test_attr_g2.py": ("unit",),
     "test_attr_locate.py": ("unit", "property"),
     "test_attr_queries.py": ("unit",),
@@ -87,6 +90,10 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_score_step_stream.py": ("flows", "browser", "wire"),
     "test_score_step_weights.py": ("flows",),
     "test_selection.py": ("unit",),
+    "test_service_http.py": ("browser", "wire"),
+    "test_service_load.py": ("browser",),
+    "test_service_requests.py": ("unit",),
+    "test_service_scores.py": ("unit",),
     "test_sft_data.py": ("unit",),
     "test_store.py": ("unit",),
     "test_store_faults.py": ("unit", "flows"),

@@ -1,4 +1,4 @@
-"""A process-wide bound on judge calls in flight, for the streamed score-step calls (paper 3.5 scale).
+"""A process-wide bound on judge calls in flight, for the streamed score-step calls and the reward service.
 
 ``Provider.complete_many(requests, concurrency=env.judge.concurrency)`` bounds ONE call's fan-out; when
 the trainer's ScoreStream runs several score-step calls at once in one process, each would get its own
@@ -26,14 +26,17 @@ class SharedLimit:
         self.inner, self.limit = provider, limit
         self._slots = threading.BoundedSemaphore(limit)
         self._lock = threading.Lock()
-        self.in_flight = self.peak = 0  # observed, for tests and benches
+        self.in_flight = self.peak = self.waiting = 0  # observed, for tests, benches and the service's metrics
 
     def __getattr__(self, name: str) -> Any:  # everything else is the provider's (name, ledger, ...)
         return getattr(self.inner, name)
 
     def complete(self, request: LLMRequest) -> LLMResult:
+        with self._lock:
+            self.waiting += 1
         with self._slots:
             with self._lock:
+                self.waiting -= 1
                 self.in_flight += 1
                 self.peak = max(self.peak, self.in_flight)
             try:

@@ -9,7 +9,9 @@ real SDKs talk to it unchanged. Features every fake shares:
 - ``push(Scripted(...))``: the next model calls get these answers first (status, headers, delay,
   raw text) — 429 with retry-after, 500, a slow reply that trips the client's timeout, bad JSON...;
 - ``api_key``: when set, requests whose ``x-api-key`` or ``Authorization: Bearer`` differ get 401;
-- ``log``: every request seen (method, path, headers, parsed JSON body), thread-safe.
+- ``log``: every request seen (method, path, headers, parsed JSON body), thread-safe;
+- ``in_flight`` / ``peak_in_flight``: model calls being answered now, and the most at once (a client's
+  concurrency bound as the API sees it).
 
 Usage::
 
@@ -132,6 +134,7 @@ class FakeHTTPAPI:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()  # ends every pending delay: a call left hanging must not outlive the fake
+        self.in_flight = self.peak_in_flight = 0  # model calls being answered now, and the most at once
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> "FakeHTTPAPI":
@@ -234,6 +237,17 @@ class FakeHTTPAPI:
     def model_call(self, body: dict[str, Any], ok: Callable[[str], Response],
                    error: Callable[[Scripted], Response]) -> Response:
         """The common path of a model call: scripted fault or latency, then the reply text."""
+        with self._lock:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return self._answer(body, ok, error)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _answer(self, body: dict[str, Any], ok: Callable[[str], Response],
+                error: Callable[[Scripted], Response]) -> Response:
         scripted = self.next_scripted()
         base = self.latency_s.delay_for(body) if isinstance(self.latency_s, LongTail) else self.latency_s
         delay = base if scripted is None else max(scripted.delay_s, base)
