@@ -1,6 +1,7 @@
 """A fake Anthropic Messages + Message Batches API on 127.0.0.1, for the real ``anthropic`` SDK.
 
-Messages: ``POST /v1/messages``. Usage is simulated: input tokens = characters / 4; a system block
+Messages: ``POST /v1/messages``; image content blocks are checked as the API checks them
+(``tests/fakes/images.py``). Usage is simulated: input tokens = characters / 4 (+ a fixed count per image); a system block
 with ``cache_control`` is written to a prompt cache the first time (``cache_creation_input_tokens``)
 and read afterwards (``cache_read_input_tokens``).
 
@@ -25,6 +26,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from tests.fakes.images import IMAGE_TOKENS, image_count, image_problem
 from tests.fakes.structured_check import anthropic_format_problem
 from tests.fakes.http_fake import FakeHTTPAPI, Latency, LongTail, Reply, Response, Scripted, json_response
 
@@ -64,7 +66,8 @@ class FakeAnthropic(FakeHTTPAPI):
                 hit = cached_prefix in self._prompt_cache
                 self._prompt_cache.add(cached_prefix)
             read, write = (len(cached_prefix) // 4, 0) if hit else (0, len(cached_prefix) // 4)
-        return {"input_tokens": rest // 4 + 1, "output_tokens": len(text) // 4 + 1,
+        return {"input_tokens": rest // 4 + 1 + IMAGE_TOKENS * image_count(params["messages"]),
+                "output_tokens": len(text) // 4 + 1,
                 "cache_read_input_tokens": read, "cache_creation_input_tokens": write}
 
     def message(self, params: dict[str, Any], text: str) -> dict[str, Any]:
@@ -110,7 +113,7 @@ class FakeAnthropic(FakeHTTPAPI):
 
     def route(self, method: str, path: str, headers: dict[str, str], body: Any) -> Response:
         if method == "POST" and path == "/v1/messages":
-            problem = anthropic_format_problem(body.get("output_config"))
+            problem = anthropic_format_problem(body.get("output_config")) or image_problem(body)
             if problem:
                 return json_response(400, {"type": "error", "error": {"type": "invalid_request_error",
                                                                       "message": problem}})
@@ -121,7 +124,8 @@ class FakeAnthropic(FakeHTTPAPI):
             if scripted is not None:
                 return json_response(scripted.status, self.error_body(scripted), scripted.headers)
             ids = [r["custom_id"] for r in body["requests"]]
-            problems = [p for r in body["requests"] if (p := anthropic_format_problem(r["params"].get("output_config")))]
+            problems = [p for r in body["requests"]
+                        if (p := anthropic_format_problem(r["params"].get("output_config")) or image_problem(r["params"]))]
             if problems:
                 return json_response(400, {"type": "error", "error": {"type": "invalid_request_error",
                                                                       "message": problems[0]}})
