@@ -71,6 +71,12 @@ def runner_problem(cfg: OfficialConfig) -> str | None:
     return None
 
 
+def runner_version(cfg: OfficialConfig) -> str | None:
+    """The installed ``@playwright/test`` version (None: not installed): it decides outcomes, so results record it."""
+    meta = _root(cfg) / "node_modules" / "@playwright" / "test" / "package.json"
+    return json.loads(meta.read_text(encoding="utf-8")).get("version") if meta.is_file() else None
+
+
 def _root(cfg: OfficialConfig) -> Path:
     return cfg.pft_dir if cfg.pft_dir.is_absolute() else PROJECT_ROOT / cfg.pft_dir
 
