@@ -59,7 +59,8 @@ def _ingest(fc: Any, path: str, force: bool, common: dict[str, Any]) -> dict[str
                  stage_summary(bench, {"given_items": bench.manifest.stats.get("given_items", 0)})]
     publish_artifact("synthesize-queries", summaries, fc=fc)
     print(f"ingested {out.manifest.row_count} queries with {bench.manifest.stats.get('given_items', 0)} given "
-          f"checklist items and {sum(x is not None for x in specs)} test specs from {path}; {len(errors)} lines skipped")
+          f"checklist items and {sum(x is not None for x in specs)} test specs from {path}; {len(errors)} lines "
+          "skipped")
     return {"stages": summaries, "ingest_errors": errors}
 
 
