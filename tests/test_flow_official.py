@@ -103,7 +103,7 @@ def test_webgen_test_cases_met_by_our_judge_and_the_benchmark_by_name(prefect_ha
     folder.mkdir()
     (folder / "ext-900001.txt").write_text((FIX / "pft" / "counter.html").read_text())
     (folder / "ext-900002.txt").write_text("I cannot build that.")
-    with pytest.raises(ValueError, match="use one of heldout, ingested, webgen_sample"):
+    with pytest.raises(ValueError, match="allowed: heldout, ingested, webgen_sample"):
         evaluate(profile="demo", sets=[*SETS, "evaluation.benchmark=interactscience"], runs=1, models=[str(folder)])
     evaluate(profile="demo", sets=[*SETS, "evaluation.benchmark=webgen_sample"], runs=1, models=[str(folder)])
     store = StageStore(data_dir)

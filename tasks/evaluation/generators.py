@@ -93,8 +93,8 @@ def benchmark_query_ids(kind: str, all_ids: list[str], ingested: dict[str, str] 
                          "`rubricrl ingest FILE.jsonl` and build-rubrics first")
     names = sorted(set(ingested.values()))
     if kind not in (*BUILTIN_BENCHMARKS, *names):
-        raise ValueError(f"evaluation.benchmark is {kind!r}; use one of {', '.join((*BUILTIN_BENCHMARKS, *names))} "
-                         "(heldout, every ingested query, or an ingested benchmark by its file name)")
+        raise ValueError(f"evaluation.benchmark is {kind!r}; allowed: {', '.join((*BUILTIN_BENCHMARKS, *names))} "
+                         "(the held-out split, every ingested query, or an ingested benchmark by its file name)")
     have = set(all_ids)
     return sorted(q for q, name in ingested.items() if q in have and kind in ("ingested", name))
 
