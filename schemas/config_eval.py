@@ -26,8 +26,11 @@ class OfficialConfig(BaseModel):
                                                           "relative paths are under the project")
     pft_workers: int = Field(2, ge=1, description="Playwright Test workers of one PFT run (the benchmark runs its "
                                                   "specs fully parallel)")
-    pft_run_timeout_s: float = Field(3600.0, gt=0, description="Limit of one generator's PFT run; past it its apps "
-                                                               "get no official score (the environment's failure)")
+    pft_apps_per_run: int = Field(20, ge=1, description="Apps whose specs one Playwright Test run takes; a "
+                                                        "generator's apps go in runs of this many")
+    pft_run_timeout_s: float = Field(3600.0, gt=0, description="Limit of one Playwright Test run; past it the apps "
+                                                               "of that run get no official score (the environment's "
+                                                               "failure)")
     judge_max_answer_chars: int = Field(108_000, ge=1000, description="ArtifactsBench: the answer shown to the "
                                                                       "multimodal judge is cut here (the benchmark "
                                                                       "cuts its judge prompt at 27,000 tokens)")

@@ -22,7 +22,9 @@ APPS = {"good": "counter.html", "broken": "counter_broken.html", "unserved": "co
 @pytest.fixture(scope="module")
 def ran():
     apps = [PftApp(k, "Counter.spec.js", SPEC, (FIX / f).read_text() if f else None) for k, f in APPS.items()]
-    return run_pft(apps, RuntimeConfig(), CFG)
+    got = run_pft(apps, RuntimeConfig(), CFG.model_copy(update={"pft_apps_per_run": 3}))  # two runs: 3 apps, then 1
+    assert list(got) == list(APPS)
+    return got
 
 
 def _by_title(result):
@@ -88,3 +90,25 @@ def test_the_runner_names_what_is_missing_and_a_spec_must_open_one_page(tmp_path
     assert page_path(SPEC) == "../pages/Counter.html"
     with pytest.raises(ValueError, match="opens no page"):
         page_path("test('x', async ({ page }) => { await page.goto('http://example.com'); });")
+
+
+@needs_runner
+def test_a_run_past_its_limit_costs_its_apps_their_scores_not_a_verdict():
+    got = run_pft([PftApp("a", "Counter.spec.js", SPEC, (FIX / "counter.html").read_text())], RuntimeConfig(),
+                  CFG.model_copy(update={"pft_run_timeout_s": 0.5}))
+    assert app_score(got["a"]) == (None, [], "the Playwright Test run passed evaluation.official.pft_run_timeout_s=0.5 s")
+
+
+def test_a_task_without_a_usable_spec_gets_no_score_and_says_why(tmp_path):
+    from tasks.evaluation.official import OfficialInputs, official_columns
+
+    bench = {"ext-A": {"format": "interactscience", "external_id": "A", "official_tests": None,
+                       "official_tests_name": None},
+             "ext-B": {"format": "interactscience", "external_id": "B", "official_tests_name": "B.spec.js",
+                       "official_tests": "test('x', async ({ page }) => { await page.goto('about:blank'); });"}}
+    rows = [{"query_id": q, "response": "```html\n<p>hi</p>\n```"} for q in bench]
+    inputs = OfficialInputs(bench, {}, {}, CFG, RuntimeConfig(), None, tmp_path)
+    a, b = official_columns(rows, [None, None], inputs)
+    assert a["official_score"] is None and "no Playwright spec was ingested for A" in a["official_note"]
+    assert b["official_score"] is None and b["official_note"].startswith("B.spec.js: the spec opens no page")
+    assert a["official_metric"] == b["official_metric"] == "pft_pass_rate"

@@ -32,7 +32,7 @@ from schemas.config_env import RuntimeConfig
 from schemas.config_eval import OfficialConfig
 from tasks.env.extract import extract_html
 from tasks.evaluation.checklist_judge import PROMPT, checklist_score, judge_request
-from tasks.evaluation.pft import PftApp, app_score, run_pft, runner_problem, runner_version
+from tasks.evaluation.pft import PftApp, app_score, page_path, run_pft, runner_problem, runner_version
 from tasks.llm.base import ImageInput
 from tasks.llm.prompts import load_prompt
 from tasks.selection.records import failed_items
@@ -127,15 +127,21 @@ def interactscience_page(response: str) -> str | None:
 def _pft(rows: list[dict[str, Any]], _j: list[Any], inputs: OfficialInputs) -> list[Scored]:
     """One Playwright Test run for the rows' apps (a row without an ingested spec gets none, and says so)."""
     apps: dict[int, PftApp] = {}
+    why: dict[int, str] = {}
     for k, r in enumerate(rows):
         b = inputs.bench[r["query_id"]]
-        if b.get("official_tests"):
-            key = f"{k:04d}-" + re.sub(r"[^A-Za-z0-9_.-]", "_", b["external_id"])[:80]
-            apps[k] = PftApp(key, b["official_tests_name"], b["official_tests"], interactscience_page(r["response"]))
+        if not b.get("official_tests"):
+            why[k] = f"no Playwright spec was ingested for {b['external_id']} (rubricrl ingest FILE --tests PFT_tests/)"
+            continue
+        try:
+            page_path(b["official_tests"])
+        except ValueError as e:  # the benchmark's spec, not the app: no verdict
+            why[k] = f"{b['official_tests_name']}: {e}"
+            continue
+        key = f"{k:04d}-" + re.sub(r"[^A-Za-z0-9_.-]", "_", b["external_id"])[:80]
+        apps[k] = PftApp(key, b["official_tests_name"], b["official_tests"], interactscience_page(r["response"]))
     results = run_pft(list(apps.values()), inputs.runtime, inputs.cfg)
-    return [app_score(results[apps[k].key]) if k in apps else
-            (None, [], f"no Playwright spec was ingested for {inputs.bench[r['query_id']]['external_id']} "
-                       "(rubricrl ingest FILE --tests PFT_tests/)") for k, r in enumerate(rows)]
+    return [app_score(results[apps[k].key]) if k in apps else (None, [], why[k]) for k in range(len(rows))]
 
 
 def _images(row: dict[str, Any], data_dir: Path) -> list[ImageInput]:

@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import uuid
@@ -119,12 +120,18 @@ def run_settings(run_dir: Path, runtime: RuntimeConfig, cfg: OfficialConfig) -> 
 
 
 def run_pft(apps: list[PftApp], runtime: RuntimeConfig, cfg: OfficialConfig) -> dict[str, AppResult]:
-    """Every app's spec in one Playwright Test run; app key -> its outcomes (or why none)."""
-    if not apps:
-        return {}
-    problem = runner_problem(cfg)
+    """Every app's spec, ``cfg.pft_apps_per_run`` apps to a Playwright Test run; app key -> its outcomes (or why
+    none). A run that fails costs only its own apps their scores."""
+    problem = runner_problem(cfg) if apps else None
     if problem is not None:
         return {a.key: AppResult(problem=problem) for a in apps}
+    out: dict[str, AppResult] = {}
+    for i in range(0, len(apps), cfg.pft_apps_per_run):
+        out.update(_one_run(apps[i:i + cfg.pft_apps_per_run], runtime, cfg))
+    return out
+
+
+def _one_run(apps: list[PftApp], runtime: RuntimeConfig, cfg: OfficialConfig) -> dict[str, AppResult]:
     with tempfile.TemporaryDirectory(prefix="rubricrl-pft-") as tmp:
         run_dir = Path(tmp) / "run"
         for app in apps:
@@ -149,12 +156,17 @@ def _node(cfg: OfficialConfig, env: dict[str, str], run_dir: Path) -> str | None
     """Run Playwright Test; a failure of the run itself as a sentence (failing tests are not one)."""
     cli = _root(cfg) / "node_modules" / "@playwright" / "test" / "cli.js"
     cmd = ["node", str(cli), "test", "--config", str(_root(cfg) / "pft.config.js")]
+    # its own process group: past the limit the runner, its workers and their browsers all go
+    proc = subprocess.Popen(cmd, cwd=run_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
-        proc = subprocess.run(cmd, cwd=run_dir, env=env, capture_output=True, text=True, timeout=cfg.pft_run_timeout_s)
+        out, err = proc.communicate(timeout=cfg.pft_run_timeout_s)
     except subprocess.TimeoutExpired:
-        return f"the PFT run passed evaluation.official.pft_run_timeout_s={cfg.pft_run_timeout_s:g} s"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return f"the Playwright Test run passed evaluation.official.pft_run_timeout_s={cfg.pft_run_timeout_s:g} s"
     if proc.returncode not in (0, 1):  # 1: some test failed, which is a result
-        return f"the PFT run failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[-500:]}"
+        return f"the PFT run failed ({proc.returncode}): {(err or out).strip()[-500:]}"
     return None
 
 
