@@ -112,7 +112,8 @@ def official_columns(rows: list[dict[str, Any]], judgments: list[dict[str, Any] 
         got = protocols[fmt]([rows[i] for i in idx], [judgments[i] for i in idx], inputs)
         for i, (score, detail, note) in zip(idx, got):
             out[i] = _cols(OFFICIAL_METRICS[fmt], score, detail, note)
-    return [o for o in out if o is not None]
+    assert all(o is not None for o in out), "every row is scored by its format's protocol or says why not"
+    return out  # type: ignore[return-value]
 
 
 Scored = tuple[float | None, list[dict[str, Any]], str | None]
@@ -125,7 +126,7 @@ def interactscience_page(response: str) -> str | None:
 
 
 def _pft(rows: list[dict[str, Any]], _j: list[Any], inputs: OfficialInputs) -> list[Scored]:
-    """One Playwright Test run for the rows' apps (a row without an ingested spec gets none, and says so)."""
+    """The rows' apps through the benchmark's own specs (a row without a usable spec gets none, and says so)."""
     apps: dict[int, PftApp] = {}
     why: dict[int, str] = {}
     for k, r in enumerate(rows):
