@@ -1,7 +1,7 @@
 """A benchmark's own Playwright functional tests run against generated apps (tasks/evaluation/pft.py): real Node
 ``@playwright/test`` from vendor/pft, real Debian Chromium, the sandbox in front of every page. A tiny spec in the
-InteractScience form, its app, a broken twin that fails it, a twin whose library the mirror lacks (no verdict on
-the tests that needed it) and a response without a page (every test fails, as in the benchmark's own run)."""
+InteractScience form, its app, a broken twin that fails it, a twin whose libraries the mirror lacks (no verdict on
+the tests that needed them) and a response without a page (every test fails, as in the benchmark's own run)."""
 from pathlib import Path
 
 import pytest
@@ -52,6 +52,8 @@ def test_the_sandbox_serves_the_mirror_blocks_the_rest_and_an_unserved_library_i
     lib = unserved["Library From A CDN"]
     assert not lib.passed and verdict_of(lib) == "unserved"
     assert any(kind == "rubricrl-unserved" and "d3-not-in-the-mirror" in url for kind, url in lib.annotations)
+    # a script from a host off the CDN allowlist is a library the benchmark's own run had: not judged here either
+    assert ("rubricrl-unserved", "https://cdn.plot.ly/plotly-2.35.2.min.js") in lib.annotations
     score, detail, _ = app_score(ran["unserved"])
     assert score == 1.0  # the two tests the missing library did not touch passed; the others are not judged
     assert {d["name"]: d["passed"] for d in detail}["Library From A CDN"] is None

@@ -1,10 +1,12 @@
 """The CDN mirror on loopback, for a browser rubricrl does not drive itself: Node's Playwright Test running a
 benchmark's own specs (``tasks/evaluation/pft.py``) asks it for every request a test page makes.
 
-``GET /resolve?url=<url>`` answers 200 with the bytes ``CdnMirror.resolve(url)`` serves (the exact library
-and file a real CDN would give), else 404 with ``x-rubricrl-refused``: ``unserved`` for a URL on the CDN
-allowlist that the mirror lacks (the environment cannot judge what follows), ``blocked`` for anything else
-(the sandbox never lets a request out). Bound to 127.0.0.1 on a free port; one thread per connection.
+``GET /resolve?url=<url>&type=<resource type>`` answers 200 with the bytes ``CdnMirror.resolve(url)`` serves
+(the exact library and file a real CDN would give), else 404 with ``x-rubricrl-refused``: ``unserved`` for a
+library the mirror lacks, that is a URL on the CDN allowlist or any script (a benchmark's own run had the
+network, so the environment cannot judge what follows), ``blocked`` for anything else: an API call, a font,
+a stylesheet (the sandbox never lets a request out, and the verdict stands). Bound to 127.0.0.1 on a free
+port; one thread per connection.
 
 Run: ``with MirrorServer(CdnMirror(root)) as srv: srv.base_url``.
 """
@@ -18,9 +20,12 @@ from urllib.parse import parse_qs, urlsplit
 from tasks.env.cdn import CdnMirror, parse_cdn_url
 
 
-def refusal(url: str) -> str:
-    """Why the sandbox refuses a URL the mirror cannot serve: ``unserved`` (a CDN library) or ``blocked``."""
-    return "unserved" if parse_cdn_url(url) is not None else "blocked"
+LIBRARY_TYPES = ("script",)  # resource types a page cannot work without when refused (fonts and styles mostly can)
+
+
+def refusal(url: str, resource_type: str = "") -> str:
+    """Why the sandbox refuses a request the mirror cannot serve: ``unserved`` (a library) or ``blocked``."""
+    return "unserved" if parse_cdn_url(url) is not None or resource_type in LIBRARY_TYPES else "blocked"
 
 
 class _Server(ThreadingHTTPServer):
@@ -44,11 +49,12 @@ class MirrorServer:
 
             def do_GET(self) -> None:
                 parts = urlsplit(self.path)
-                url = (parse_qs(parts.query).get("url") or [""])[0]
+                query = parse_qs(parts.query)
+                url, kind = (query.get("url") or [""])[0], (query.get("type") or [""])[0]
                 served = mirror.resolve(url) if mirror is not None and parts.path == "/resolve" and url else None
                 if served is None:
                     self.send_response(404)
-                    self.send_header("x-rubricrl-refused", refusal(url))
+                    self.send_header("x-rubricrl-refused", refusal(url, kind))
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return

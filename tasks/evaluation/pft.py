@@ -5,18 +5,20 @@ InteractScience tests each app with a spec of its own (``PFT_tests/<id>.spec.js`
 Here each app gets a folder of the run (``<run>/<app key>/tests/<spec>``) and its page is written where
 the spec looks for it, so the spec's text runs unchanged. What differs from the benchmark's own run:
 
-- the runner is the pinned ``vendor/pft`` (``@playwright/test`` 1.65.1; the benchmark published results
-  of 1.53) driving Debian's ``chromium-headless-shell`` with the sandbox's launch flags, in an empty
-  network namespace when the machine allows one (``tasks/env/runtime.py``), never ``playwright install``;
+- the runner is ``vendor/pft``, ``@playwright/test`` pinned to 1.53.0, the version the benchmark's
+  published results were run with (a later one passes tests 1.53 fails: ``fill()`` on a range input it
+  calls a malformed value), driving Debian's ``chromium-headless-shell`` (not the build 1.53 bundles) with
+  the sandbox's launch flags, in an empty network namespace when the machine allows one
+  (``tasks/env/runtime.py``), never ``playwright install``;
 - the ``@playwright/test`` the spec imports is ``vendor/pft/sandbox`` (linked as the run's
   ``node_modules/@playwright/test``): the real one, whose every context routes requests through the
   sandbox. CDN libraries come from our mirror (``tasks/env/cdn.py``, over ``MirrorServer``); nothing
-  leaves the machine.
+  leaves the machine; a script the mirror cannot serve is recorded as unserved.
 
 Verdict per test (``verdict_of``): ``passed``; ``failed``; ``no_reference`` when its only errors are
 screenshot comparisons whose reference image is absent (the public snapshot ships none): the test cannot
-be judged here; ``unserved`` when it failed after the mirror could not serve a CDN library it asked for:
-the environment could not judge it. An app's official score is the share of its judged tests that passed
+be judged here; ``unserved`` when it failed after the page asked for a library the mirror cannot serve (a CDN
+URL, or any script: the benchmark's own run had the network): the environment could not judge it. An app's official score is the share of its judged tests that passed
 (None when none could be judged, with the reason).
 
 Run: ``run_pft([PftApp("m0-AdditiveCipher", "AdditiveCipher.spec.js", spec_text, html)], runtime_cfg,

@@ -6,8 +6,9 @@
 // - any other URL is asked of the CDN mirror (a loopback server answering from tasks/env/cdn.py, address in
 //   RUBRICRL_PFT_MIRROR): an allowlisted library is served from the pinned local copy, everything else is aborted;
 // - WebSockets are closed.
-// Each refused request is recorded on the test as an annotation: `rubricrl-unserved` (a CDN library the mirror
-// lacks: the environment cannot judge the test) or `rubricrl-blocked` (a request the sandbox never lets out).
+// Each refused request is recorded on the test as an annotation: `rubricrl-unserved` (a library the page loads
+// that the mirror lacks: the benchmark's own run would have had it, so the environment cannot judge the test) or
+// `rubricrl-blocked` (any other request the sandbox never lets out). The mirror server decides which.
 'use strict';
 const real = require('../node_modules/@playwright/test');
 
@@ -24,7 +25,8 @@ async function answer(route, testInfo) {
   }
   let res = null;
   try {
-    res = await fetch(`${MIRROR}/resolve?url=${encodeURIComponent(url)}`);
+    const type = encodeURIComponent(route.request().resourceType());
+    res = await fetch(`${MIRROR}/resolve?url=${encodeURIComponent(url)}&type=${type}`);
   } catch (e) {
     res = null; // the mirror is gone: the request stays refused, and says so
   }
