@@ -105,8 +105,9 @@ def compare(model: str, published: dict[str, list[TestOutcome]], rows: list[dict
             if t.passed != ours_ok:
                 diffs.append((task, t.title, t.passed, d["status"], cause(t, d), (t.error or "")[:110],
                               (d.get("note") or "")[:110]))
+    statuses = Counter(d["status"] for r in rows for d in r["official_detail"] or [])
     return {"model": model, "published": rates(pub_apps), "ours": rates(our_apps), "judged": rates(judged_apps),
-            "pairs": pairs, "diffs": diffs, "unmatched": unmatched, "apps": len(ours_by_task)}
+            "pairs": pairs, "diffs": diffs, "unmatched": unmatched, "apps": len(ours_by_task), "statuses": statuses}
 
 
 def pct(v: float | None) -> str:
@@ -124,7 +125,8 @@ def report(results: list[dict], rows: list[dict], labels: dict[str, dict[str, fl
         print(f"\n{c['model']}: per-test agreement {same}/{n} = {pct(same / n if n else None)}% (both pass "
               f"{c['pairs'][(True, True)]}, both fail {c['pairs'][(False, False)]}, published pass / ours not "
               f"{c['pairs'][(True, False)]}, published fail / ours pass {c['pairs'][(False, True)]}); tests on one "
-              f"side only {c['unmatched']}")
+              f"side only {c['unmatched']}; not judged here: no reference screenshot "
+              f"{c['statuses']['no_reference']}, a library the mirror lacks {c['statuses']['unserved']}")
         for why, k in Counter(d[4] for d in c["diffs"]).most_common():
             print(f"  {k:3d} differ: {why}")
         for task, title, pub_ok, status, why, perr, merr in c["diffs"]:

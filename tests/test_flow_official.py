@@ -97,6 +97,18 @@ def test_table_one_and_the_report_set_the_official_metric_beside_ours(interact):
     assert "Our reward against the official metric" in html and "official <b>0.33</b>" in html
 
 
+@needs_runner
+def test_a_missing_runner_stops_evaluate_before_any_work_naming_the_fix(interact, monkeypatch, tmp_path):
+    data, _ = interact
+    monkeypatch.setenv("RUBRICRL_DATA_DIR", str(data))
+    before = StageStore(data).version("eval_results")
+    with pytest.raises(ValueError, match="Playwright tests cannot run: the PFT runner is not installed at "
+                                         ".*npm ci --prefix vendor/pft"):
+        evaluate(profile="demo", sets=[*SETS, "evaluation.benchmark=interactscience",
+                                       f"evaluation.official.pft_dir={tmp_path}"], runs=1, models=[str(tmp_path)])
+    assert before is not None and StageStore(data).version("eval_results") == before
+
+
 def test_webgen_test_cases_met_by_our_judge_and_the_benchmark_by_name(prefect_harness, data_dir, tmp_path):
     _ingest(data_dir, FIX / "benchmarks" / "webgen_sample.jsonl")
     folder = tmp_path / "answers"
