@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 SYSTEM_STAMP := $(VENV)/.system
 
-$(SYSTEM_STAMP): scripts/setup-system.sh vendor/cdn/package-lock.json
+$(SYSTEM_STAMP): scripts/setup-system.sh vendor/cdn/package-lock.json vendor/pft/package-lock.json
 	bash scripts/setup-system.sh
 	@mkdir -p $(VENV) && touch $(SYSTEM_STAMP)
 

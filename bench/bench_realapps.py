@@ -22,7 +22,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -85,16 +84,7 @@ def main() -> None:
               "github.com/open-compass/InteractScience")
         return
     c = corpus.load(args.corpus, args.split)
-    data = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-realapps-"))
-    data.mkdir(parents=True, exist_ok=True)
-    work = data.parent / f"{data.name}-inputs"
-    work.mkdir(exist_ok=True)
-    ids = c.write_queries(work / "interactscience.jsonl", args.limit)
-    folders = []
-    for m in args.models:
-        folder = work / "responses" / m
-        c.write_responses(m, folder, ids)
-        folders.append(str(folder))
+    data, work, ids, folders = corpus.user_inputs(c, args.keep, "bench-realapps-", args.limit, args.models)
     sets = [x for s in args.set for x in ("--set", s)]
     t_ingest = rubricrl(data, "ingest", str(work / "interactscience.jsonl"))
     t_rubrics = rubricrl(data, "run", "--only", "build-rubrics", *sets)

@@ -12,7 +12,8 @@ Nothing of the benchmark is committed: a bench is given the path of a local copy
 (``--corpus DIR`` or ``RUBRICRL_INTERACTSCIENCE``), and this module writes the user's inputs from it: a
 JSONL file for ``rubricrl ingest`` and one response folder per model (``<query_id>.txt``).
 
-Run: ``c = load(Path(dir)); c.write_queries(path); c.write_responses(model, folder); c.labels(model)``.
+Run: ``c = load(Path(dir)); c.write_queries(path); c.write_responses(model, folder); c.labels(model)``, or
+``user_inputs(c, keep, prefix, limit, models)`` for all of a bench's inputs at once.
 """
 from __future__ import annotations
 
@@ -83,6 +84,24 @@ class Corpus:
                 (folder / f"{query_id(t)}.txt").write_text(answer, encoding="utf-8")
                 n += 1
         return n
+
+
+def user_inputs(c: Corpus, keep: str | None, prefix: str, limit: int | None,
+                models: list[str]) -> tuple[Path, Path, list[str], list[str]]:
+    """The data directory (``keep``, else a new temporary one), the folder of the user's inputs beside it, the
+    split's first ``limit`` task ids written there as ingest input, and one response folder per model."""
+    import tempfile
+
+    data = Path(keep) if keep else Path(tempfile.mkdtemp(prefix=prefix))
+    data.mkdir(parents=True, exist_ok=True)
+    work = data.parent / f"{data.name}-inputs"
+    work.mkdir(exist_ok=True)
+    ids = c.write_queries(work / "interactscience.jsonl", limit)
+    folders = []
+    for m in models:
+        c.write_responses(m, work / "responses" / m, ids)
+        folders.append(str(work / "responses" / m))
+    return data, work, ids, folders
 
 
 def load(root: Path | str | None = None, split: str = "dev") -> Corpus:

@@ -9,6 +9,8 @@ spread over runs) as markdown + PNG under ``<data_dir>/reports/eval/`` and in th
 generators get delta columns against the first. With the browser on and ``evaluation.screenshots``, the
 browser check keeps each app's screenshots (after load, after the probe) beside the stage
 (``stages/eval_results/screenshots/``; paths and why-not notes in the rows; thumbnails in the HTML report).
+On an ingested benchmark each app is also scored by that benchmark's own protocol (``official_*`` columns,
+``tasks/evaluation/official.py``), and the report sets the official metric beside ours with their agreement.
 
 Generators (``tasks/evaluation/generators.py``): a Hugging Face directory (sampled here with the GRPO job's
 transformers engine), a folder of responses (scored on the queries it has files for; all must have
@@ -42,6 +44,9 @@ from tasks.evaluation.generators import (api_provider, api_rollouts, benchmark_m
 from tasks.env.extract import extract_html
 from tasks.env.records import reward_config_hash, score_rollouts_table
 from tasks.env.runtime import BrowserRuntime, ScreenshotSpec, app_key
+from tasks.evaluation.official import (OfficialInputs, check_runner, official_columns, official_inputs,
+                                       protocol_identity)
+from tasks.evaluation.official_summary import agreement_line, official_metrics, official_plot, pooled_agreement
 from tasks.evaluation.screenshots import FOLDER as SCREENSHOTS, off_reason, screenshot_columns
 from tasks.llm.prompts import load_prompt
 from tasks.progress import Progress
@@ -71,8 +76,9 @@ def _model_rollouts(spec: dict[str, Any], queries: list[Task], ev: Any, llm: Any
 
 def _evaluate_model(spec: dict[str, Any], queries: list[Task], all_tasks: dict[str, Task], meta: dict[str, Any],
                     ev: Any, env: Any, provider: Any, llm: Any, runtime: BrowserRuntime | None = None,
-                    data_dir: Path | None = None) -> pa.Table:
-    return eval_table(spec, _model_rollouts(spec, queries, ev, llm), all_tasks, meta, env, provider, runtime, data_dir)
+                    data_dir: Path | None = None, official: OfficialInputs | None = None) -> pa.Table:
+    return eval_table(spec, _model_rollouts(spec, queries, ev, llm), all_tasks, meta, env, provider, runtime, data_dir,
+                      official)
 
 
 def evaluation_runtime(cfg: Any, data_dir: Path) -> BrowserRuntime | None:
@@ -86,9 +92,10 @@ def evaluation_runtime(cfg: Any, data_dir: Path) -> BrowserRuntime | None:
 
 def eval_table(spec: dict[str, Any], rollouts: list[dict[str, Any]], all_tasks: dict[str, Task],
                meta: dict[str, Any], env: Any, provider: Any, runtime: BrowserRuntime | None,
-               data_dir: Path | None) -> pa.Table:
+               data_dir: Path | None, official: OfficialInputs | None = None) -> pa.Table:
     """``eval_results`` rows of one generator's rollouts: scored by the environment (with ``runtime``, else
-    the shared browser), with the screenshots ``runtime`` kept (paths relative to ``data_dir``)."""
+    the shared browser), with the screenshots ``runtime`` kept (paths relative to ``data_dir``), and by the
+    ingested benchmark's own protocol (``official``; None: off)."""
     unknown = sorted({r["query_id"] for r in rollouts} - set(all_tasks))
     if unknown:
         raise ValueError(f"{spec['path']}: responses for queries without a rubric reference {unknown[:10]}; remove "
@@ -97,8 +104,8 @@ def eval_table(spec: dict[str, Any], rollouts: list[dict[str, Any]], all_tasks: 
     with Progress(f"evaluate {spec['label']}", len(rollouts), unit="apps", verb="scored") as progress:
         judg, rew = score_rollouts_table(table, {q: all_tasks[q] for q in {r["query_id"] for r in rollouts}},
                                          provider=provider, cfg=env, runtime=runtime, progress=progress)
-    rows = eval_rows(spec["label"], spec["path"], spec["kind"], rollouts, rew.to_pylist(),
-                     judg.select(["rollout_id", "gate_rubric_alignment", "findings"]).to_pylist(), all_tasks, meta)
+    verdicts = judg.select(["rollout_id", "gate_rubric_alignment", "findings"]).to_pylist()
+    rows = eval_rows(spec["label"], spec["path"], spec["kind"], rollouts, rew.to_pylist(), verdicts, all_tasks, meta)
     status = dict(zip(judg.column("rollout_id").to_pylist(), judg.column("runtime_status").to_pylist()))
     off = off_reason(runtime is not None and runtime.screenshots is not None, env.runtime.enabled)
     for row, ro in zip(rows, rollouts):
@@ -107,6 +114,9 @@ def eval_table(spec: dict[str, Any], rollouts: list[dict[str, Any]], all_tasks: 
             ext.html if ext else None, status.get(ro["rollout_id"]),
             runtime.shots.get(app_key(ext.html)) if runtime is not None and ext else None, off=off,
             probe_enabled=env.runtime.probe.enabled, exists=lambda rel: (Path(data_dir or ".") / rel).is_file()))
+    by_id = {v["rollout_id"]: v for v in verdicts}
+    for row, cols in zip(rows, official_columns(rows, [by_id.get(ro["rollout_id"]) for ro in rollouts], official)):
+        row.update(cols)
     return pa.Table.from_pylist(rows, schema=EVAL_RESULTS_SCHEMA)
 
 
@@ -129,6 +139,8 @@ def summarize_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | No
     summary = evaluation.summarize(summary_rows(rows))
     for model, rates in tier_rates(rows, tuple(t for t in ENV_TIERS)).items():
         summary[model].update(rates)
+    for model, figures in official_metrics(rows).items():  # the benchmark's own metric beside ours
+        summary[model].update(figures)
     return summary
 
 
@@ -143,7 +155,8 @@ def _run_eval_stage(store: Any, keys: dict[str, Any], make_part: Any, cfg: Any, 
                 **({"benchmark_queries": store.version("benchmark_queries")} if ingested is not None else {})},
         extra={"models": [[s["label"], s["path"], s["identity"]] for s in specs], "eval": ev.model_dump(mode="json"),
                "queries": [t.query_id for t in queries], "judge": [fc.provider.name, fc.provider.model],
-               "prompt": load_prompt("generation").fingerprint}, force=force)
+               "prompt": load_prompt("generation").fingerprint, "official": protocol_identity(ev.official)},
+        force=force)
 
 
 @flow(name="evaluate", log_prints=True)
@@ -169,11 +182,13 @@ def evaluate(profile: str = "demo", sets: list[str] | None = None, force: bool =
         if s["kind"] == "tiny-random":
             logger.warning("no policy checkpoint found: evaluating the tiny RANDOM model (rows say tiny-random)")
     keys = {f"m{i:02d}": s for i, s in enumerate(specs)}
+    official = official_inputs(store, ev.official, cfg.env.runtime, fc.provider, store.root)
+    check_runner(official, ids)
     runtime = evaluation_runtime(cfg, store.root)
     try:
         out = _run_eval_stage(store, keys, lambda k: evaluate_model(
-            keys[k], queries, all_tasks, meta, ev, cfg.env, fc.provider, cfg.resolved_llm(), runtime, store.root),
-            cfg, fc, specs, ev, queries, ingested, force)
+            keys[k], queries, all_tasks, meta, ev, cfg.env, fc.provider, cfg.resolved_llm(), runtime, store.root,
+            official), cfg, fc, specs, ev, queries, ingested, force)
     finally:
         if runtime is not None:
             runtime.close()
@@ -184,15 +199,20 @@ def evaluate(profile: str = "demo", sets: list[str] | None = None, force: bool =
     report_dir = store.root / REPORTS / "eval"
     report_dir.mkdir(parents=True, exist_ok=True)
     png = evaluation.plot(rows, report_dir / "eval.png")
+    official_png = official_plot(rows, report_dir / "official.png")
+    metric = next((r["official_metric"] for r in rows if r["official_metric"]), None)
+    agree = agreement_line(pooled_agreement(rows), metric)
     header = (f"# evaluate: {len(specs)} generator(s), {len({r['query_id'] for r in rows})} {ev.benchmark} queries, "
               f"runs per model: " + ", ".join(f"{m} {int(v['runs'] or 0)}" for m, v in summary.items()))
-    (report_dir / "eval.md").write_text(f"{header}\n\n{md}\n\n![spread](eval.png)\n", encoding="utf-8")
-    report = write_report(report_dir / "eval.html", header.lstrip("# "), summary, baseline, rows, png, store.root)
+    official_md = f"\n\n{agree}\n\n![reward against the official metric](official.png)" if official_png else ""
+    (report_dir / "eval.md").write_text(f"{header}\n\n{md}\n\n![spread](eval.png){official_md}\n", encoding="utf-8")
+    report = write_report(report_dir / "eval.html", header.lstrip("# "), summary, baseline, rows, png, store.root,
+                          official_png, agree)
     publish_artifact("evaluate", [stage_summary(out, {"models": len(specs)})],
                      notes=f"Report: [{report}]({report.as_uri()}) (one HTML file), `{report_dir / 'eval.md'}`, "
                            f"plot `{png}`\n\n{md}", fc=fc)
     create_link_artifact(link=report.as_uri(), link_text="evaluation report (HTML)", key="evaluate-report")
     print(f"{header}\n{md}")
     return {"stages": [stage_summary(out)], "summary": summary, "report": str(report_dir / "eval.md"),
-            "html": str(report),
-            "png": str(png), "models": [s["label"] for s in specs]}
+            "html": str(report), "png": str(png), "official_png": str(official_png) if official_png else None,
+            "models": [s["label"] for s in specs]}

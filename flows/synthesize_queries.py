@@ -38,8 +38,11 @@ def _suites(factory):
 def _ingest(fc: Any, path: str, force: bool, common: dict[str, Any]) -> dict[str, Any]:
     """An external set as the ``queries`` stage, its labels and given checklist items as ``benchmark_queries``."""
     logger = get_run_logger()
-    got = ingest_jsonl(path)
-    source = {"file": path, "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest()}  # an edited file re-ingests
+    got = ingest_jsonl(path, Path(fc.cfg.synth.ingest_tests) if fc.cfg.synth.ingest_tests else None)
+    specs = got.benchmark.column("official_tests").to_pylist()
+    # an edited file, or another folder of specs, re-ingests
+    source = {"file": path, "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest(),
+              "specs": hashlib.sha256("\0".join(x or "" for x in specs).encode()).hexdigest()}
     errors = [str(e) for e in got.errors]
     out = run_stage(fc.store, StageSpec("queries", QUERIES_SCHEMA, _suites(queries_suites)), part_keys=["all"],
                     make_part=lambda _k: got.queries, inputs=source, extra={"rows": got.queries.num_rows},
@@ -51,11 +54,14 @@ def _ingest(fc: Any, path: str, force: bool, common: dict[str, Any]) -> dict[str
                       **common)
     for e in errors:
         logger.error("ingest %s: %s (line skipped; the good lines were kept)", path, e)
+    for note in got.notes:
+        logger.warning("ingest %s: %s", path, note)
     summaries = [stage_summary(out, {"ingest_errors": len(errors)}),
                  stage_summary(bench, {"given_items": bench.manifest.stats.get("given_items", 0)})]
     publish_artifact("synthesize-queries", summaries, fc=fc)
     print(f"ingested {out.manifest.row_count} queries with {bench.manifest.stats.get('given_items', 0)} given "
-          f"checklist items from {path}; {len(errors)} lines skipped")
+          f"checklist items and {sum(x is not None for x in specs)} test specs from {path}; {len(errors)} lines "
+          "skipped")
     return {"stages": summaries, "ingest_errors": errors}
 
 

@@ -128,9 +128,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     path = Path(args.file).resolve()
     cfg = load_config(args.profile, sets=args.set)  # --profile omitted: the default profile by name
+    sets = [*(args.set or []), f"synth.ingest_path={path}"]
+    if args.tests:
+        sets.append(f"synth.ingest_tests={Path(args.tests).resolve()}")
     with data_dir_lock(cfg.data_dir):
-        result = _flow("synthesize-queries")(profile=cfg.profile, sets=[*(args.set or []),
-                                                                        f"synth.ingest_path={path}"], force=True)
+        result = _flow("synthesize-queries")(profile=cfg.profile, sets=sets, force=True)
     errors = result.get("ingest_errors", [])
     for e in errors:
         print(f"{path}: {e} (skipped; good lines kept)", file=sys.stderr)
@@ -217,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
     common(sub.add_parser("config", help="print the resolved configuration")).set_defaults(fn=cmd_config)
     i = common(sub.add_parser("ingest", help="ingest an external JSONL query file as the queries stage"))
     i.add_argument("file")
+    i.add_argument("--tests", default=None, metavar="DIR", help="the benchmark's folder of per-task test specs "
+                                                                 "(InteractScience PFT_tests/; default: found beside "
+                                                                 "the file)")
     i.set_defaults(fn=cmd_ingest)
     c = common(sub.add_parser("cost", help="ledger and cost summary; --dry-run estimates a profile's calls and cost"))
     c.add_argument("--dry-run", action="store_true", help="estimate the calls, tokens and cost of the profile")

@@ -50,6 +50,9 @@ class SynthConfig(_Section):
     chunk_size: int = Field(2_000, ge=1, description="Candidates per resumable part")
     seed: int = 17
     ingest_path: str | None = Field(None, description="Optional external JSONL of queries to ingest instead")
+    ingest_tests: str | None = Field(None, description="The ingested benchmark's folder of per-task test specs "
+                                                       "(InteractScience PFT_tests/); default: PFT_tests/ beside the "
+                                                       "file or beside its folder")
 
 
 class Config(_Section):

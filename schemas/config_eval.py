@@ -1,13 +1,40 @@
-"""evaluate (paper 4.1, Table 1): which policies to score on which held-out queries, how many sampling runs.
+"""evaluate (paper 4.1, Table 1): which policies to score on which queries (held out, or an ingested benchmark),
+how many sampling runs, and how the ingested benchmark's own metric is computed (``OfficialConfig``).
 
 The ``evaluation`` section of ``schemas/config.py``; ``EVAL_DEMO_OVERRIDES`` is its part of the demo
 profile.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+BUILTIN_BENCHMARKS = ("heldout", "ingested")  # evaluation.benchmark may also name the ingested benchmark
+
+
+class OfficialConfig(BaseModel):
+    """The ingested benchmark's own metric beside ours (``official_*`` columns of eval_results; docs/benchmarks.md)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    enabled: bool = Field(True, description="Score every app of an ingested benchmark by that benchmark's own "
+                                            "protocol too: InteractScience's Playwright tests, ArtifactsBench's "
+                                            "multimodal checklist judge, WebGen-Bench's test cases")
+    pft_dir: Path = Field(Path("vendor/pft"), description="Node's pinned @playwright/test that runs a benchmark's "
+                                                          "specs (npm ci --prefix vendor/pft --ignore-scripts); "
+                                                          "relative paths are under the project")
+    pft_workers: int = Field(2, ge=1, description="Playwright Test workers of one PFT run (the benchmark runs its "
+                                                  "specs fully parallel)")
+    pft_apps_per_run: int = Field(20, ge=1, description="Apps whose specs one Playwright Test run takes; a "
+                                                        "generator's apps go in runs of this many")
+    pft_run_timeout_s: float = Field(3600.0, gt=0, description="Limit of one Playwright Test run; past it the apps "
+                                                               "of that run get no official score (the environment's "
+                                                               "failure)")
+    judge_max_answer_chars: int = Field(108_000, ge=1000, description="ArtifactsBench: the answer shown to the "
+                                                                      "multimodal judge is cut here (the benchmark "
+                                                                      "cuts its judge prompt at 27,000 tokens)")
+    judge_max_tokens: int = Field(2048, ge=64, description="ArtifactsBench: reply limit of the multimodal judge")
 
 
 class EvalConfig(BaseModel):
@@ -19,9 +46,10 @@ class EvalConfig(BaseModel):
                                                                  "api:openai/<model>@<base_url>); empty = the newest "
                                                                  "policy. The first is the baseline of the delta "
                                                                  "columns")
-    benchmark: Literal["heldout", "ingested"] = Field("heldout", description="Queries to evaluate on: our held-out "
-                                                                              "split, or the ingested benchmark set "
-                                                                              "(rubricrl ingest FILE.jsonl)")
+    benchmark: str = Field("heldout", min_length=1, description="Queries to evaluate on: heldout (our held-out "
+                                                                 "split), ingested (every ingested query), or the "
+                                                                 "ingested benchmark by name (its file name without "
+                                                                 ".jsonl, e.g. interactscience)")
     heldout_percent: float = Field(10.0, ge=0, le=100, description="Share of queries with references held out for "
                                                                    "evaluation (stable hash of the query id); "
                                                                    "select-rl-queries never picks them")
@@ -36,6 +64,7 @@ class EvalConfig(BaseModel):
                                                 "thumbnails in the report); needs env.runtime.enabled")
     screenshot_timeout_s: float = Field(5.0, gt=0, description="Limit of one screenshot; its time is added to the "
                                                                "app's hard limit, so verdicts do not change")
+    official: OfficialConfig = Field(default_factory=OfficialConfig)
 
 
 EVAL_DEMO_OVERRIDES: dict[str, Any] = {"max_queries": 8, "runs": 2, "max_new_tokens": 300, "max_prompt_tokens": 768}

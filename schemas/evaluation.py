@@ -3,7 +3,11 @@
 ``passed`` is the paper's pass: every gate passed and every rubric item met (no critical or major
 finding on a rubric item). ``tier`` is the rewards stage's tier (``missing`` when the judge failed:
 not a pass, no reward). ``screenshot_*``: the apps' screenshots beside the stage, a null path always
-with its ``screenshot_note``. The markdown/PNG/HTML report is built from these rows by ``tasks/evaluation/summary.py``.
+with its ``screenshot_note``. ``official_*``: the ingested benchmark's own metric of the same app, by its
+own protocol (``tasks/evaluation/official.py``): ``official_score`` in [0, 1], null when that protocol could
+not judge the app or the benchmark has none, always with its ``official_note``; ``official_detail`` one row
+per test, test case or judge score. The markdown/PNG/HTML report is built from these rows by
+``tasks/evaluation/summary.py``.
 """
 from __future__ import annotations
 
@@ -15,10 +19,19 @@ import pyarrow as pa
 
 from schemas.env import TIERS
 from schemas.layout import stage_screenshots
-from schemas.validation import FrameSuite, rows, suite
+from schemas.validation import FrameSuite, exploded, rows, suite
 
 STAGE = "eval_results"
 MODEL_KINDS = ["checkpoint", "responses", "api", "tiny-random"]
+OFFICIAL_STATUSES = ["passed", "failed", "timedOut", "interrupted", "skipped", "no_reference", "unserved", "met",
+                     "unmet", "undecided", "scored"]
+OFFICIAL_DETAIL = pa.struct([
+    pa.field("name", pa.string()),  # the test's title, the test case, or "Overall Score"
+    pa.field("passed", pa.bool_()),  # null: not judged here (no reference image, a library the mirror lacks...)
+    pa.field("status", pa.string()),  # one of OFFICIAL_STATUSES
+    pa.field("score", pa.float64()),  # a judge's points (ArtifactsBench); null for pass/fail tests
+    pa.field("note", pa.string()),  # the first error line, what the sandbox refused, the judge's reason
+])
 
 EVAL_RESULTS_SCHEMA = pa.schema([
     pa.field("eval_id", pa.string(), nullable=False),  # <model>:<run>:<query_id>
@@ -45,6 +58,10 @@ EVAL_RESULTS_SCHEMA = pa.schema([
     pa.field("screenshot_load", pa.string()),  # after load and settle, before the probe acts
     pa.field("screenshot_probe", pa.string()),  # after the probe
     pa.field("screenshot_note", pa.string()),  # why a screenshot is null (None: both kept)
+    pa.field("official_metric", pa.string()),  # the benchmark's own metric (schemas.benchmark.OFFICIAL_METRICS)
+    pa.field("official_score", pa.float64()),  # that metric for this app, in [0, 1]
+    pa.field("official_detail", pa.list_(OFFICIAL_DETAIL)),
+    pa.field("official_note", pa.string()),  # why the score is null, or what was not judged
 ])
 SCREENSHOT_MOMENTS = ("load", "probe")
 
@@ -61,6 +78,20 @@ def screenshot_explained(table: pa.Table) -> pd.DataFrame:
     return df[["eval_id", "explained"]]
 
 
+def official_explained(table: pa.Table) -> pd.DataFrame:
+    """Per row: a null official score always says why."""
+    df = table.select(["eval_id", "official_score", "official_note"]).to_pandas()
+    df["explained"] = df["official_score"].notna() | df["official_note"].notna()
+    return df[["eval_id", "explained"]]
+
+
+def official_details(table: pa.Table) -> pd.DataFrame:
+    df = exploded("eval_id", "official_detail", "detail")(table)
+    df = df[df["detail"].notna()].reset_index(drop=True)
+    df["status"] = [d["status"] for d in df["detail"]]
+    return df[["eval_id", "status"]]
+
+
 def eval_results_suites() -> list[FrameSuite]:
     E = gx.expectations
     return [FrameSuite("rows", rows, suite(
@@ -75,8 +106,13 @@ def eval_results_suites() -> list[FrameSuite]:
         E.ExpectColumnValuesToBeBetween(column="rubric_score", min_value=0.0, max_value=1.0),
         E.ExpectColumnValuesToBeBetween(column="output_tokens", min_value=0),
         E.ExpectColumnValuesToBeBetween(column="generation_s", min_value=0.0),
+        E.ExpectColumnValuesToBeBetween(column="official_score", min_value=0.0, max_value=1.0),
         *(E.ExpectColumnValuesToMatchRegex(column=f"screenshot_{m}", regex=screenshot_path_regex(m))
           for m in SCREENSHOT_MOMENTS),
     ), ["eval_id"]), FrameSuite("screenshots", screenshot_explained, suite(
         "eval_results_screenshots", E.ExpectColumnValuesToBeInSet(column="explained", value_set=[True]),
+    ), ["eval_id"]), FrameSuite("official", official_explained, suite(
+        "eval_results_official", E.ExpectColumnValuesToBeInSet(column="explained", value_set=[True]),
+    ), ["eval_id"]), FrameSuite("official_detail", official_details, suite(
+        "eval_results_official_detail", E.ExpectColumnValuesToBeInSet(column="status", value_set=OFFICIAL_STATUSES),
     ), ["eval_id"])]

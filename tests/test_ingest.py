@@ -1,9 +1,11 @@
-"""Ingest of external query sets: WebGen-Bench and the generic JSONL; bad lines reported, good ones kept;
-given checklist items become rubric items marked given in build-rubrics."""
+"""Ingest of external query sets: WebGen-Bench, InteractScience (with its Playwright specs), ArtifactsBench and the
+generic JSONL; bad lines reported, good ones kept; given checklist items become rubric items marked given in
+build-rubrics, a benchmark's own protocol inputs (specs, judge checklist) stay in benchmark_queries."""
 import json
 from pathlib import Path
 
 import pyarrow.compute as pc
+import pytest
 
 from tasks.queries.ingest import ingest_jsonl
 
@@ -66,8 +68,55 @@ def test_interactscience_plans_are_queries_and_their_snapshot_checklists_give_no
                              "snapshot_checklists": [{"screenshot_id": "1", "checklist": ["The slider shows 12."]}]})
                  + "\n" + json.dumps({"id": "Broken", "discipline": "Physics", "question": ""}) + "\n")
     got = ingest_jsonl(f)
-    assert [e.line for e in got.errors] == [2] and "'question' (InteractScience)" in str(got.errors[0])
+    assert [e.line for e in got.errors] == [2] and "'question' (InteractScience" in str(got.errors[0])
     q, b = got.queries.to_pylist()[0], got.benchmark.to_pylist()[0]
     assert q["query_id"] == "ext-AdditiveCipher" and q["text"] == plan and q["difficulty"] == "easy"
     assert q["title"] == "Caesar cipher" and q["domain"] is None  # "Mathematics" is not one of our domains
     assert b["format"] == "interactscience" and b["domain"] == "Mathematics" and b["given_items"] == []
+
+
+def test_interactscience_specs_come_from_the_benchmarks_tests_folder(tmp_path):
+    """Each task's own spec is kept verbatim beside its row (official_tests); a task without one is kept and named."""
+    data, tests = tmp_path / "data", tmp_path / "PFT_tests"  # the benchmark repository's layout
+    data.mkdir()
+    tests.mkdir()
+    spec = (BENCH.parent / "pft" / "Counter.spec.js").read_text()
+    (tests / "Counter.spec.js").write_text(spec)
+    line = lambda i: json.dumps({"id": i, "discipline": "Mathematics", "difficulty": "easy",  # noqa: E731
+                                 "question": f"Plan of {i}: a counter with #inc and #reset buttons."})
+    (data / "interactscience.jsonl").write_text(line("Counter") + "\n" + line("NoSpec") + "\n")
+    got = ingest_jsonl(data / "interactscience.jsonl")
+    rows = {r["external_id"]: r for r in got.benchmark.to_pylist()}
+    assert rows["Counter"]["official_tests"] == spec and rows["Counter"]["official_tests_name"] == "Counter.spec.js"
+    assert rows["NoSpec"]["official_tests"] is None and not got.errors
+    assert len(got.notes) == 1 and "1 of 2 InteractScience tasks have no Playwright spec" in got.notes[0]
+    assert "NoSpec" in got.notes[0] and "--tests" in got.notes[0]
+    elsewhere = tmp_path / "a" / "b" / "elsewhere.jsonl"  # no PFT_tests/ beside it or its folder: the folder is given
+    elsewhere.parent.mkdir(parents=True)
+    elsewhere.write_text(line("Counter") + "\n")
+    assert ingest_jsonl(elsewhere).benchmark.column("official_tests").to_pylist() == [None]
+    assert ingest_jsonl(elsewhere, tests).benchmark.column("official_tests").to_pylist() == [spec]
+    with pytest.raises(FileNotFoundError, match="PFT_tests"):
+        ingest_jsonl(elsewhere, tmp_path / "nope")
+
+
+def test_artifactsbench_lite_lines_keep_the_judge_checklist_and_give_no_items(tmp_path):
+    got = ingest_jsonl(BENCH / "artifacts_sample.jsonl")
+    assert not got.errors and got.queries.column("query_id").to_pylist() == ["ext-901", "ext-902"]
+    b = {r["query_id"]: r for r in got.benchmark.to_pylist()}["ext-902"]
+    assert b["format"] == "artifactsbench" and b["category"] == "Web Application" and b["difficulty"] == "medium"
+    assert b["given_items"] == [] and len(b["official_checklist"]) == 10
+    assert b["official_checklist"][0] == {"id": "0", "title": "Does start count down from 25:00?", "max_score": 10.0,
+                                          "description": "Score 0 to 10: does start count down from 25:00? Deduct 5 "
+                                                         "points for each clear gap."}
+    good = json.loads((BENCH / "artifacts_sample.jsonl").read_text().splitlines()[0])
+    bad = tmp_path / "bad.jsonl"
+    lines = [json.dumps(good),
+             json.dumps({**good, "index": 2, "checklist": [{"id": 0, "title": "", "maxScore": 10}]}),
+             json.dumps({**good, "index": 3, "checklist": [{"id": 0, "title": "Robust?", "maxScore": "ten"}]}),
+             json.dumps({**good, "index": 4, "checklist": []})]
+    bad.write_text("\n".join(lines) + "\n")
+    got = ingest_jsonl(bad)
+    assert got.queries.column("query_id").to_pylist() == ["ext-901"] and [e.line for e in got.errors] == [2, 3, 4]
+    assert "item 1 has no non-empty 'title'" in str(got.errors[0])
+    assert "positive number 'maxScore'" in str(got.errors[1]) and "non-empty list" in str(got.errors[2])

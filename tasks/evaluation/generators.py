@@ -8,16 +8,17 @@ A generator is one of
   layer (cache, ledger, budget, batches as configured in ``llm.*``); run k is the k-th independent
   sample of the same request, cached under its own key.
 
-The benchmark is ``heldout`` (our held-out split) or ``ingested`` (every query of the ingested
-``benchmark_queries`` stage that has a rubric reference).
+The benchmark is ``heldout`` (our held-out split), ``ingested`` (every query of the ingested
+``benchmark_queries`` stage that has a rubric reference) or the ingested benchmark by name (its file name,
+with or without ``.jsonl``/``.json``).
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
-from schemas.config_eval import EvalConfig
+from schemas.config_eval import BUILTIN_BENCHMARKS, EvalConfig
 from schemas.layout import FINAL_MODEL
 from schemas.rubric import Task
 from tasks.rl.checkpoints import is_model_dir, model_identity
@@ -26,7 +27,6 @@ from tasks.sft.teacher import GENERATION_PROMPT, offline_teacher_answer
 
 API_PREFIX = "api:"
 API_PROVIDERS = ("anthropic", "openai")
-BENCHMARKS = get_args(EvalConfig.model_fields["benchmark"].annotation)
 STAGE = "eval_generations"  # ledger stage of API generators' calls
 _RUN_DIR = re.compile(r"^run-(\d+)$")
 _API = re.compile(r"^api:(?P<provider>[a-z]+)/(?P<model>[^@]+?)(?:@(?P<base_url>\S+))?$")
@@ -77,29 +77,42 @@ def parse_generator(raw: str, taken: set[str]) -> dict[str, Any]:
             "identity": model_identity(p)}
 
 
-def benchmark_query_ids(kind: str, all_ids: list[str], ingested: list[str] | None, held_out: Any) -> list[str]:
-    """The benchmark's query ids among those with a rubric reference, sorted."""
-    if kind not in BENCHMARKS:
-        raise ValueError(f"evaluation.benchmark is {kind!r}; allowed: {', '.join(BENCHMARKS)}")
+def benchmark_name(file_name: str) -> str:
+    """An ingested benchmark's name: its file name without the extension (``interactscience.jsonl`` ->
+    ``interactscience``)."""
+    return re.sub(r"\.(jsonl|json)$", "", file_name)
+
+
+def benchmark_query_ids(kind: str, all_ids: list[str], ingested: dict[str, str] | None,
+                        held_out: Any) -> list[str]:
+    """The benchmark's query ids among those with a rubric reference, sorted. ``ingested``: query id -> the
+    name of the benchmark it was ingested from (None: nothing was ingested)."""
     if kind == "heldout":
         return sorted(q for q in all_ids if held_out(q))
     if ingested is None:
-        raise ValueError("evaluation.benchmark=ingested but no benchmark was ingested; run "
+        raise ValueError(f"evaluation.benchmark={kind} but no benchmark was ingested; run "
                          "`rubricrl ingest FILE.jsonl` and build-rubrics first")
+    names = sorted(set(ingested.values()))
+    if kind not in (*BUILTIN_BENCHMARKS, *names):
+        raise ValueError(f"evaluation.benchmark is {kind!r}; allowed: {', '.join((*BUILTIN_BENCHMARKS, *names))} "
+                         "(the held-out split, every ingested query, or an ingested benchmark by its file name)")
     have = set(all_ids)
-    return sorted(q for q in ingested if q in have)
+    return sorted(q for q, name in ingested.items() if q in have and kind in ("ingested", name))
 
 
-def benchmark_meta(store: Any, meta: dict[str, dict[str, Any]]) -> tuple[list[str] | None, dict[str, dict[str, Any]]]:
-    """Ingested query ids (None: nothing ingested) and the meta with the benchmark's own labels over ours."""
+def benchmark_meta(store: Any, meta: dict[str, dict[str, Any]]) -> tuple[dict[str, str] | None,
+                                                                         dict[str, dict[str, Any]]]:
+    """Ingested query ids with their benchmark's name (None: nothing ingested) and the meta with the
+    benchmark's own labels over ours."""
     for m in meta.values():
         m["category"] = (m.get("category_ids") or [None])[0]
     if store.manifest("benchmark_queries") is None:
         return None, meta
-    rows = store.read("benchmark_queries", columns=["query_id", "category", "domain", "difficulty"]).to_pylist()
+    rows = store.read("benchmark_queries",
+                      columns=["query_id", "benchmark", "category", "domain", "difficulty"]).to_pylist()
     for b in rows:
         meta.setdefault(b["query_id"], {}).update({k: b[k] for k in ("category", "domain", "difficulty") if b[k]})
-    return [b["query_id"] for b in rows], meta
+    return {b["query_id"]: benchmark_name(b["benchmark"] or "") for b in rows}, meta
 
 
 def generation_request(task: Task, run: int, max_tokens: int, temperature: float) -> LLMRequest:

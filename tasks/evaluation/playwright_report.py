@@ -9,26 +9,39 @@ Run: ``outcomes = spec_outcomes(json.loads(path.read_text()))``; ``pass_share(ou
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colour codes Playwright puts in its error messages
 
 
 @dataclass(frozen=True)
 class TestOutcome:
+    __test__ = False  # a record, not a pytest test class
     title: str  # the test's title inside its describe blocks
     passed: bool  # Playwright's own "ok" (expected status reached, retries included)
     status: str  # the last attempt's status: passed | failed | timedOut | skipped | interrupted
     error: str | None  # the last attempt's first error line, if any
+    errors: tuple[str, ...] = ()  # the first line of each of the last attempt's errors (soft ones included)
+    annotations: tuple[tuple[str, str], ...] = ()  # (type, description) the test recorded about itself
+
+
+def _first_line(msg: object) -> str | None:
+    return ANSI.sub("", msg).strip().splitlines()[0][:300] if isinstance(msg, str) and msg.strip() else None
 
 
 def _walk(suite: dict[str, Any], file: str, out: dict[str, list[TestOutcome]]) -> None:
     for spec in suite.get("specs") or []:
         results = [r for t in spec.get("tests") or [] for r in t.get("results") or []]
         last = results[-1] if results else {}
-        err = (last.get("error") or {}).get("message")
-        first = err.strip().splitlines()[0][:300] if isinstance(err, str) and err.strip() else None
+        errors = tuple(e for e in (_first_line((x or {}).get("message")) for x in last.get("errors") or []) if e)
+        notes = [a for t in spec.get("tests") or [] for a in t.get("annotations") or []] + \
+            list(last.get("annotations") or [])
         out.setdefault(spec.get("file") or file, []).append(
-            TestOutcome(str(spec.get("title", "")), bool(spec.get("ok")), str(last.get("status", "unknown")), first))
+            TestOutcome(str(spec.get("title", "")), bool(spec.get("ok")), str(last.get("status", "unknown")),
+                        _first_line((last.get("error") or {}).get("message")), errors,
+                        tuple(dict.fromkeys((str(a.get("type", "")), str(a.get("description", ""))) for a in notes))))
     for child in suite.get("suites") or []:
         _walk(child, child.get("file") or file, out)
 

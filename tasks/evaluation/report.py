@@ -2,10 +2,12 @@
 as a data URI, every app is a sandboxed ``srcdoc`` frame without scripts).
 
 Sections: the Table-1 layout (metrics as rows, one column per generator, delta columns against the
-first), the spread plot, and one row per query with the generators' apps side by side, each with its
-reward, tier and top findings. The app is shown by the screenshots the browser check kept (after load,
-and after the probe beside it: thumbnails embedded as JPEG data URIs, each linking to its full-size PNG
-beside the stage); a row without one shows its note and the app's first paint in the frame instead.
+first; with an ingested benchmark its own metric and its agreement with ours as rows too), the spread
+plot, our reward against the benchmark's own metric per app (when there is one), and one row per query
+with the generators' apps side by side, each with its reward, tier, official score (its note on hover)
+and top findings. The app is shown by the screenshots the browser check kept (after load, and after the
+probe beside it: thumbnails embedded as JPEG data URIs, each linking to its full-size PNG beside the
+stage); a row without one shows its note and the app's first paint in the frame instead.
 """
 from __future__ import annotations
 
@@ -79,8 +81,13 @@ def _cell(row: dict[str, Any] | None, data_dir: Path, report_dir: Path) -> str:
         return "<td class='missing'>not evaluated</td>"
     finds = "".join(f"<li>{html.escape(f)}</li>" for f in row.get("top_findings") or [])
     verdict = "pass" if row["passed"] else "fail"
-    return (f"<td class='{verdict}'>{_thumb(row, data_dir, report_dir)}<div class='meta'>reward <b>{_fmt(row['reward'])}</b> · "
-            f"tier <b>{html.escape(row['tier'])}</b> · {verdict}</div><ul>{finds}</ul></td>")
+    official = ""
+    if row.get("official_metric"):
+        why = f" title='{html.escape(row['official_note'], quote=True)}'" if row.get("official_note") else ""
+        official = f" · <span class='official'{why}>official <b>{_fmt(row.get('official_score'))}</b></span>"
+    return (f"<td class='{verdict}'>{_thumb(row, data_dir, report_dir)}<div class='meta'>reward "
+            f"<b>{_fmt(row['reward'])}</b> · tier <b>{html.escape(row['tier'])}</b> · {verdict}{official}</div>"
+            f"<ul>{finds}</ul></td>")
 
 
 def queries_html(rows: list[dict[str, Any]], data_dir: Path, report_dir: Path, run: int = 0) -> str:
@@ -115,8 +122,13 @@ ul {{ margin: 4px 0 0 1em; padding: 0; max-width: {THUMB_W}px; }}
 
 
 def write_report(path: Path, title: str, summary: dict[str, dict[str, float | None]], baseline: str | None,
-                 rows: list[dict[str, Any]], plot_png: Path, data_dir: Path) -> Path:
-    """The report at ``path``; screenshot paths in ``rows`` are relative to ``data_dir``."""
+                 rows: list[dict[str, Any]], plot_png: Path, data_dir: Path, official_png: Path | None = None,
+                 agreement: str = "") -> Path:
+    """The report at ``path``; screenshot paths in ``rows`` are relative to ``data_dir``. With ``official_png``
+    (our reward against the benchmark's own metric per app) a section shows it under its ``agreement`` line."""
+    official = (f"<h2>Our reward against the official metric</h2><p class='agreement'>{html.escape(agreement)}</p>"
+                f"<img class='plot official' alt='reward against the official metric' src='{_img_uri(official_png)}'>"
+                if official_png is not None else "")
     # a response that failed the format gate was never judged (judge_provider 'none')
     judges = sorted({str(r["judge_provider"]) for r in rows if r.get("judge_provider") not in (None, "none")})
     doc = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
@@ -124,6 +136,7 @@ def write_report(path: Path, title: str, summary: dict[str, dict[str, float | No
            f"<p>judge: {html.escape(', '.join(judges))}</p>"
            f"<h2>Table 1</h2>{table_html(summary, baseline)}"
            f"<h2>Spread</h2><img class='plot' alt='reward and pass-rate spread' src='{_img_uri(plot_png)}'>"
+           f"{official}"
            f"<h2>Apps side by side (run 0)</h2>{queries_html(rows, data_dir, path.parent)}</body></html>")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

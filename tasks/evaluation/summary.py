@@ -20,28 +20,24 @@ from schemas.config_env import SCORED_TIERS as TIERS
 SPREAD_OF = ("pass/overall", "reward/mean")  # metrics whose spread over runs the table shows
 
 
-def _mean(xs: list[float]) -> float | None:
+def mean_of(xs: list[float]) -> float | None:
+    """The mean, None for no values."""
     return sum(xs) / len(xs) if xs else None
 
 
 def _std(xs: list[float]) -> float | None:
-    m = _mean(xs)
+    m = mean_of(xs)
     return None if m is None else (sum((x - m) ** 2 for x in xs) / len(xs)) ** 0.5
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
     """model -> metric -> value; metrics are ``pass/overall``, ``pass/difficulty=easy``,
     ``pass/domain=Games``, ``tier/valid``, ``reward/mean``, ``runs``; rates averaged over runs."""
-    by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         if r["tier"] not in TIERS:
             raise ValueError(f"row for {r['query_id']} has tier {r['tier']!r}; allowed: {TIERS}")
-        by_model[r["model"]].append(r)
     out: dict[str, dict[str, float | None]] = {}
-    for model, mrows in by_model.items():
-        runs: dict[int, list[dict[str, Any]]] = defaultdict(list)
-        for r in mrows:
-            runs[r["run"]].append(r)
+    for model, runs in by_model_run(rows).items():
         metrics: dict[str, list[float]] = defaultdict(list)
         for rr in runs.values():
             groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -62,7 +58,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
             rewards = [r["reward"] for r in rr if r["reward"] is not None]
             if rewards:
                 metrics["reward/mean"].append(sum(rewards) / len(rewards))
-        out[model] = {k: _mean(v) for k, v in sorted(metrics.items())}
+        out[model] = {k: mean_of(v) for k, v in sorted(metrics.items())}
         out[model].update({f"spread/{k}": _std(metrics[k]) for k in SPREAD_OF if metrics.get(k)})
         out[model]["runs"] = float(len(runs))
     return out
@@ -104,7 +100,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
 
     models = list(dict.fromkeys(r["model"] for r in rows))
     rewards = [[r["reward"] for r in rows if r["model"] == m and r["reward"] is not None] for m in models]
-    per_run = [[100.0 * _mean([float(bool(r["passed"])) for r in rr]) for rr in _by_run(rows, m).values()]
+    per_run = [[100.0 * mean_of([float(bool(r["passed"])) for r in rr]) for rr in by_model_run(rows)[m].values()]
                for m in models]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(max(7, 2.4 * len(models)), 4.2))
     ax1.boxplot([x or [float("nan")] for x in rewards], showfliers=False)
@@ -113,7 +109,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
     ax1.set_xticks(range(1, len(models) + 1), models, rotation=20, ha="right")
     ax1.set_ylabel("reward per response")
     ax1.set_ylim(-0.05, 1.05)
-    ax2.bar(range(len(models)), [_mean(p) or 0.0 for p in per_run], color="#cfd8e3", label="mean over runs")
+    ax2.bar(range(len(models)), [mean_of(p) or 0.0 for p in per_run], color="#cfd8e3", label="mean over runs")
     for i, ps in enumerate(per_run):
         ax2.scatter([i] * len(ps), ps, color="#1f4e79", zorder=3, label="one run" if i == 0 else None)
     ax2.set_xticks(range(len(models)), models, rotation=20, ha="right")
@@ -127,9 +123,9 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def _by_run(rows: list[dict[str, Any]], model: str) -> dict[int, list[dict[str, Any]]]:
-    runs: dict[int, list[dict[str, Any]]] = defaultdict(list)
+def by_model_run(rows: list[dict[str, Any]]) -> dict[str, dict[int, list[dict[str, Any]]]]:
+    """model -> sampling run -> its rows (models and runs in the order they first appear)."""
+    out: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        if r["model"] == model:
-            runs[r["run"]].append(r)
-    return runs
+        out[r["model"]][r["run"]].append(r)
+    return out

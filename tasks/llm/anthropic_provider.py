@@ -10,6 +10,9 @@ Retries are ours (``tasks/llm/retry.py``; the SDK's are off). The key is read fr
 variable named by ``llm.api_key_env`` (default ``ANTHROPIC_API_KEY``), handed to the SDK and never
 logged, stored or put in an error message.
 
+Images (``LLMRequest.images``, e.g. screenshots for a multimodal judge) follow the first user turn's text as
+base64 ``image`` content blocks.
+
 Structured outputs (``tasks/llm/structured.py``): each structured call sends
 ``output_config.format`` (json_schema), the SDK's schema-constrained output.
 
@@ -38,11 +41,13 @@ def message_params(model: str, request: LLMRequest, system: str, messages: list[
     turns: list[dict[str, Any]] = [dict(m) for m in messages]
     first = messages[0]["content"]
     head = request.template.render_shared_head(request.variables)
-    blocks = [{"type": "text", "text": head, "cache_control": {"type": "ephemeral"}},
-              {"type": "text", "text": first[len(head):]}] if head and first.startswith(head) else \
-        [{"type": "text", "text": first}]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": head, "cache_control": {"type": "ephemeral"}},
+                                    {"type": "text", "text": first[len(head):]}] \
+        if head and first.startswith(head) else [{"type": "text", "text": first}]
+    blocks += [{"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.b64()}}
+               for i in request.images]
     if len(turns) > 1:  # corrective retry: cache the original prompt so the retry pays the read price
-        blocks[-1]["cache_control"] = {"type": "ephemeral"}
+        blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
     if len(blocks) > 1 or len(turns) > 1:
         turns[0] = {"role": "user", "content": blocks}
     # No temperature: the Messages API of the pinned SDK (anthropic 2.x) has none; models sample at

@@ -11,6 +11,7 @@ A 401/403 (``LLMAuthError``) is not "one bad answer": it stops the stage with a 
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
@@ -42,6 +43,39 @@ log = logging.getLogger(__name__)
 OfflineRule = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp",
+               ".gif": "image/gif"}  # the media types both APIs accept in a message
+
+
+@dataclass(frozen=True)
+class ImageInput:
+    """One image a request shows the model (a screenshot of an app): its bytes and media type. Providers send it
+    in their own wire form (Claude: an image content block; OpenAI-compatible: an image_url data URI)."""
+
+    data: bytes
+    media_type: str = "image/png"
+
+    def __post_init__(self) -> None:
+        if self.media_type not in IMAGE_TYPES.values():
+            raise ValueError(f"image media type {self.media_type!r} is not one the APIs accept; use one of "
+                             f"{sorted(set(IMAGE_TYPES.values()))}")
+
+    @classmethod
+    def from_file(cls, path: Path | str) -> "ImageInput":
+        path = Path(path)
+        if path.suffix.lower() not in IMAGE_TYPES:
+            raise ValueError(f"{path}: an image must be one of {', '.join(IMAGE_TYPES)}")
+        return cls(path.read_bytes(), IMAGE_TYPES[path.suffix.lower()])
+
+    @property
+    def digest(self) -> str:
+        """What the cache key holds of the image: the same pixels in the same file, the same key."""
+        return hashlib.sha256(self.data).hexdigest()
+
+    def b64(self) -> str:
+        return base64.b64encode(self.data).decode("ascii")
+
+
 @dataclass(frozen=True)
 class LLMRequest:
     """One structured call. ``key`` is the row's stable id (ledger row; batch results match by cache key)."""
@@ -57,6 +91,7 @@ class LLMRequest:
     temperature: float = 0.0
     prompt_dir: str | None = None  # None = tasks/prompts/; tests and benches point elsewhere
     sample: int = 0  # k-th independent sample of the same request (evaluation runs): its own cache entry
+    images: tuple[ImageInput, ...] = ()  # shown after the first user turn's text; their digests enter the cache key
 
     @property
     def template(self) -> PromptTemplate:
@@ -197,7 +232,8 @@ def trip_key(provider: str, model: str, request: LLMRequest, system: str, messag
     """The cache key of one round trip (see ``tasks/llm/cache.py`` for what it covers)."""
     return cache_key(provider=provider, model=model, template=request.template.fingerprint, system=system,
                      messages=messages, max_tokens=request.max_tokens, temperature=request.temperature,
-                     output_schema=schema_digest(request.output_model), sample=request.sample)
+                     output_schema=schema_digest(request.output_model), sample=request.sample,
+                     images=[i.digest for i in request.images])
 
 
 def new_run_id() -> str:

@@ -1,9 +1,9 @@
 """The LLM call store: one SQLite file (``data/llm/llm.sqlite``) holding
 
 - ``responses`` — the content-addressed cache of round trips. The key covers provider, model, prompt
-  template fingerprint (name, version and text), the rendered system text and messages, sampling
-  parameters and the output schema. A re-run after a crash, or with more rows, pays only for round
-  trips not made before. Each corrective retry is its own round trip with its own key (its messages
+  template fingerprint (name, version and text), the rendered system text and messages, the images
+  shown (their sha256), sampling parameters and the output schema. A re-run after a crash, or with
+  more rows, pays only for round trips not made before. Each corrective retry is its own round trip with its own key (its messages
   include the bad reply and the correction), so a cached run replays exactly.
 - ``ledger`` — one row per logical call (see ``tasks/llm/ledger.py``), exported as the ``llm_calls`` stage.
 - ``batches`` / ``batch_items`` — Message Batch ids and which cache keys they carry, so a killed
@@ -46,15 +46,18 @@ def canonical_json(value: Any) -> str:
 
 
 def cache_key(*, provider: str, model: str, template: str, system: str, messages: list[dict[str, str]],
-              max_tokens: int, temperature: float, output_schema: dict[str, Any], sample: int = 0) -> str:
-    """sha256 over everything that changes the answer; 64 hex characters (also a valid batch custom_id)."""
+              max_tokens: int, temperature: float, output_schema: dict[str, Any], sample: int = 0,
+              images: list[str] | None = None) -> str:
+    """sha256 over everything that changes the answer; 64 hex characters (also a valid batch custom_id).
+    ``images``: the sha256 of each image the request shows, in order."""
     sampling: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
     if sample:  # sample 0 keeps the keys every earlier call was cached under
         sampling["sample"] = sample
-    payload = canonical_json({
-        "provider": provider, "model": model, "template": template, "system": system, "messages": messages,
-        "sampling": sampling, "schema": output_schema,
-    })
+    body: dict[str, Any] = {"provider": provider, "model": model, "template": template, "system": system,
+                            "messages": messages, "sampling": sampling, "schema": output_schema}
+    if images:  # a text-only call keeps the key it always had
+        body["images"] = list(images)
+    payload = canonical_json(body)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -11,6 +11,9 @@ Message batches: the OpenAI Batch API (JSONL file upload, ``/v1/batches``, outpu
 used by ``complete_bulk`` when ``batches=True`` (OpenAI itself); a vLLM server has no batch API,
 so the default for a custom ``base_url`` is off and bulk stages use bounded concurrency.
 
+Images (``LLMRequest.images``) follow the first user turn's text as ``image_url`` parts holding data URIs
+(the form vLLM's multimodal models accept as well).
+
 Structured outputs (``tasks/llm/structured.py``): each structured call sends ``response_format``
 json_schema strict with the schema of its output model; ``json_mode`` (``json_object``) is the
 fallback when structured outputs are switched off.
@@ -38,7 +41,12 @@ PLACEHOLDER_KEY = "not-needed"
 
 def chat_params(model: str, request: LLMRequest, system: str, messages: list[dict[str, str]],
                 response_format: dict[str, Any] | None) -> dict[str, Any]:
-    turns = ([{"role": "system", "content": system}] if system else []) + [dict(m) for m in messages]
+    turns: list[dict[str, Any]] = [dict(m) for m in messages]
+    if request.images:  # after the first user turn's text, as image_url parts with data URIs
+        turns[0] = {"role": "user", "content": [{"type": "text", "text": messages[0]["content"]}] + [
+            {"type": "image_url", "image_url": {"url": f"data:{i.media_type};base64,{i.b64()}"}}
+            for i in request.images]}
+    turns = ([{"role": "system", "content": system}] if system else []) + turns
     params: dict[str, Any] = {"model": model, "messages": turns, "max_tokens": request.max_tokens,
                               "temperature": request.temperature}
     if response_format is not None:

@@ -1,8 +1,9 @@
 """A fake Anthropic Messages + Message Batches API on 127.0.0.1, for the real ``anthropic`` SDK.
 
-Messages: ``POST /v1/messages``. Usage is simulated: input tokens = characters / 4; prompt caching as the
-API does it: each block with ``cache_control`` (system, then the messages' blocks in order) ends a prefix;
-the longest prefix seen before is read (``cache_read_input_tokens``), the rest up to the last mark is
+Messages: ``POST /v1/messages``; image content blocks are checked as the API checks them
+(``tests/fakes/images.py``). Usage is simulated: input tokens = characters / 4 (+ a fixed count per image); prompt
+caching as the API does it: each block with ``cache_control`` (system, then the messages' blocks in order) ends a
+prefix; the longest prefix seen before is read (``cache_read_input_tokens``), the rest up to the last mark is
 written (``cache_creation_input_tokens``), the text after the last mark is plain input.
 
 Batches: ``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}``,
@@ -26,6 +27,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from tests.fakes.images import IMAGE_TOKENS, image_count, image_problem
 from tests.fakes.structured_check import anthropic_format_problem
 from tests.fakes.http_fake import FakeHTTPAPI, Latency, LongTail, Reply, Response, Scripted, json_response
 
@@ -34,12 +36,6 @@ Outcome = Callable[[str, dict[str, Any]], str]
 
 def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(b.get("text", "") for b in content or [])
 
 
 class FakeAnthropic(FakeHTTPAPI):
@@ -67,7 +63,8 @@ class FakeAnthropic(FakeHTTPAPI):
             hit = max((len(p) for p in prefixes if p in self._prompt_cache), default=0)
             self._prompt_cache.update(prefixes)
         marked = len(prefixes[-1]) if prefixes else 0
-        return {"input_tokens": (len(seen) - marked) // 4 + 1, "output_tokens": len(text) // 4 + 1,
+        return {"input_tokens": (len(seen) - marked) // 4 + 1 + IMAGE_TOKENS * image_count(params["messages"]),
+                "output_tokens": len(text) // 4 + 1,
                 "cache_read_input_tokens": hit // 4, "cache_creation_input_tokens": (marked - hit) // 4}
 
     def message(self, params: dict[str, Any], text: str) -> dict[str, Any]:
@@ -113,7 +110,7 @@ class FakeAnthropic(FakeHTTPAPI):
 
     def route(self, method: str, path: str, headers: dict[str, str], body: Any) -> Response:
         if method == "POST" and path == "/v1/messages":
-            problem = anthropic_format_problem(body.get("output_config"))
+            problem = anthropic_format_problem(body.get("output_config")) or image_problem(body)
             if problem:
                 return json_response(400, {"type": "error", "error": {"type": "invalid_request_error",
                                                                       "message": problem}})
@@ -124,7 +121,8 @@ class FakeAnthropic(FakeHTTPAPI):
             if scripted is not None:
                 return json_response(scripted.status, self.error_body(scripted), scripted.headers)
             ids = [r["custom_id"] for r in body["requests"]]
-            problems = [p for r in body["requests"] if (p := anthropic_format_problem(r["params"].get("output_config")))]
+            problems = [p for r in body["requests"]
+                        if (p := anthropic_format_problem(r["params"].get("output_config")) or image_problem(r["params"]))]
             if problems:
                 return json_response(400, {"type": "error", "error": {"type": "invalid_request_error",
                                                                       "message": problems[0]}})

@@ -1,6 +1,7 @@
 """A fake OpenAI-compatible API on 127.0.0.1 (chat completions, files, batches) for the real ``openai`` SDK.
 
-Chat: ``POST /v1/chat/completions``; usage is simulated (prompt tokens = characters / 4; a system
+Chat: ``POST /v1/chat/completions`` (image_url parts checked as the API checks them, ``tests/fakes/images.py``);
+usage is simulated (prompt tokens = characters / 4; a system
 prompt seen before counts as ``prompt_tokens_details.cached_tokens``, like automatic prefix caching).
 Batch API: ``POST /v1/files`` (multipart JSONL), ``POST /v1/batches``, ``GET /v1/batches/{id}``,
 ``GET /v1/files/{id}/content``. A malformed ``response_format`` (see ``structured_check``) is a
@@ -23,6 +24,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from tests.fakes.images import IMAGE_TOKENS, image_count, image_problem, text_chars
 from tests.fakes.structured_check import openai_format_problem
 from tests.fakes.http_fake import FakeHTTPAPI, Latency, Reply, Response, Scripted, json_response
 
@@ -44,7 +46,7 @@ class FakeOpenAI(FakeHTTPAPI):
     def usage(self, body: dict[str, Any], text: str) -> dict[str, Any]:
         msgs = body["messages"]
         system = msgs[0]["content"] if msgs and msgs[0]["role"] == "system" else ""
-        total = sum(len(m["content"]) for m in msgs) // 4 + 1
+        total = sum(text_chars(m["content"]) for m in msgs) // 4 + 1 + IMAGE_TOKENS * image_count(msgs)
         with self._lock:
             cached = len(system) // 4 if system and system in self._seen_prefixes else 0
             self._seen_prefixes.add(system)
@@ -92,7 +94,8 @@ class FakeOpenAI(FakeHTTPAPI):
                 continue
             line = json.loads(raw)
             if (self.batch_outcome(line["custom_id"], line["body"]) == "succeeded"
-                    and not openai_format_problem(line["body"].get("response_format"))):
+                    and not openai_format_problem(line["body"].get("response_format"))
+                    and not image_problem(line["body"])):
                 resp = {"status_code": 200, "request_id": "req", "body": self.completion(line["body"],
                                                                                          self.reply(line["body"]))}
                 ok_lines.append({"id": "batch_req", "custom_id": line["custom_id"], "response": resp, "error": None})
@@ -108,8 +111,8 @@ class FakeOpenAI(FakeHTTPAPI):
 
     def route(self, method: str, path: str, headers: dict[str, str], body: Any) -> Response:
         if method == "POST" and path == "/v1/chat/completions":
-            problem = openai_format_problem(body.get("response_format"))
-            if problem:  # what OpenAI answers for a malformed strict schema
+            problem = openai_format_problem(body.get("response_format")) or image_problem(body)
+            if problem:  # what OpenAI answers for a malformed strict schema or image
                 return json_response(400, {"error": {"message": problem, "type": "invalid_request_error",
                                                      "code": None, "param": "response_format"}})
             return self.model_call(body, lambda text: json_response(200, self.completion(body, text)),
