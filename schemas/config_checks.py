@@ -11,6 +11,23 @@ from pydantic import BaseModel, ConfigDict, Field
 from schemas.checks import MAX_STEP_TIMEOUT_MS
 
 
+class ClockConfig(BaseModel):
+    """The controlled clock every page of an app runs on (``tasks/env/pagetime.py``): the load page, the
+    interaction probe and the checks. Read by the runtime (``env.runtime.clock``)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    start: str = Field("2025-01-06T09:00:00Z",
+                       description="The instant every page starts at (Date and timers are the environment's, so an "
+                                   "app is read the same way on every run)")
+    busy_reads: int = Field(50_000, ge=1000, description="Clock reads in one task that mean the page busy-waits on "
+                                                        "the clock: it leaves the controlled clock for its own")
+    max_lag: float = Field(4.0, ge=1.0, le=50.0,
+                           description="The load page's timers and frames may take this many times their page time "
+                                       "in wall time; past that it leaves the controlled clock (its frames then drop, "
+                                       "as in a browser on a busy machine) instead of running into the hard limit")
+
+
 class ChecksConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -27,18 +44,13 @@ class ChecksConfig(BaseModel):
     app_limit_s: float = Field(40.0, gt=0, description="Limit (page time) of all checks of one app, counted in rubric "
                                                        "order; the rest are inconclusive")
     max_checks: int = Field(16, ge=1, le=64, description="Checks run per app, at most (rubric order)")
-    parallel: int = Field(4, ge=1, le=16, description="Checks of one app at once, each in its own page of the app's "
-                                                      "context (their verdicts do not depend on it)")
+    parallel: int = Field(2, ge=1, le=16, description="Checks of one app at once, each lane a page of the app's "
+                                                      "context that runs its checks one after another, each in a "
+                                                      "fresh document (their verdicts do not depend on it)")
     max_slowdown: float = Field(6.0, ge=1.0, le=50.0,
                                 description="Every limit above is page time (tasks/env/pagetime.py); a page on its "
                                             "own clock starved this many times over gets no more wall time, and its "
                                             "check is inconclusive; real-time work (requests, CSS animations) a "
                                             "verdict waits for gets this many times the step's limit")
-    clock_start: str = Field("2025-01-06T09:00:00Z",
-                             description="The instant every check page starts at on the controlled clock (Date and "
-                                         "timers are the environment's, so a check reads the same app the same way "
-                                         "on every run)")
-    busy_reads: int = Field(50_000, ge=1000, description="Clock reads in one task that mean the page busy-waits on "
-                                                        "the clock: it leaves the controlled clock for its own")
     random_seed: int = Field(13, description="Math.random is seeded in every check page so a check reads the "
                                              "same app the same way on every run")

@@ -43,8 +43,7 @@ from schemas.checks import (Arith, CanvasChanges, Check, Click, Const, Count, Db
                             Resize, Select, TextChanges, TextMatches, Value, Visible, Wait, step_kind)
 from schemas.config_checks import ChecksConfig
 from tasks.env.page import APP_URL, page_error_record
-from tasks.env.pagetime import (CLOCK_READ_S, Limit, OutOfTime, PageTime, install_controlled_clock, limit_passed,
-                                page_clock_ms)
+from tasks.env.pagetime import CLOCK_READ_S, Limit, OutOfTime, PageTime, limit_passed, page_clock_ms
 
 ItemChecks = list[tuple[str, Check]]
 Hook = Callable[[Any, str, Any], Awaitable[None]]
@@ -115,10 +114,11 @@ def result_record(item_id: str, status: str, *, step: int | None = None, kind: s
 class _Run:
     """One check in one page: the remembered values, the page errors, the locators seen."""
 
-    def __init__(self, page: Any, html: str, cfg: ChecksConfig, t: PageTime) -> None:
-        self.page, self.html, self.cfg, self.time = page, html, cfg, t
+    def __init__(self, page: Any, html: str, cfg: ChecksConfig, t: PageTime, errors: list[dict[str, Any]],
+                 lane: Any) -> None:
+        self.page, self.html, self.cfg, self.time, self.lane = page, html, cfg, t, lane
         self.memory: dict[str, Any] = {}
-        self.errors: list[dict[str, Any]] = []
+        self.errors = errors  # filled as the page reports them
         self.seen: set[str] = set()
 
     def locator(self, loc: Locator, visible: bool = True) -> Any:
@@ -228,10 +228,12 @@ class _Run:
                     text = await self.text_of(el)
                     self.memory[s.name] = {"text": text, "number": parse_number(text, s.pattern)}
             elif isinstance(s, Drag):
+                self.lane.pointer_moved = True
                 await self.drag(s, t)
             else:
                 el = await self.find(s.target, t)
                 at = self.act_timeout(t)
+                self.lane.pointer_moved = self.lane.pointer_moved or isinstance(s, (Click, DblClick, Hover))
                 if isinstance(s, (Click, DblClick)):
                     fn = el.click if isinstance(s, Click) else el.dblclick
                     await fn(timeout=at, position=await self.point(el, s.position))
@@ -393,16 +395,63 @@ async def _outlive(task: asyncio.Future, t: PageTime, limit_s: float, wall_cap_s
         wait_s = min(1.0 if t.controlled else max((limit_s * 1000 - now) / 1000, 0.5), wall_cap_s - wall)
 
 
-async def _check_in_page(context: Any, html: str, item_id: str, check: Check, cfg: ChecksConfig,
-                         load_timeout_s: float, wall_cap_s: float) -> tuple[dict[str, Any], float]:
-    """One check in a fresh page of ``context`` (whose routes serve the app), and the page time it used
-    (seconds); never raises."""
+class Lane:
+    """One page of the app's context that runs checks one after another, each in a fresh document of the app: a
+    new tab costs several times a reload. Before the next check the page forgets the last one (the handlers it
+    runs on its way out, its storage and name, the mouse and viewport it moved), and the page errors of a
+    document go to the check that opened it; a page that stops answering is replaced."""
+
+    def __init__(self, context: Any, html: str) -> None:
+        self.context, self.html = context, html
+        self.page: Any = None
+        self.viewport: Any = None
+        self.errors: list[dict[str, Any]] = []  # page errors of the document on screen
+        self.opening: list[dict[str, Any]] = []  # of the next document the page commits (the running check's)
+        self.pointer_moved = False
+
+    async def open(self, errors: list[dict[str, Any]]) -> Any:
+        self.opening = errors
+        if self.page is None:
+            page = self.page = await self.context.new_page()
+            self.viewport = page.viewport_size
+            page.on("framenavigated", lambda f: setattr(self, "errors", self.opening) if f == page.main_frame else None)
+            page.on("pageerror", lambda exc: self.errors.append(page_error_record(
+                self.html, getattr(exc, "name", "Error"), getattr(exc, "message", str(exc)),
+                getattr(exc, "stack", "") or "")))
+        return self.page
+
+    async def forget(self) -> None:
+        """Ready for the next check, or closed when the page does not answer."""
+        page, self.opening = self.page, []
+        try:
+            await asyncio.wait_for(page.evaluate("() => { if (window.__rrTime) window.__rrTime.forget(); else "
+                                                 "try { sessionStorage.clear(); } catch (e) {} }"), CLOCK_READ_S)
+            if page.viewport_size != self.viewport:
+                await page.set_viewport_size(self.viewport)
+            if self.pointer_moved:
+                await page.mouse.move(0, 0)
+                self.pointer_moved = False
+        except Exception:
+            await self.close()
+
+    async def close(self) -> None:
+        if self.page is not None:
+            page, self.page = self.page, None
+            try:
+                await asyncio.wait_for(page.close(), 5)
+            except Exception:
+                pass
+
+
+async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConfig, load_timeout_s: float,
+                         wall_cap_s: float) -> tuple[dict[str, Any], float]:
+    """One check in a fresh document of the app in ``lane``'s page (the context's routes serve it), and the page
+    time it used (seconds); never raises."""
     started = time.perf_counter()
-    page = await context.new_page()
+    errors: list[dict[str, Any]] = []
+    page = await lane.open(errors)
     t = PageTime(page, cfg, min(cfg.check_limit_s, cfg.app_limit_s) * 1000)
-    run = _Run(page, html, cfg, t)
-    page.on("pageerror", lambda exc: run.errors.append(page_error_record(
-        html, getattr(exc, "name", "Error"), getattr(exc, "message", str(exc)), getattr(exc, "stack", "") or "")))
+    run = _Run(page, lane.html, cfg, t, errors, lane)
     state: dict[str, Any] = {"step": None}
 
     async def steps() -> None:
@@ -419,9 +468,6 @@ async def _check_in_page(context: Any, html: str, item_id: str, check: Check, cf
         return result_record(item_id, status, step=i, kind=step_kind(check.steps[i]) if i is not None else None,
                              errors=run.errors, duration_s=time.perf_counter() - started, **kw)
 
-    def clocked(out: dict[str, Any]) -> dict[str, Any]:
-        return {**out, "clock": "controlled" if t.controlled else "page", "clock_reason": t.fallback}
-
     try:
         await _outlive(asyncio.ensure_future(steps()), t, t.limit_ms / 1000, wall_cap_s)
         state["step"] = None
@@ -432,17 +478,14 @@ async def _check_in_page(context: Any, html: str, item_id: str, check: Check, cf
         out = rec("inconclusive", reason=str(e))
     except Exception as e:  # page crashed or closed under the check: no verdict
         out = rec("inconclusive", reason=f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
-    finally:
-        try:  # the clock as the check ended (an action may have made the page leave the controlled clock)
-            await asyncio.wait_for(t.look(), CLOCK_READ_S)
-            used = t.used_s()
-        except Exception:  # a page that stopped answering spent its whole wall time
-            used = time.perf_counter() - started
-        try:
-            await asyncio.wait_for(page.close(), 5)
-        except Exception:
-            pass
-    return clocked(out), used
+    try:  # the clock as the check ended (an action may have made the page leave the controlled clock)
+        await asyncio.wait_for(t.look(), CLOCK_READ_S)
+        used = t.used_s()
+        await lane.forget()
+    except Exception:  # a page that stopped answering spent its whole wall time
+        used = time.perf_counter() - started
+        await lane.close()
+    return {**out, "clock": "controlled" if t.controlled else "page", "clock_reason": t.fallback}, used
 
 
 def within_app_limit(ran: list[tuple[dict[str, Any], float]], app_limit_s: float) -> list[dict[str, Any]]:
@@ -461,26 +504,31 @@ def within_app_limit(ran: list[tuple[dict[str, Any], float]], app_limit_s: float
 
 async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksConfig,
                      load_timeout_s: float = 5.0) -> list[dict[str, Any]]:
-    """Every check of one app, ``cfg.parallel`` at a time, each in its own page on the controlled clock, within
-    the app's limit of page time (``app_limit_s``; ``max_slowdown`` times it in wall time); checks past it or
-    past ``max_checks`` are inconclusive."""
-    await context.add_init_script(_SEED_JS % cfg.random_seed + _ISOLATE_JS)
-    await install_controlled_clock(context, cfg)
-    wall_deadline, gate = time.monotonic() + cfg.app_limit_s * cfg.max_slowdown, asyncio.Semaphore(cfg.parallel)
+    """Every check of one app in ``cfg.parallel`` lanes at once, each check in a fresh document on the controlled
+    clock, within the app's limit of page time (``app_limit_s``; ``max_slowdown`` times it in wall time); checks
+    past it or past ``max_checks`` are inconclusive."""
+    await context.add_init_script(_SEED_JS % cfg.random_seed + _ISOLATE_JS)  # the runtime installed the clock
+    wall_deadline = time.monotonic() + cfg.app_limit_s * cfg.max_slowdown
+    todo = list(enumerate(checks[:cfg.max_checks]))
+    ran: list[Any] = [None] * len(todo)
 
-    async def one(item_id: str, check: Check) -> tuple[dict[str, Any], float]:
-        async with gate:
-            wall_left = wall_deadline - time.monotonic()
-            if wall_left <= 0.5:
-                return result_record(item_id, "inconclusive", reason=f"not run: app limit of {cfg.app_limit_s:g}s "
-                                     "(wall time) spent"), 0.0
-            return await _check_in_page(context, html, item_id, check, cfg, load_timeout_s,
-                                        min(cfg.check_limit_s * cfg.max_slowdown, wall_left))
+    async def lane_runs() -> None:
+        lane = Lane(context, html)
+        try:
+            while todo:
+                k, (item_id, check) = todo.pop(0)
+                wall_left = wall_deadline - time.monotonic()
+                ran[k] = (result_record(item_id, "inconclusive", reason=f"not run: app limit of {cfg.app_limit_s:g}s "
+                                        "(wall time) spent"), 0.0) if wall_left <= 0.5 else \
+                    await _check_in_page(lane, item_id, check, cfg, load_timeout_s,
+                                         min(cfg.check_limit_s * cfg.max_slowdown, wall_left))
+        finally:
+            await lane.close()
 
-    ran = await asyncio.gather(*(one(i, c) for i, c in checks[:cfg.max_checks]))
+    await asyncio.gather(*(lane_runs() for _ in range(min(cfg.parallel, len(todo)))))
     skipped = [result_record(i, "inconclusive", reason=f"not run: more than {cfg.max_checks} checks")
                for i, _c in checks[cfg.max_checks:]]
-    return within_app_limit(list(ran), cfg.app_limit_s) + skipped
+    return within_app_limit(ran, cfg.app_limit_s) + skipped
 
 
 def checks_hook(checks: ItemChecks, cfg: ChecksConfig, load_timeout_s: float = 5.0) -> Hook:

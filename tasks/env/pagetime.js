@@ -31,6 +31,7 @@
     T.fallback = why;
     try { pw.controller.resume(); } catch (e) {}  // from here on the page's timers run in real time
   };
+  T.leave = leave;
   const ticks = () => pw.controller.performanceNow();
   if (pw) {
     // Timers: callbacks guarded (errors reported), due times kept.
@@ -104,6 +105,22 @@
       if (window[k]) window[k] = new Proxy(window[k], {construct(t, a, nt) { leave(`a ${k} (its timers are real)`); return Reflect.construct(t, a, nt); }});
     }
   }
+
+  // Leaving the page: the environment reuses the tab for the next check, so before it navigates, the handlers
+  // that run on the way out (and could store state for the next document) are removed and storage cleared.
+  const OUT = new Set(['beforeunload', 'unload', 'pagehide', 'visibilitychange']);
+  const outs = [];
+  const addEv = EventTarget.prototype.addEventListener;
+  EventTarget.prototype.addEventListener = function (type, fn, opts) {
+    if ((this === window || this === document) && OUT.has(String(type).toLowerCase())) outs.push([this, type, fn, opts]);
+    return addEv.call(this, type, fn, opts);
+  };
+  T.forget = () => {
+    for (const [t, type, fn, opts] of outs) t.removeEventListener(type, fn, opts);
+    window.onbeforeunload = window.onunload = window.onpagehide = document.onvisibilitychange = null;
+    try { sessionStorage.clear(); } catch (e) {}
+    window.name = '';
+  };
 
   // Real-time work a verdict waits for: requests, images and dynamic scripts loading, finite animations.
   if (typeof window.fetch === 'function') {

@@ -1,25 +1,30 @@
-"""Page time for the executable checks: the library's clock, advanced by the environment.
+"""Page time: the library's clock, advanced by the environment, for every page of an app.
 
-Every check page runs on Playwright's clock (``context.clock``: ``Date``, timers, ``requestAnimationFrame``,
-``requestIdleCallback``, ``performance.now``), paused at a fixed instant (``ChecksConfig.clock_start``) from
-the document's start. Nothing in the page waits for the machine: a ``wait`` step advances the clock, polling
-an expectation advances it a poll interval at a time, and timers and animation frames fire as it advances,
-so a countdown of ten seconds is checked in milliseconds of wall time and a starved renderer lives the same
-page time as a quiet one. The clock is advanced per page (its in-page controller), so the checks of one app
-run side by side in pages of its context without moving each other's time. ``pagetime.js`` (init script)
-reports errors in timer callbacks as the page's own, knows when each timer is due (a page with nothing due
-before a limit is still: its verdict needs no more time) and which real-time work is still running.
+Every page of an app's context (the load page, the interaction probe, the checks) runs on Playwright's clock
+(``context.clock``: ``Date``, timers, ``requestAnimationFrame``, ``requestIdleCallback``, ``performance.now``),
+paused at a fixed instant (``env.runtime.clock.start``) from the document's start. Nothing in the page waits for
+the machine: the settle time and a ``wait`` step advance the clock, polling an expectation advances it to the
+next due timer (a poll interval at least), the probe's frame after an action is a frame of it, and timers and
+animation frames fire as it advances, so a countdown of ten seconds is checked in milliseconds of wall time and
+a starved renderer lives the same page time as a quiet one. Each page's clock is advanced on its own (its
+in-page controller), so the checks of one app run side by side in pages of its context without moving each
+other's time. ``pagetime.js`` (init script) reports errors in timer callbacks as the page's own, knows when each
+timer is due (a page with nothing due before a limit is still: its verdict needs no more time) and which
+real-time work is still running.
 
-Where a page cannot run under the controlled clock it falls back to its own clock, recorded per check
-(``PageTime.fallback``): Web Audio time (``AudioContext.currentTime``), media playback, workers (their timers
-are real), and busy waiting (a page reading the clock in a tight loop would never see it move). Its own clock
-is the time it lived on its real timers (a beat that does not count the time a starved renderer was not
-running); every limit then reads that, and a page starved past ``max_slowdown`` makes the check inconclusive.
-CSS animations and transitions and the Web Animations API run on the compositor's clock: they do not force the
-fallback, but a verdict waits in wall time until the finite ones have finished (as for requests in flight).
+Where a page cannot run under the controlled clock it falls back to its own clock, recorded per check and per
+probe (``clock``, ``clock_reason``): Web Audio time (``AudioContext.currentTime``), media playback, workers (their
+timers are real), busy waiting (a page reading the clock in a tight loop would never see it move), and on the
+load page timers and frames heavier than the machine runs in real time (``env.runtime.clock.max_lag``). Its
+own clock is the time it lived on its real timers (a beat that does not count the time a starved renderer was
+not running); every limit then reads that, and a page starved past ``max_slowdown`` makes the check
+inconclusive. CSS animations and transitions and the Web Animations API run on the compositor's clock: they do
+not force the fallback, but a verdict waits in wall time until the finite ones have finished (as for requests
+in flight).
 
-Run: ``await install_controlled_clock(context, cfg)`` once per context, then per page
-``t = PageTime(page, cfg, limit_ms)`` and ``await t.wait(ms)``, ``Limit(t, ms).step()``, ``await t.settle(ms)``.
+Run: ``await install_controlled_clock(context, clock)`` once per context before its first page (the runtime
+does), ``await let_pass(page, ms, clock)`` on the load page, and per check page ``t = PageTime(page, cfg,
+limit_ms)``: ``await t.settle(ms)``, ``await t.wait(ms)``, ``Limit(t, ms).step()``.
 """
 from __future__ import annotations
 
@@ -29,26 +34,58 @@ import time
 from pathlib import Path
 from typing import Any
 
-from schemas.config_checks import ChecksConfig
+from schemas.config_checks import ChecksConfig, ClockConfig
 
 TIME_JS = Path(__file__).with_name("pagetime.js").read_text(encoding="utf-8")
 BEAT_MS = 20  # the page clock's beat: a gap longer than two beats counts as two (the renderer was starved)
 CLOCK_READ_S = 2.0  # a page that cannot answer a one-line evaluate in this long is not living either
+LOAD_STEP_MS = 100  # the load page's clock moves this far per step, so a page too heavy to keep up is seen early
 
 
 class OutOfTime(Exception):
     """The check's own limit of page time is spent (no verdict on the item)."""
 
 
-def time_script(cfg: ChecksConfig) -> str:
-    """The check pages' time keeper (``pagetime.js``) with its settings."""
-    return TIME_JS + "(" + json.dumps({"beat_ms": BEAT_MS, "busy_reads": cfg.busy_reads}) + ");"
+def time_script(clock: ClockConfig) -> str:
+    """The pages' time keeper (``pagetime.js``) with its settings."""
+    return TIME_JS + "(" + json.dumps({"beat_ms": BEAT_MS, "busy_reads": clock.busy_reads}) + ");"
 
 
-async def install_controlled_clock(context: Any, cfg: ChecksConfig) -> None:
-    """Pages opened in ``context`` from now on start paused at ``cfg.clock_start`` with the time keeper."""
-    await context.clock.pause_at(cfg.clock_start)
-    await context.add_init_script(time_script(cfg))
+async def install_controlled_clock(context: Any, clock: ClockConfig) -> None:
+    """Every page ``context`` opens from now on starts paused at ``clock.start``, with the time keeper. Before
+    any other init script, so the probe's and the environment's own waits keep the real timers."""
+    await context.clock.pause_at(clock.start)
+    await context.add_init_script(time_script(clock))
+
+
+async def let_pass(page: Any, ms: float, clock: ClockConfig) -> None:
+    """Let ``ms`` of page time pass on a loaded page: its controlled clock advanced a step at a time while the
+    page keeps up (``clock.max_lag`` times ``ms`` of wall time at most); a page that cannot, or that runs on
+    its own clock, gets the rest as wall time."""
+    wall0, done = time.monotonic(), 0.0
+    while done < ms:
+        step = min(LOAD_STEP_MS, ms - done)
+        state = await page.evaluate("(ms) => window.__rrTime ? window.__rrTime.advance(ms) : null", step)
+        if not state or state.get("fallback"):
+            break
+        done += step
+        if done < ms and (time.monotonic() - wall0) * 1000 > ms * clock.max_lag:
+            await page.evaluate("(why) => window.__rrTime.leave(why)",
+                                f"its timers and frames ran more than {clock.max_lag:g}x slower than page time")
+            break
+    if done < ms:
+        await asyncio.sleep((ms - done) / 1000)
+
+
+async def clock_of(page: Any, timeout_s: float) -> tuple[str | None, str | None]:
+    """(controlled | page, why the page left the controlled clock) of a page as it is now; (None, None) when it
+    does not answer within ``timeout_s``."""
+    try:
+        why = await asyncio.wait_for(page.evaluate("() => window.__rrTime ? window.__rrTime.fallback : "
+                                                   "'no time keeper'"), timeout_s)
+    except Exception:
+        return None, None
+    return ("controlled" if why is None else "page"), why
 
 
 async def page_clock_ms(page: Any) -> float | None:
@@ -98,20 +135,37 @@ class PageTime:
 
     def __init__(self, page: Any, cfg: ChecksConfig, limit_ms: float) -> None:
         self.page, self.cfg, self.limit_ms = page, cfg, limit_ms
-        self.state: dict[str, Any] = {"ticks": 0.0, "mutations": 0, "next_due": None, "real_work": 0,
-                                      "fallback": None, "lived": 0.0}
+        self._state: dict[str, Any] = {"ticks": 0.0, "mutations": 0, "next_due": None, "real_work": 0,
+                                       "fallback": None, "lived": 0.0}
+        self._base = 0.0  # page time of the documents before this one (an app that reloads itself starts at 0)
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self._state
+
+    @state.setter
+    def state(self, new: dict[str, Any]) -> None:
+        old = self._state.get("ticks") or 0.0
+        if (new.get("ticks") or 0.0) < old:
+            self._base += old
+        self._state = new
 
     @property
     def controlled(self) -> bool:
-        return self.state.get("fallback") is None
+        return self._state.get("fallback") is None
 
     @property
     def fallback(self) -> str | None:
-        return self.state.get("fallback")
+        return self._state.get("fallback")
 
     @property
     def ticks(self) -> float:
-        return float(self.state.get("ticks") or 0.0)
+        """Page time on the controlled clock since the check's page opened (across its documents)."""
+        return self._base + float(self._state.get("ticks") or 0.0)
+
+    def _due(self) -> float | None:
+        due = self._state.get("next_due")
+        return None if due is None else self._base + float(due)
 
     def used_s(self) -> float:
         """Page time the check used: the controlled clock's, or the page's own after a fallback."""
@@ -148,13 +202,13 @@ class PageTime:
 
     def still_until(self, end: float) -> bool:
         """Nothing on the controlled clock is due before ``end``: until then the page cannot change by itself."""
-        due = self.state.get("next_due")
+        due = self._due()
         return due is None or due > end
 
     async def step_toward(self, end: float) -> None:
         """One poll interval on, or straight to the next timer when that is later (nothing can change before
         it), never past ``end``."""
-        due = self.state.get("next_due")
+        due = self._due()
         gap = max(self.cfg.poll_ms, (due - self.ticks) if due is not None else 0.0)
         await self.advance(min(gap, end - self.ticks))
 
