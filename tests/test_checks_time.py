@@ -43,6 +43,9 @@ ANIMATION = [("moves", check({"do": "remember", "target": {"canvas": True}, "nam
                              {"expect": "canvas_changes", "target": {"canvas": True}, "since": "a"}))]
 FADE = [("closes", check({"do": "click", "target": {"role": "button", "name": "got it"}},
                          {"expect": "hidden", "target": {"text": "we use cookies"}}))]
+# 2 s of a 60 Hz simulation: about 120 steps on the controlled clock however long each step takes in wall time
+SIM = [("runs", check(START, {"do": "wait", "ms": 2000}, {"expect": "number_relation", "left": {"read": STATUS},
+                                                           "op": "ge", "right": {"const": 100}}))]
 APPS = {  # app -> (its checks, the verdicts they must give)
     FIX / "countdown.html": (COUNTDOWN, ["passed", "passed", "passed"]),
     FIX / "countdown_broken.html": (COUNTDOWN, ["failed", "failed", "passed"]),
@@ -50,6 +53,8 @@ APPS = {  # app -> (its checks, the verdicts they must give)
     IX / "anim_stops.html": (ANIMATION, ["failed"]),
     FIX / "fade.html": (FADE, ["passed"]),
     FIX / "fade_broken.html": (FADE, ["failed"]),
+    FIX / "sim.html": (SIM, ["passed"]),
+    FIX / "sim_broken.html": (SIM, ["failed"]),
 }
 
 
@@ -122,7 +127,8 @@ def test_an_error_in_a_timer_fails_no_error_with_its_offset_and_storage_is_the_c
     assert bad["status"] == "failed" and bad["errors"][0]["name"] == "TypeError"  # thrown 300 ms after the click
     assert html[bad["errors"][0]["offset"]:].startswith("= 'Saved ' + state.saved")  # V8 points at the assignment
     assert res["late_ok.html"][0]["status"] == "passed"
-    # four checks side by side (and the probe before them) each start from an empty localStorage
+    # four checks, two lanes of two (and the probe before them): each starts from an empty localStorage, though
+    # the app stores its count again as it leaves the page
     assert [r["status"] for r in res["stored.html"]] == ["passed"] * 4, res["stored.html"]
 
 
