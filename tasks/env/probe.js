@@ -282,12 +282,14 @@
     const tick = () => (R.inflight <= 0 || realNow() - t0 > ms) ? resolve() : origSetTimeout(tick, 10);
     tick();
   });
-  R.run = async (actions, budgetMs, seed, requestWaitMs) => {
+  R.run = async (actions, budgetMs, seed, requestWaitMs, wallMs) => {
     const rand = rng(seed);
-    const t0 = performance.now();
+    const t0 = performance.now(), r0 = realNow();
     const log = [];
     for (let i = 0; i < actions.length; i++) {
-      if (performance.now() - t0 > budgetMs) break;
+      // the budget is page time; wallMs bounds it in wall time too, so a scene too heavy for the machine to
+      // draw at page speed runs fewer actions instead of running into the hang limit
+      if (performance.now() - t0 > budgetMs || realNow() - r0 > wallMs) break;
       const a = actions[i];
       const before = state(), nErr = R.errors.length;
       R.action = i;

@@ -214,9 +214,11 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
         if idle is not None:
             ev.liveness = liveness(idle[0], b, round(time.perf_counter() - idle[1], 3))
         try:
-            run = await asyncio.wait_for(page.evaluate("([a, b, s, w]) => window.__rrProbe.run(a, b, s, w)",
+            # the actions stop at budget_s of page time, or half the grace past it in wall time (heavy frames)
+            run = await asyncio.wait_for(page.evaluate("([a, b, s, w, r]) => window.__rrProbe.run(a, b, s, w, r)",
                                                        [plan["actions"], int(cfg.budget_s * 1000), cfg.seed,
-                                                        int(cfg.request_wait_s * 1000)]),
+                                                        int(cfg.request_wait_s * 1000),
+                                                        int((cfg.budget_s + grace / 2) * 1000)]),
                                          cfg.budget_s + cfg.request_wait_s + grace)
         except asyncio.TimeoutError:
             i = session.current_action
