@@ -127,13 +127,14 @@ class _Run:
     async def find(self, loc: Locator, timeout_ms: int, visible: bool = True) -> Any:
         """The target, looked for until the step's timeout or until the page is still without it; Inconclusive
         when it never appears."""
-        el, limit = self.locator(loc, visible), Limit(self.time, timeout_ms)
-        while True:
+        el, limit, ended = self.locator(loc, visible), Limit(self.time, timeout_ms), False
+        while True:  # once the limit has passed, one more look: the page may have changed since the last
             if await el.count() > 0:
                 self.seen.add(loc.model_dump_json())
                 return el
-            if await limit.step() is not None:
+            if ended:
                 raise Inconclusive(f"locator found nothing: {loc.describe()}")
+            ended = await limit.step() is not None
 
     def act_timeout(self, t: int) -> int:
         """A Playwright action's wall timeout: its waits (visible, stable over two frames, enabled) take longer on a
@@ -144,16 +145,16 @@ class _Run:
     async def poll(self, timeout_ms: int, probe: Callable[[], Awaitable[tuple[bool, Any]]]) -> Any:
         """Re-read until ``probe`` says it holds, or until the step's timeout passes (or the page is still before
         it does); returns the last observation or raises Failed."""
-        limit = Limit(self.time, timeout_ms)
-        while True:
-            ok, observed = await probe()
+        limit, passed = Limit(self.time, timeout_ms), None
+        while True:  # the verdict rests on a reading taken after the limit passed (the page may have changed
+            ok, observed = await probe()  # while the last one was read)
             if ok:
                 return observed
-            passed = await limit.step()
             if passed == "page":
                 raise Failed("expectation did not hold", observed)
             if passed == "wall":
                 raise Inconclusive(f"{limit.why}; last observed {str(observed)[:100]!r}")
+            passed = await limit.step()
 
     async def no_error_yet(self, timeout_ms: int) -> None:
         """On the controlled clock, let the step's timeout pass (or the page be still) unless an error comes first:
@@ -374,25 +375,27 @@ def matches(page: Any, loc: Locator, visible: bool = True) -> Any:
 
 async def _outlive(task: asyncio.Future, t: PageTime, limit_s: float, wall_cap_s: float) -> Any:
     """Await ``task`` (a check whose controlled clock keeps its own limit) up to ``wall_cap_s`` while the page
-    lives (its own clock advances); on the page's own clock, past ``limit_s`` of wall time it goes on while that
-    clock is short of the limit. Else it is cancelled and OutOfTime raised."""
-    wall0, last, wait_s = time.monotonic(), -1.0, min(limit_s, wall_cap_s)
+    lives (its own clock advances; two readings in a row that do not, on a starved machine, mean it stopped);
+    on the page's own clock, past ``limit_s`` of wall time it goes on while that clock is short of the limit.
+    Else it is cancelled and OutOfTime raised."""
+    wall0, last, misses, wait_s = time.monotonic(), -1.0, 0, min(limit_s, wall_cap_s)
     while True:
         done, _ = await asyncio.wait({task}, timeout=max(wait_s, 0.05))
         if done:
             return task.result()
         wall = time.monotonic() - wall0
         now = await page_clock_ms(t.page)
+        misses = misses + 1 if now is None or now <= last else 0
         why = (f"wall limit of {wall_cap_s:g}s reached" if wall >= wall_cap_s else
-               "the page stopped answering" if now is None or now <= last else
-               None if t.controlled or limit_passed(wall, now, limit_s * 1000, t.cfg.max_slowdown) is None else
-               f"check time limit of {limit_s:g}s (page time) reached")
+               "the page stopped answering" if misses >= 2 else
+               None if t.controlled or now is None or limit_passed(wall, now, limit_s * 1000, t.cfg.max_slowdown) is None
+               else f"check time limit of {limit_s:g}s (page time) reached")
         if why is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
             raise OutOfTime(why)
-        last = now
-        wait_s = min(1.0 if t.controlled else max((limit_s * 1000 - now) / 1000, 0.5), wall_cap_s - wall)
+        last = now if now is not None else last
+        wait_s = min(1.0 if t.controlled or now is None else max((limit_s * 1000 - now) / 1000, 0.5), wall_cap_s - wall)
 
 
 class Lane:

@@ -144,6 +144,7 @@
     try {
       new MutationObserver((ms) => {
         T.mutations += ms.length;
+        seeRunning();  // a class or style just changed: a transition it starts is seen before any frame runs it
         for (const m of ms) for (const n of m.addedNodes) {
           if (n.tagName === 'SCRIPT' && n.src && document.readyState === 'complete') {
             scripts.add(n);
@@ -155,15 +156,55 @@
     } catch (e) {}
   };
   if (document.documentElement) watch(); else document.addEventListener('readystatechange', watch, {once: true});
-  const finiteAnimations = () => {
+  // A finite transition or animation counts from when it is seen (or its start event comes) until its end
+  // event has been dispatched: a finished one's end handler runs a moment later, in a later frame.
+  const finite = (a) => a.effect && a.effect.getComputedTiming().endTime !== Infinity;
+  const ending = new Map();
+  const keyOf = (a) => (window.CSSTransition && a instanceof CSSTransition ? 't:' + a.transitionProperty :
+                        window.CSSAnimation && a instanceof CSSAnimation ? 'a:' + a.animationName : a);
+  const seeRunning = () => {
     try {
-      return document.getAnimations().filter((a) => a.playState === 'running' && a.effect &&
-                                                    a.effect.getComputedTiming().endTime !== Infinity).length;
-    } catch (e) { return 0; }
+      // a style change not yet computed has started no transition: compute it first (a layout read does)
+      if (document.body) document.body.getBoundingClientRect();
+      for (const a of document.getAnimations()) {
+        if (a.playState !== 'running' || !finite(a) || !(a.effect.target instanceof Element)) continue;
+        const k = keyOf(a), t = a.effect.target;
+        if ((ending.get(t) || new Set()).has(k)) continue;
+        ends(t, k, true);
+        if (k === a) for (const e of ['finish', 'cancel', 'remove']) a.addEventListener(e, () => ends(t, a, false), {once: true});
+      }
+    } catch (e) {}
   };
+  const ends = (t, name, on) => {
+    if (!(t instanceof Element)) return;
+    const names = ending.get(t) || new Set();
+    if (on) names.add(name); else names.delete(name);
+    if (names.size) ending.set(t, names); else ending.delete(t);
+  };
+  addEv.call(window, 'transitionrun', (e) => ends(e.target, 't:' + e.propertyName, true), true);
+  for (const k of ['transitionend', 'transitioncancel']) addEv.call(window, k, (e) => ends(e.target, 't:' + e.propertyName, false), true);
+  addEv.call(window, 'animationstart', (e) => {
+    try { if (e.target.getAnimations().some((a) => a.animationName === e.animationName && finite(a))) ends(e.target, 'a:' + e.animationName, true); } catch (x) {}
+  }, true);
+  for (const k of ['animationend', 'animationcancel']) addEv.call(window, k, (e) => ends(e.target, 'a:' + e.animationName, false), true);
+  const animate = Element.prototype.animate;
+  if (animate) {
+    Element.prototype.animate = function (...a) {
+      const an = animate.apply(this, a);
+      try {
+        if (finite(an)) {
+          ends(this, an, true);
+          for (const k of ['finish', 'cancel', 'remove']) an.addEventListener(k, () => ends(this, an, false), {once: true});
+        }
+      } catch (e) {}
+      return an;
+    };
+  }
+  const endsPending = () => { let n = 0; for (const [t, names] of ending) { if (t.isConnected) n += names.size; else ending.delete(t); } return n; };
   const loadingImages = () => { let n = 0; for (const i of document.images) if (!i.complete) n++; return n; };
   T.state = () => ({ticks: pw ? ticks() : null, mutations: T.mutations, next_due: pw ? T.nextDue() : null,
-                    real_work: T.inflight + scripts.size + loadingImages() + finiteAnimations(), fallback: T.fallback,
+                    real_work: T.inflight + scripts.size + loadingImages() + (seeRunning(), endsPending()),
+                    fallback: T.fallback,
                     lived: T.lived()});
   T.advance = async (ms) => {
     if (!T.fallback && ms > 0) {

@@ -65,7 +65,10 @@ async def let_pass(page: Any, ms: float, clock: ClockConfig) -> None:
     wall0, done = time.monotonic(), 0.0
     while done < ms:
         step = min(LOAD_STEP_MS, ms - done)
-        state = await page.evaluate("(ms) => window.__rrTime ? window.__rrTime.advance(ms) : null", step)
+        try:
+            state = await page.evaluate("(ms) => window.__rrTime ? window.__rrTime.advance(ms) : null", step)
+        except Exception:  # the document went (replaced, crashed): what follows looks at the page as it is
+            state = None
         if not state or state.get("fallback"):
             break
         done += step
