@@ -483,11 +483,12 @@ async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConf
         out = rec("inconclusive", reason=f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
     try:  # the clock as the check ended (an action may have made the page leave the controlled clock)
         await asyncio.wait_for(t.look(), CLOCK_READ_S)
-        used = t.used_s()
         await lane.forget()
-    except Exception:  # a page that stopped answering spent its whole wall time
-        used = time.perf_counter() - started
+    except Exception:  # the page does not answer: the next check gets a new one
         await lane.close()
+    used = t.used_s()  # the controlled clock's as last read, however slowly the page answers now
+    if not t.controlled and lane.page is None:  # on its own clock and no longer answering: its whole wall time
+        used = max(used, time.perf_counter() - started)
     return {**out, "clock": "controlled" if t.controlled else "page", "clock_reason": t.fallback}, used
 
 
