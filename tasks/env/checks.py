@@ -375,7 +375,7 @@ def matches(page: Any, loc: Locator, visible: bool = True) -> Any:
 
 async def _outlive(task: asyncio.Future, t: PageTime, limit_s: float, wall_cap_s: float) -> Any:
     """Await ``task`` (a check whose controlled clock keeps its own limit) up to ``wall_cap_s`` while the page
-    lives (its own clock advances; two readings in a row that do not, on a starved machine, mean it stopped);
+    lives (its own clock advances; two readings in a row that do not mean it stopped);
     on the page's own clock, past ``limit_s`` of wall time it goes on while that clock is short of the limit.
     Else it is cancelled and OutOfTime raised."""
     wall0, last, misses, wait_s = time.monotonic(), -1.0, 0, min(limit_s, wall_cap_s)
@@ -384,7 +384,8 @@ async def _outlive(task: asyncio.Future, t: PageTime, limit_s: float, wall_cap_s
         if done:
             return task.result()
         wall = time.monotonic() - wall0
-        now = await page_clock_ms(t.page)
+        # a page on the controlled clock that answers at all is alive, however slowly a starved machine runs it
+        now = await page_clock_ms(t.page, CLOCK_READ_S * (t.cfg.max_slowdown if t.controlled else 1))
         misses = misses + 1 if now is None or now <= last else 0
         why = (f"wall limit of {wall_cap_s:g}s reached" if wall >= wall_cap_s else
                "the page stopped answering" if misses >= 2 else

@@ -91,11 +91,12 @@ async def clock_of(page: Any, timeout_s: float) -> tuple[str | None, str | None]
     return ("controlled" if why is None else "page"), why
 
 
-async def page_clock_ms(page: Any) -> float | None:
-    """The page's own clock (ms it lived on its real timers); None when it does not answer or has none."""
+async def page_clock_ms(page: Any, timeout_s: float = CLOCK_READ_S) -> float | None:
+    """The page's own clock (ms it lived on its real timers); None when it does not answer (within
+    ``timeout_s``) or has none."""
     try:
         v = await asyncio.wait_for(page.evaluate("() => window.__rrTime ? window.__rrTime.lived() : null"),
-                                   CLOCK_READ_S)
+                                   timeout_s)
     except Exception:
         return None
     return float(v) if isinstance(v, (int, float)) else None
