@@ -2,11 +2,14 @@
 
 1. tree-sitter static checks on ~30 KB apps: apps per second per core (goal >= 100).
 2. browser runtime checks with isolation (fresh context per app, network blocked), with the interaction
-   probe on (goal >= 4 apps/s) and off, and the probe's share of the per-app time.
+   probe on (goal >= 4 apps/s) and off, and the probe's share of the per-app time; with ``--corpus DIR`` (a
+   local copy of InteractScience) also on real LLM-written apps (p5, three.js, Plotly, canvas simulations: the
+   published answers of several models), with the probe on.
 3. a 512-response step judged through the fake Anthropic API with 1 s latency at concurrency 64:
    wall time vs the latency-bound ideal ceil(512/64) * 1 s (goal: within 15%). Needs tests/fakes.
 
-Run: ``python -m bench.bench_env [--apps 200] [--browser-apps 48] [--skip-browser] [--skip-judge]``.
+Run: ``python -m bench.bench_env [--apps 200] [--browser-apps 48] [--skip-browser] [--skip-judge]
+[--corpus DIR [--real-apps 45]]``.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import os
 import time
 from pathlib import Path
 import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no paid call by accident
+from _cpu import tree_cpu_s  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures" / "env"
@@ -50,27 +54,54 @@ def bench_static(n: int) -> dict:
             "goal": ">= 100 apps/s/core"}
 
 
-def bench_browser(n: int, concurrency: int, probe: bool = True) -> dict:
-    from schemas.config_env import RuntimeConfig
+def own_mix() -> list[str]:
+    """Small apps (clean, blocked network, throws on load), CDN apps (Chart.js; three.js on SwiftShader WebGL)
+    and the ~30 KB script-heavy app of the static bench."""
     from tasks.env.extract import extract_html
+
+    mix = [extract_html((FIX / f).read_text()).html for f in ("clean.txt", "network.txt", "throws.txt")]
+    return mix + [(FIX / f).read_text() for f in ("chart_cdn.html", "three_cdn.html")] + [make_app(0)]
+
+
+def real_apps(corpus: str, n: int) -> list[str]:
+    """``n`` published answers of InteractScience's dev split, models in turn (the benchmark's own apps)."""
+    import sys
+
+    from tasks.env.extract import extract_html
+
+    sys.path.insert(0, str(REPO / "bench"))
+    import interactscience
+
+    c = interactscience.load(Path(corpus))
+    models = ("gpt-5", "claude-sonnet-4-20250514", "gemini-2.5-pro", *interactscience.LABELLED_MODELS)
+    answers = [sorted(c.answers(m).items()) for m in models]
+    out: list[str] = []
+    for k in range(max(map(len, answers))):
+        for a in answers:
+            ex = extract_html(a[k][1]) if k < len(a) else None
+            if ex is not None and len(out) < n:
+                out.append(ex.html)
+    return out
+
+
+def bench_browser(n: int, concurrency: int, probe: bool = True, mix: list[str] | None = None,
+                  name: str = "own mix") -> dict:
+    from schemas.config_env import RuntimeConfig
     from tasks.env.runtime import BrowserRuntime
 
-    # Small apps (clean, blocked network, throws on load), CDN apps (Chart.js; three.js on SwiftShader WebGL)
-    # and the ~30 KB script-heavy app of the static bench.
-    mix = [extract_html((FIX / f).read_text()).html for f in ("clean.txt", "network.txt", "throws.txt")]
-    mix += [(FIX / f).read_text() for f in ("chart_cdn.html", "three_cdn.html")] + [make_app(0)]
+    mix = mix or own_mix()
     apps = [mix[i % len(mix)] for i in range(n)]
     cfg = RuntimeConfig(**({"concurrency": concurrency} if concurrency else {}))
     cfg = cfg.model_copy(update={"probe": cfg.probe.model_copy(update={"enabled": probe})})
     with BrowserRuntime(cfg) as rt:
         rt.check_many(apps[:concurrency])  # launch + warm
-        t0 = time.perf_counter()
+        cpu0, t0 = tree_cpu_s(), time.perf_counter()
         evs = rt.check_many(apps)
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, tree_cpu_s() - cpu0
     probe_s = sum((e.interaction or {}).get("duration_s", 0.0) for e in evs)
-    return {"bench": "browser_runtime", "probe": probe, "apps": n, "concurrency": cfg.concurrency,
+    return {"bench": "browser_runtime", "apps_of": name, "probe": probe, "apps": n, "concurrency": cfg.concurrency,
             "settle_s": cfg.settle_s, "browser": cfg.executable_path,
-            "apps_per_s": round(n / wall, 2),
+            "apps_per_s": round(n / wall, 2), "cpu_s_per_app": round(cpu / n, 3),
             "probe_share_of_app_time": round(probe_s / max(sum(e.duration_s for e in evs), 1e-9), 3),
             "load_avg": [round(x, 2) for x in os.getloadavg()], "statuses": {s: sum(e.status == s for e in evs) for s in
                                                            sorted({e.status for e in evs})},
@@ -119,11 +150,19 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=0, help="browser checks at once (0: env.runtime default)")
     ap.add_argument("--skip-browser", action="store_true")
     ap.add_argument("--skip-judge", action="store_true")
+    ap.add_argument("--skip-static", action="store_true")
+    ap.add_argument("--corpus", default=None, help="a local copy of InteractScience: also its models' real apps")
+    ap.add_argument("--real-apps", type=int, default=45, help="how many of them (models in turn)")
     args = ap.parse_args()
-    print(json.dumps(bench_static(args.apps)))
+    if not args.skip_static:
+        print(json.dumps(bench_static(args.apps)))
     if not args.skip_browser:
         print(json.dumps(bench_browser(args.browser_apps, args.concurrency, probe=True)))
         print(json.dumps(bench_browser(args.browser_apps, args.concurrency, probe=False)))
+        if args.corpus:
+            real = real_apps(args.corpus, args.real_apps)
+            print(json.dumps(bench_browser(len(real), args.concurrency, probe=True, mix=real,
+                                           name="InteractScience answers")))
     if not args.skip_judge:
         print(json.dumps(bench_judge(512, 64, 1.0)))
 

@@ -25,7 +25,7 @@ submitted to a ScoreStream, then the update. Goals (issue 15): scoring tail (las
 scored) <= 10% of the serial scoring time; streamed step <= 1.15 x (max(generation, scoring) + update).
 
 Run: ``python bench/bench_stream.py [--groups 8] [--group-size 8] [--latency-scale 0.25] [--workers N]
-[--gen-s S | --gen-ratio R] [--gen-slots K]``. Defaults: the paper's step, B=64 x G=8 = 512 responses (about
+[--gen-s S | --gen-ratio R] [--gen-slots K] [--checks 6]``. Defaults: the paper's step, B=64 x G=8 = 512 responses (about
 4 minutes here); ``--groups 8`` for a quick run, where one long-tailed judge draw is most of the scoring time.
 """
 from __future__ import annotations
@@ -64,8 +64,23 @@ POOL = {
 }
 
 
-def load_pool() -> list[tuple[Any, list[str]]]:
-    """(task, candidate responses) for every task of POOL; raw HTML files answer in a fenced block."""
+def with_checks(task: Any, files: list[str], n: int) -> Any:
+    """The task with ``n`` more dynamic items, each carrying an executable check written for its apps (the
+    hand-labelled checks of bench_checks; those of every app when its own are fewer)."""
+    import bench_checks
+    from schemas.rubric import CompactItem
+
+    by_app = bench_checks.apps_and_checks()
+    own = [c for f in files for _i, c, _l in by_app.get(f, [])]
+    pool = own + [c for cs in by_app.values() for _i, c, _l in cs]
+    items = [CompactItem(id=f"K{k + 1}", requirement=f"executable check {k + 1}", level="correct_rule", check=c)
+             for k, c in enumerate(pool[:n])]
+    return task.model_copy(update={"rubric": task.rubric.model_copy(update={"dynamic": [*task.rubric.dynamic, *items]})})
+
+
+def load_pool(checks: int = 0) -> list[tuple[Any, list[str]]]:
+    """(task, candidate responses) for every task of POOL; raw HTML files answer in a fenced block; with
+    ``checks``, each task's rubric gets that many items with executable checks."""
     from schemas.rubric import Task
     from tasks.sft.teacher import offline_teacher_answer
 
@@ -74,6 +89,7 @@ def load_pool() -> list[tuple[Any, list[str]]]:
     for name, files in POOL.items():
         task = (Task.model_validate_json((FIX / name).read_text()) if name.endswith(".json")
                 else Task.model_validate(inter[name]))
+        task = with_checks(task, files, checks) if checks else task
         texts = [(FIX / f).read_text() for f in files]
         texts = [t if f.endswith(".txt") else f"Here is the app.\n\n```html\n{t}```\n" for f, t in zip(files, texts)]
         out.append((task, texts + [offline_teacher_answer(task)]))
@@ -429,6 +445,8 @@ def main() -> int:
     ap.add_argument("--off-policy-steps", type=int, default=0,
                     help="also run this many steps (>= 3) of the one-step-off-policy loop on fresh batches: steady-state "
                          "step period and the tail left exposed (0: skip)")
+    ap.add_argument("--checks", type=int, default=0,
+                    help="executable checks per response (rubric items with a check, written for the apps)")
     ap.add_argument("--update-twice", action="store_true",
                     help="run the real update after the streamed scoring too (default: its measured duration)")
     args = ap.parse_args()
@@ -445,7 +463,7 @@ def main() -> int:
     mb = max(d for d in range(1, 9) if n % d == 0)
     cfg = demo_config(rollout={"queries_per_step": args.groups, "group_size": args.group_size},
                       deepspeed={"micro_batch_size": mb})
-    pool = load_pool()
+    pool = load_pool(args.checks)
     tasks = {t.query_id: t for t, _ in pool}
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         t_setup = [time.perf_counter()]

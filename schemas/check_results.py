@@ -32,6 +32,8 @@ CHECK_RESULTS_SCHEMA = pa.schema([
     pa.field("error_offset", pa.int64()),  # the first one's response offset, when it has one
     pa.field("errors_json", pa.string()),
     pa.field("duration_s", pa.float64()),
+    pa.field("clock", pa.string()),  # controlled (the environment's clock) | page (the page's own) | null: not run
+    pa.field("clock_reason", pa.string()),  # why the page left the controlled clock (Web Audio, a worker, ...)
     pa.field("check_version", pa.string()),
 ])
 
@@ -56,6 +58,7 @@ def check_results_suites() -> list[FrameSuite]:
         E.ExpectColumnValuesToBeBetween(column="step", min_value=0),
         E.ExpectColumnValuesToBeBetween(column="error_offset", min_value=0),
         E.ExpectColumnValuesToNotBeNull(column="check_version"),
+        E.ExpectColumnValuesToBeInSet(column="clock", value_set=["controlled", "page"]),
     )
     consistent = suite("check_results-consistent",
                        E.ExpectColumnValuesToBeInSet(column="consistent", value_set=[True]))

@@ -11,6 +11,23 @@ from pydantic import BaseModel, ConfigDict, Field
 from schemas.checks import MAX_STEP_TIMEOUT_MS
 
 
+class ClockConfig(BaseModel):
+    """The controlled clock every page of an app runs on (``tasks/env/pagetime.py``): the load page, the
+    interaction probe and the checks. Read by the runtime (``env.runtime.clock``)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    start: str = Field("2025-01-06T09:00:00Z",
+                       description="The instant every page starts at (Date and timers are the environment's, so an "
+                                   "app is read the same way on every run)")
+    busy_reads: int = Field(50_000, ge=1000, description="Clock reads in one task that mean the page busy-waits on "
+                                                        "the clock: it leaves the controlled clock for its own")
+    max_lag: float = Field(4.0, ge=1.0, le=50.0,
+                           description="The load page's timers and frames may take this many times their page time "
+                                       "in wall time; past that it leaves the controlled clock (its frames then drop, "
+                                       "as in a browser on a busy machine) instead of running into the hard limit")
+
+
 class ChecksConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -18,15 +35,22 @@ class ChecksConfig(BaseModel):
     step_timeout_ms: int = Field(1500, ge=50, le=MAX_STEP_TIMEOUT_MS,
                                  description="Limit (page time) of a step that gives none: finding its target, or its "
                                              "expectation becoming true (polled)")
-    poll_ms: int = Field(50, ge=10, le=1000, description="How often an expectation is re-read until it holds")
-    settle_ms: int = Field(300, ge=0, le=5000, description="Wait after the fresh page's load before the first step")
+    poll_ms: int = Field(50, ge=10, le=1000, description="Page time between two readings of an expectation (and "
+                                                         "after each action) until it holds")
+    settle_ms: int = Field(300, ge=0, le=5000, description="Page time after the fresh page's load before the first "
+                                                           "step, at most: on the controlled clock it ends with the "
+                                                           "first poll interval that changes nothing in the DOM")
     check_limit_s: float = Field(12.0, gt=0, description="Limit (page time) of one check (fresh page, load, all steps)")
-    app_limit_s: float = Field(40.0, gt=0, description="Limit (page time) of all checks of one app; the rest are "
-                                                       "inconclusive")
+    app_limit_s: float = Field(40.0, gt=0, description="Limit (page time) of all checks of one app, counted in rubric "
+                                                       "order; the rest are inconclusive")
     max_checks: int = Field(16, ge=1, le=64, description="Checks run per app, at most (rubric order)")
+    parallel: int = Field(2, ge=1, le=16, description="Checks of one app at once, each lane a page of the app's "
+                                                      "context that runs its checks one after another, each in a "
+                                                      "fresh document (their verdicts do not depend on it)")
     max_slowdown: float = Field(6.0, ge=1.0, le=50.0,
-                                description="Every limit above is page time (the page's own clock, tasks/env/page.py), "
-                                            "so machine load does not change a verdict; a page starved this many "
-                                            "times over gets no more wall time, and its check is inconclusive")
+                                description="Every limit above is page time (tasks/env/pagetime.py); a page on its "
+                                            "own clock starved this many times over gets no more wall time, and its "
+                                            "check is inconclusive; real-time work (requests, CSS animations) a "
+                                            "verdict waits for gets this many times the step's limit")
     random_seed: int = Field(13, description="Math.random is seeded in every check page so a check reads the "
                                              "same app the same way on every run")

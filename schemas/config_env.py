@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schemas.config_checks import ChecksConfig
+from schemas.config_checks import ChecksConfig, ClockConfig
 
 # Project files (the CDN mirror) resolve against the project, not the current directory: `rubricrl score`
 # run from elsewhere must find the same mirror and give the same verdicts.
@@ -79,10 +79,11 @@ class ProbeConfig(_Section):
     caused by an interaction is a code_simulation major finding."""
 
     enabled: bool = Field(True, description="False loads the app only (the pre-issue-12 check)")
-    budget_s: float = Field(1.5, gt=0, le=30, description="Page time for the actions of one app, at most")
+    budget_s: float = Field(1.5, gt=0, le=30, description="Page time for the actions of one app, at most (each is "
+                                                        "followed by one frame of the page's clock)")
     max_actions: int = Field(40, ge=1, le=500, description="Actions per app, at most (clicks, fills, keys, drags)")
     seed: int = Field(0, description="Seed of the order-preserving choice of values (text, numbers, options)")
-    liveness_gap_s: float = Field(0.3, ge=0.3, description="Time between the two visual samples of the liveness "
+    liveness_gap_s: float = Field(0.3, ge=0.3, description="Page time between the two visual samples of the liveness "
                                                             "check (at least 300 ms): one at load, one after the "
                                                             "settle time, which the probe stretches to this if shorter")
     liveness_start_s: float = Field(0.2, ge=0, description="The first liveness sample this long after load (after "
@@ -110,7 +111,8 @@ class RuntimeConfig(_Section):
                     "CPU per app than full chromium's --headless, which preloads browser-UI renderers per context). "
                     "/usr/bin/chromium also works. Never `playwright install`")
     load_timeout_s: float = Field(5.0, gt=0, description="Time for the load event; past it the app is runtime-invalid")
-    settle_s: float = Field(0.5, ge=0, description="Time after load during which page errors still count")
+    settle_s: float = Field(0.5, ge=0, description="Page time after load during which page errors still count (on "
+                                                   "the controlled clock, env.runtime.clock)")
     hard_limit_s: float = Field(10.0, gt=0, description="Wall limit for one app, whatever it does")
     concurrency: int = Field(8, ge=1, le=64, description="Apps loaded at once in one browser (one context each); "
                                                           "a check mostly waits (settle time), so this exceeds cores")
@@ -131,6 +133,7 @@ class RuntimeConfig(_Section):
                                                      "alone before the verdict stands (verdicts must not depend on "
                                                      "load or concurrency)")
     probe: ProbeConfig = Field(default_factory=ProbeConfig)
+    clock: ClockConfig = Field(default_factory=ClockConfig)
 
     def settle_time_s(self) -> float:
         """The wait after load: ``settle_s``, stretched to the liveness gap when the probe samples across it."""

@@ -51,6 +51,8 @@ INTERACTION_TYPE = pa.struct([
     pa.field("visual_change", pa.bool_()),  # screenshots liveness_gap_s apart differ
     pa.field("dialogs", pa.int64()), pa.field("navigations", pa.int64()),
     pa.field("rechecked_from", pa.string()),  # the verdict beside other apps, when a re-check alone replaced it
+    pa.field("clock", pa.string()),  # controlled (the environment's clock) | page (the page's own: clock_reason)
+    pa.field("clock_reason", pa.string()),
 ])
 
 JUDGMENTS_SCHEMA = pa.schema([

@@ -45,6 +45,6 @@ def test_a_starved_cpu_changes_no_check_verdict_and_the_broken_twin_is_still_cau
     (9.0, None, "wall"),
 ])
 def test_a_limit_is_page_time_with_a_wall_cap(wall_s, page_ms, want):
-    from tasks.env.checks import limit_passed
+    from tasks.env.pagetime import limit_passed
 
     assert limit_passed(wall_s, page_ms, 1500, 6.0) == want

@@ -14,10 +14,17 @@ Verdicts, per item:
   so it is never a failure (a false alarm is worse than a miss).
 
 Verdicts must not depend on machine load: every limit (a step's timeout, a ``wait``, the settle time, the
-check and app limits) is *page time*, read from a clock the page keeps itself (``tasks.env.page``'s timer
-beat), so a renderer starved by a busy machine gets the time a quiet one would. A starved page gets at most
-``max_slowdown`` times a limit in wall time; past that, or when the page stops answering, the check is
-inconclusive, never failed.
+check and app limits) is *page time*, kept by the library's clock that the environment advances
+(``tasks.env.pagetime``): a ``wait`` step advances it, an expectation is re-read a poll interval of page time
+apart, and a page with nothing due before a limit is still, so its verdict stands at once (a target absent
+from the settled page is inconclusive without waiting out the step's limit). A page that cannot run under
+that clock (Web Audio or media time, workers, busy waiting) falls back to its own clock, recorded per check
+(``clock``, ``clock_reason``); there a starved page gets at most ``max_slowdown`` times a limit in wall time,
+and past that, or when the page stops answering, the check is inconclusive, never failed.
+
+The checks of one app run side by side (``ChecksConfig.parallel``), each page with its own storage
+(``localStorage`` is the page's ``sessionStorage``), and the app's limit is applied in rubric order, so the
+verdicts are the same one at a time or all at once.
 
 Run: ``BrowserRuntime(cfg).check_many(htmls, extras=[checks_hook(item_checks, checks_cfg)])``, or
 ``run_item_checks(runtime, html, item_checks)`` for one app; results land in
@@ -35,7 +42,8 @@ from schemas.checks import (Arith, CanvasChanges, Check, Click, Const, Count, Db
                             Hidden, Hover, Locator, NoError, NumberChanges, NumberRelation, Press, Read, Ref, Remember,
                             Resize, Select, TextChanges, TextMatches, Value, Visible, Wait, step_kind)
 from schemas.config_checks import ChecksConfig
-from tasks.env.page import APP_URL, PAGE_CLOCK_JS, page_clock_ms, page_error_record
+from tasks.env.page import APP_URL, page_error_record
+from tasks.env.pagetime import CLOCK_READ_S, Limit, OutOfTime, PageTime, limit_passed, page_clock_ms
 
 ItemChecks = list[tuple[str, Check]]
 Hook = Callable[[Any, str, Any], Awaitable[None]]
@@ -44,44 +52,16 @@ _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 _SEED_JS = """(() => { let a = %d >>> 0; Math.random = function () {
   a = (a + 0x6D2B79F5) >>> 0; let t = a; t = Math.imul(t ^ (t >>> 15), t | 1);
   t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return ((t ^ (t >>> 14)) >>> 0) / 4294967296; }; })();"""
+# Checks side by side in one context share its origin's localStorage: each page gets its own (its sessionStorage,
+# which starts empty in every new page), so no check sees what another (or the probe) stored.
+_ISOLATE_JS = """(() => { try { Object.defineProperty(window, 'localStorage',
+  {configurable: true, get: () => window.sessionStorage}); } catch (e) {} })();"""
 _OPS = {"eq": lambda a, b, t: abs(a - b) <= t, "ne": lambda a, b, t: abs(a - b) > t, "lt": lambda a, b, t: a < b,
         "le": lambda a, b, t: a <= b + t, "gt": lambda a, b, t: a > b, "ge": lambda a, b, t: a >= b - t}
 
 
 class Inconclusive(Exception):
     """The check could not look (nothing found, nothing readable): no verdict on the item."""
-
-
-def limit_passed(wall_s: float, page_ms: float | None, limit_ms: float, max_slowdown: float) -> str | None:
-    """Whether a limit of ``limit_ms`` page time has passed after ``wall_s`` seconds in which the page's clock
-    advanced ``page_ms`` (None: unknown): None (not yet), "page" (the page had its time: a verdict may stand)
-    or "wall" (the page ran slower than ``max_slowdown`` allows: no verdict) (pure)."""
-    if wall_s * 1000 < limit_ms:
-        return None
-    if page_ms is not None and page_ms >= limit_ms:
-        return "page"
-    return "wall" if wall_s * 1000 >= limit_ms * max_slowdown else None
-
-
-class Stopwatch:
-    """Wall and page time since it started, for one limit in one page."""
-
-    def __init__(self, page: Any, limit_ms: float, max_slowdown: float) -> None:
-        self.page, self.limit_ms, self.max_slowdown = page, limit_ms, max_slowdown
-        self.wall0, self.page0 = time.monotonic(), None
-
-    async def start(self) -> "Stopwatch":
-        self.wall0, self.page0 = time.monotonic(), await page_clock_ms(self.page)
-        return self
-
-    async def passed(self) -> str | None:
-        wall = time.monotonic() - self.wall0
-        if wall * 1000 < self.limit_ms:  # the clock is read only once the wall limit is reached
-            return None
-        now = await page_clock_ms(self.page)
-        # a clock behind its start belongs to a new document (the app reloaded itself): count from that start
-        page = None if now is None or self.page0 is None else now - self.page0 if now >= self.page0 else now
-        return limit_passed(wall, page, self.limit_ms, self.max_slowdown)
 
 
 class Failed(Exception):
@@ -122,47 +102,39 @@ def changed_fraction(before: Any, after: Any, region: tuple[float, float, float,
 
 def result_record(item_id: str, status: str, *, step: int | None = None, kind: str | None = None, reason: str = "",
                   observed: Any = None, expected: Any = None, errors: list[dict[str, Any]] | None = None,
-                  duration_s: float = 0.0) -> dict[str, Any]:
-    """One item's check result (the ``check_results`` row body; offsets into the HTML)."""
+                  duration_s: float = 0.0, clock: str | None = None, clock_reason: str | None = None) -> dict[str, Any]:
+    """One item's check result (the ``check_results`` row body; offsets into the HTML). ``clock``: controlled
+    (the environment's) or page (the page's own, ``clock_reason`` says why); None when the check did not run."""
     short = lambda v: None if v is None else str(v)[:500]  # noqa: E731
     return {"item_id": item_id, "status": status, "step": step, "step_kind": kind, "reason": reason[:1000],
             "observed": short(observed), "expected": short(expected), "errors": list(errors or [])[:10],
-            "duration_s": round(duration_s, 3)}
+            "duration_s": round(duration_s, 3), "clock": clock, "clock_reason": clock_reason}
 
 
 class _Run:
     """One check in one page: the remembered values, the page errors, the locators seen."""
 
-    def __init__(self, page: Any, html: str, cfg: ChecksConfig) -> None:
-        self.page, self.html, self.cfg = page, html, cfg
+    def __init__(self, page: Any, html: str, cfg: ChecksConfig, t: PageTime, errors: list[dict[str, Any]],
+                 lane: Any) -> None:
+        self.page, self.html, self.cfg, self.time, self.lane = page, html, cfg, t, lane
         self.memory: dict[str, Any] = {}
-        self.errors: list[dict[str, Any]] = []
+        self.errors = errors  # filled as the page reports them
         self.seen: set[str] = set()
 
     def locator(self, loc: Locator, visible: bool = True) -> Any:
         return matches(self.page, loc, visible).nth(loc.nth)
 
     async def find(self, loc: Locator, timeout_ms: int, visible: bool = True) -> Any:
-        """The target, waiting up to the step's timeout for it to appear; Inconclusive when it never does."""
-        el = self.locator(loc, visible)
-        watch = await self.stopwatch(timeout_ms)
-        while True:
+        """The target, looked for until the step's timeout or until the page is still without it; Inconclusive
+        when it never appears."""
+        el, limit, ended = self.locator(loc, visible), Limit(self.time, timeout_ms), False
+        while True:  # once the limit has passed, one more look: the page may have changed since the last
             if await el.count() > 0:
                 self.seen.add(loc.model_dump_json())
                 return el
-            if await watch.passed():
+            if ended:
                 raise Inconclusive(f"locator found nothing: {loc.describe()}")
-            await asyncio.sleep(self.cfg.poll_ms / 1000)
-
-    async def stopwatch(self, limit_ms: float) -> Stopwatch:
-        return await Stopwatch(self.page, limit_ms, self.cfg.max_slowdown).start()
-
-    async def wait(self, ms: float) -> None:
-        """Let ``ms`` of page time pass (a starved page gets more wall time, up to ``max_slowdown`` times)."""
-        watch = await self.stopwatch(ms)
-        await asyncio.sleep(ms / 1000)
-        while not await watch.passed():
-            await asyncio.sleep(self.cfg.poll_ms / 1000)
+            ended = await limit.step() is not None
 
     def act_timeout(self, t: int) -> int:
         """A Playwright action's wall timeout: its waits (visible, stable over two frames, enabled) take longer on a
@@ -171,25 +143,33 @@ class _Run:
         return int(t * self.cfg.max_slowdown)
 
     async def poll(self, timeout_ms: int, probe: Callable[[], Awaitable[tuple[bool, Any]]]) -> Any:
-        """Re-read until ``probe`` says it holds or time is up; returns the last observation or raises Failed."""
-        watch = await self.stopwatch(timeout_ms)
-        while True:
-            ok, observed = await probe()
+        """Re-read until ``probe`` says it holds, or until the step's timeout passes (or the page is still before
+        it does); returns the last observation or raises Failed."""
+        limit, passed = Limit(self.time, timeout_ms), None
+        while True:  # the verdict rests on a reading taken after the limit passed (the page may have changed
+            ok, observed = await probe()  # while the last one was read)
             if ok:
                 return observed
-            passed = await watch.passed()
             if passed == "page":
                 raise Failed("expectation did not hold", observed)
             if passed == "wall":
-                raise Inconclusive(f"the page ran more than {self.cfg.max_slowdown:g}x slower than its clock allows "
-                                   f"(machine load); last observed {str(observed)[:100]!r}")
-            await asyncio.sleep(self.cfg.poll_ms / 1000)
+                raise Inconclusive(f"{limit.why}; last observed {str(observed)[:100]!r}")
+            passed = await limit.step()
+
+    async def no_error_yet(self, timeout_ms: int) -> None:
+        """On the controlled clock, let the step's timeout pass (or the page be still) unless an error comes first:
+        an error a timer or frame throws after the action counts, at no wall-time cost."""
+        if not self.time.controlled:
+            return
+        limit = Limit(self.time, timeout_ms)
+        while not self.errors and await limit.step() is None:
+            pass
 
     async def text_of(self, el: Any) -> str:
-        tag = (await el.evaluate("e => e.tagName")).lower()
-        if tag in ("input", "textarea", "select"):
-            return await el.input_value()
-        return (await el.inner_text()).strip()
+        """A form control's value, else the element's rendered text (one round trip: it is re-read when polled)."""
+        control, text = await el.evaluate("e => /^(INPUT|TEXTAREA|SELECT)$/.test(e.tagName) ? [true, e.value] : "
+                                          "[false, e.innerText]", timeout=self.act_timeout(self.cfg.step_timeout_ms))
+        return text if control else text.strip()
 
     async def picture(self, el: Any) -> Any:
         import numpy as np
@@ -231,7 +211,8 @@ class _Run:
         p = self.page
         try:
             if isinstance(s, Wait):
-                await self.wait(s.ms)
+                await self.time.wait(s.ms)
+                return
             elif isinstance(s, Resize):
                 await p.set_viewport_size({"width": s.width, "height": s.height})
             elif isinstance(s, Press):
@@ -248,10 +229,12 @@ class _Run:
                     text = await self.text_of(el)
                     self.memory[s.name] = {"text": text, "number": parse_number(text, s.pattern)}
             elif isinstance(s, Drag):
+                self.lane.pointer_moved = True
                 await self.drag(s, t)
             else:
                 el = await self.find(s.target, t)
                 at = self.act_timeout(t)
+                self.lane.pointer_moved = self.lane.pointer_moved or isinstance(s, (Click, DblClick, Hover))
                 if isinstance(s, (Click, DblClick)):
                     fn = el.click if isinstance(s, Click) else el.dblclick
                     await fn(timeout=at, position=await self.point(el, s.position))
@@ -262,7 +245,9 @@ class _Run:
                     await el.select_option(**({"label": s.option} if by_label else {"value": s.option}), timeout=at)
                 elif isinstance(s, Hover):
                     await el.hover(timeout=at)
-        except (Inconclusive, Failed):
+            if not isinstance(s, Remember):
+                await self.time.after_action()
+        except (Inconclusive, Failed, OutOfTime):
             raise
         except Exception as e:  # not clickable, detached, no such option: the check could not act
             raise Inconclusive(f"could not {step_kind(s)}: {str(e).splitlines()[0][:300]}") from None
@@ -281,6 +266,7 @@ class _Run:
 
     async def expect(self, s: Any, t: int) -> None:
         if isinstance(s, NoError):
+            await self.no_error_yet(t)
             if self.errors:
                 e = self.errors[0]
                 raise Failed(f"uncaught {e['name']}: {e['message'][:200]}", e["message"][:200], "no uncaught error")
@@ -387,51 +373,99 @@ def matches(page: Any, loc: Locator, visible: bool = True) -> Any:
     return b.filter(visible=True) if visible else b
 
 
-async def run_check(context: Any, html: str, item_id: str, check: Check, cfg: ChecksConfig,
-                    load_timeout_s: float = 5.0) -> dict[str, Any]:
-    """One check in a fresh page of ``context`` (whose routes serve the app); never raises."""
-    return (await _check_in_page(context, html, item_id, check, cfg, load_timeout_s,
-                                 cfg.check_limit_s * cfg.max_slowdown))[0]
-
-
-async def _outlive(task: asyncio.Future, page: Any, limit_s: float, wall_cap_s: float, max_slowdown: float) -> None:
-    """Await ``task`` for ``limit_s`` of the page's time: past that much wall time it goes on while the page's
-    clock still advances (a starved page, not a hung one) and is short of the limit, up to ``wall_cap_s``;
-    else it is cancelled and TimeoutError raised."""
-    wall0, last, wait_s = time.monotonic(), -1.0, min(limit_s, wall_cap_s)
+async def _outlive(task: asyncio.Future, t: PageTime, limit_s: float, wall_cap_s: float) -> Any:
+    """Await ``task`` (a check whose controlled clock keeps its own limit) up to ``wall_cap_s`` while the page
+    lives (its own clock advances; two readings in a row that do not mean it stopped);
+    on the page's own clock, past ``limit_s`` of wall time it goes on while that clock is short of the limit.
+    Else it is cancelled and OutOfTime raised."""
+    wall0, last, misses, wait_s = time.monotonic(), -1.0, 0, min(limit_s, wall_cap_s)
     while True:
         done, _ = await asyncio.wait({task}, timeout=max(wait_s, 0.05))
         if done:
             return task.result()
         wall = time.monotonic() - wall0
-        now = await page_clock_ms(page)
-        if (wall >= wall_cap_s or now is None or now <= last
-                or limit_passed(wall, now, limit_s * 1000, max_slowdown) is not None):
+        # a page on the controlled clock that answers at all is alive, however slowly a starved machine runs it
+        now = await page_clock_ms(t.page, CLOCK_READ_S * (t.cfg.max_slowdown if t.controlled else 1))
+        misses = misses + 1 if now is None or now <= last else 0
+        why = (f"wall limit of {wall_cap_s:g}s reached" if wall >= wall_cap_s else
+               "the page stopped answering" if misses >= 2 else
+               None if t.controlled or now is None or limit_passed(wall, now, limit_s * 1000, t.cfg.max_slowdown) is None
+               else f"check time limit of {limit_s:g}s (page time) reached")
+        if why is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-            raise asyncio.TimeoutError
-        last, wait_s = now, min(max((limit_s * 1000 - now) / 1000, 0.5), wall_cap_s - wall)
+            raise OutOfTime(why)
+        last = now if now is not None else last
+        wait_s = min(1.0 if t.controlled or now is None else max((limit_s * 1000 - now) / 1000, 0.5), wall_cap_s - wall)
 
 
-async def _check_in_page(context: Any, html: str, item_id: str, check: Check, cfg: ChecksConfig,
-                         load_timeout_s: float, wall_cap_s: float) -> tuple[dict[str, Any], float]:
-    """``run_check``, and the page time it used (seconds)."""
+class Lane:
+    """One page of the app's context that runs checks one after another, each in a fresh document of the app: a
+    new tab costs several times a reload. Before the next check the page forgets the last one (the handlers it
+    runs on its way out, its storage and name, the mouse and viewport it moved), and the page errors of a
+    document go to the check that opened it; a page that stops answering is replaced."""
+
+    def __init__(self, context: Any, html: str) -> None:
+        self.context, self.html = context, html
+        self.page: Any = None
+        self.viewport: Any = None
+        self.errors: list[dict[str, Any]] = []  # page errors of the document on screen
+        self.opening: list[dict[str, Any]] = []  # of the next document the page commits (the running check's)
+        self.pointer_moved = False
+
+    async def open(self, errors: list[dict[str, Any]]) -> Any:
+        self.opening = errors
+        if self.page is None:
+            page = self.page = await self.context.new_page()
+            self.viewport = page.viewport_size
+            page.on("framenavigated", lambda f: setattr(self, "errors", self.opening) if f == page.main_frame else None)
+            page.on("pageerror", lambda exc: self.errors.append(page_error_record(
+                self.html, getattr(exc, "name", "Error"), getattr(exc, "message", str(exc)),
+                getattr(exc, "stack", "") or "")))
+        return self.page
+
+    async def forget(self) -> None:
+        """Ready for the next check, or closed when the page does not answer."""
+        page, self.opening = self.page, []
+        try:
+            await asyncio.wait_for(page.evaluate("() => { if (window.__rrTime) window.__rrTime.forget(); else "
+                                                 "try { sessionStorage.clear(); } catch (e) {} }"), CLOCK_READ_S)
+            if page.viewport_size != self.viewport:
+                await page.set_viewport_size(self.viewport)
+            if self.pointer_moved:
+                await page.mouse.move(0, 0)
+                self.pointer_moved = False
+        except Exception:
+            await self.close()
+
+    async def close(self) -> None:
+        if self.page is not None:
+            page, self.page = self.page, None
+            try:
+                await asyncio.wait_for(page.close(), 5)
+            except Exception:
+                pass
+
+
+async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConfig, load_timeout_s: float,
+                         wall_cap_s: float) -> tuple[dict[str, Any], float]:
+    """One check in a fresh document of the app in ``lane``'s page (the context's routes serve it), and the page
+    time it used (seconds); never raises."""
     started = time.perf_counter()
-    page = await context.new_page()
-    run = _Run(page, html, cfg)
-    page.on("pageerror", lambda exc: run.errors.append(page_error_record(
-        html, getattr(exc, "name", "Error"), getattr(exc, "message", str(exc)), getattr(exc, "stack", "") or "")))
-    state: dict[str, Any] = {"step": None, "page_ms": 0.0}
+    errors: list[dict[str, Any]] = []
+    page = await lane.open(errors)
+    t = PageTime(page, cfg, min(cfg.check_limit_s, cfg.app_limit_s) * 1000)
+    run = _Run(page, lane.html, cfg, t, errors, lane)
+    state: dict[str, Any] = {"step": None}
 
     async def steps() -> None:
-        await page.add_init_script(_SEED_JS % cfg.random_seed + PAGE_CLOCK_JS)
         # the runtime has loaded this app already: a slow load here is the machine's, not the app's
         await page.goto(APP_URL, wait_until="load", timeout=load_timeout_s * cfg.max_slowdown * 1000)
-        await run.wait(cfg.settle_ms)
+        await t.settle(cfg.settle_ms)
         for i, s in enumerate(check.steps):
             state["step"] = i
-            t = s.timeout_ms or cfg.step_timeout_ms
-            await (run.expect(s, t) if hasattr(s, "expect") else run.act(s, t))
+            limit = s.timeout_ms or cfg.step_timeout_ms
+            await (run.expect(s, limit) if hasattr(s, "expect") else run.act(s, limit))
 
     def rec(status: str, **kw: Any) -> dict[str, Any]:
         i = state["step"]
@@ -439,48 +473,67 @@ async def _check_in_page(context: Any, html: str, item_id: str, check: Check, cf
                              errors=run.errors, duration_s=time.perf_counter() - started, **kw)
 
     try:
-        await _outlive(asyncio.ensure_future(steps()), page, cfg.check_limit_s, wall_cap_s, cfg.max_slowdown)
+        await _outlive(asyncio.ensure_future(steps()), t, t.limit_ms / 1000, wall_cap_s)
         state["step"] = None
         out = rec("passed")
     except Failed as f:
         out = rec("failed", reason=str(f), observed=f.observed, expected=f.expected)
-    except Inconclusive as e:
+    except (Inconclusive, OutOfTime) as e:
         out = rec("inconclusive", reason=str(e))
-    except asyncio.TimeoutError:
-        out = rec("inconclusive", reason=f"check time limit of {cfg.check_limit_s:g}s (page time) reached")
     except Exception as e:  # page crashed or closed under the check: no verdict
         out = rec("inconclusive", reason=f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
-    finally:
-        used = await page_clock_ms(page)
-        try:
-            await asyncio.wait_for(page.close(), 5)
-        except Exception:
-            pass
-    # a page that stopped answering spent its whole wall time
-    return out, (used / 1000 if used is not None else time.perf_counter() - started)
+    try:  # the clock as the check ended (an action may have made the page leave the controlled clock)
+        await asyncio.wait_for(t.look(), CLOCK_READ_S)
+        await lane.forget()
+    except Exception:  # the page does not answer: the next check gets a new one
+        await lane.close()
+    used = t.used_s()  # the controlled clock's as last read, however slowly the page answers now
+    if not t.controlled and lane.page is None:  # on its own clock and no longer answering: its whole wall time
+        used = max(used, time.perf_counter() - started)
+    return {**out, "clock": "controlled" if t.controlled else "page", "clock_reason": t.fallback}, used
+
+
+def within_app_limit(ran: list[tuple[dict[str, Any], float]], app_limit_s: float) -> list[dict[str, Any]]:
+    """Results with the app's limit of page time applied in rubric order (pure): a check that ends past it, or
+    starts after it is spent, is inconclusive, whatever order the checks ran in."""
+    out, spent = [], 0.0
+    for rec, used in ran:
+        if spent >= app_limit_s or spent + used > app_limit_s:
+            rec = result_record(rec["item_id"], "inconclusive", reason=f"app limit of {app_limit_s:g}s (page time) "
+                                "spent", errors=rec["errors"], duration_s=rec["duration_s"], clock=rec["clock"],
+                                clock_reason=rec["clock_reason"])
+        out.append(rec)
+        spent += used
+    return out
 
 
 async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksConfig,
                      load_timeout_s: float = 5.0) -> list[dict[str, Any]]:
-    """Every check of one app, one after another (pages of one app share its renderer), within the app's
-    limit of page time (``app_limit_s``; ``max_slowdown`` times it in wall time); checks past it or past
-    ``max_checks`` are inconclusive."""
-    out: list[dict[str, Any]] = []
-    wall_deadline, page_used = time.monotonic() + cfg.app_limit_s * cfg.max_slowdown, 0.0
-    for n, (item_id, check) in enumerate(checks):
-        if n >= cfg.max_checks:
-            out.append(result_record(item_id, "inconclusive", reason=f"not run: more than {cfg.max_checks} checks"))
-            continue
-        left, wall_left = cfg.app_limit_s - page_used, wall_deadline - time.monotonic()
-        if left <= 0.5 or wall_left <= 0.5:
-            out.append(result_record(item_id, "inconclusive", reason=f"not run: app limit of {cfg.app_limit_s}s spent"))
-            continue
-        limited = cfg.model_copy(update={"check_limit_s": min(cfg.check_limit_s, left)})
-        rec, used = await _check_in_page(context, html, item_id, check, limited, load_timeout_s,
-                                         min(limited.check_limit_s * cfg.max_slowdown, wall_left))
-        out.append(rec)
-        page_used += used
-    return out
+    """Every check of one app in ``cfg.parallel`` lanes at once, each check in a fresh document on the controlled
+    clock, within the app's limit of page time (``app_limit_s``; ``max_slowdown`` times it in wall time); checks
+    past it or past ``max_checks`` are inconclusive."""
+    await context.add_init_script(_SEED_JS % cfg.random_seed + _ISOLATE_JS)  # the runtime installed the clock
+    wall_deadline = time.monotonic() + cfg.app_limit_s * cfg.max_slowdown
+    todo = list(enumerate(checks[:cfg.max_checks]))
+    ran: list[Any] = [None] * len(todo)
+
+    async def lane_runs() -> None:
+        lane = Lane(context, html)
+        try:
+            while todo:
+                k, (item_id, check) = todo.pop(0)
+                wall_left = wall_deadline - time.monotonic()
+                ran[k] = (result_record(item_id, "inconclusive", reason=f"not run: app limit of {cfg.app_limit_s:g}s "
+                                        "(wall time) spent"), 0.0) if wall_left <= 0.5 else \
+                    await _check_in_page(lane, item_id, check, cfg, load_timeout_s,
+                                         min(cfg.check_limit_s * cfg.max_slowdown, wall_left))
+        finally:
+            await lane.close()
+
+    await asyncio.gather(*(lane_runs() for _ in range(min(cfg.parallel, len(todo)))))
+    skipped = [result_record(i, "inconclusive", reason=f"not run: more than {cfg.max_checks} checks")
+               for i, _c in checks[cfg.max_checks:]]
+    return within_app_limit(ran, cfg.app_limit_s) + skipped
 
 
 def checks_hook(checks: ItemChecks, cfg: ChecksConfig, load_timeout_s: float = 5.0) -> Hook:

@@ -5,7 +5,6 @@ so the probe and the checks need not import the browser machinery that imports t
 """
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
@@ -39,26 +38,3 @@ def page_error_record(html: str, name: str, message: str, stack: str) -> dict[st
         rec["line"], rec["column"] = int(m.group(1)), int(m.group(2))
         rec["offset"] = html_offset(html, rec["line"], rec["column"])
     return rec
-
-
-# The page clock: page time as the page itself lived it. A timer beats every CLOCK_TICK_MS; each beat adds the
-# time since the last one, but at most two ticks, so the time a renderer spent starved by a busy machine (or
-# blocked by the app's own long task) does not count. Limits read in page time give a slow machine's page the
-# time a quiet machine's page gets. Installed as an init script, so it runs from the document's start.
-CLOCK_TICK_MS = 20
-PAGE_CLOCK_JS = """(() => { const st = window.setTimeout.bind(window), now = performance.now.bind(performance);
-  let last = now(), lived = 0;
-  const beat = () => { const t = now(); lived += Math.min(t - last, %d); last = t; st(beat, %d); };
-  st(beat, %d);
-  Object.defineProperty(window, '__rrClock', {value: () => lived + Math.min(now() - last, %d)}); })();""" % (
-    2 * CLOCK_TICK_MS, CLOCK_TICK_MS, CLOCK_TICK_MS, 2 * CLOCK_TICK_MS)
-CLOCK_READ_S = 2.0  # a page that cannot answer a one-line evaluate in this long is not advancing its clock either
-
-
-async def page_clock_ms(page: Any) -> float | None:
-    """The page's clock (ms of page time since its document started); None when it does not answer or has none."""
-    try:
-        v = await asyncio.wait_for(page.evaluate("() => window.__rrClock ? window.__rrClock() : null"), CLOCK_READ_S)
-    except Exception:
-        return None
-    return float(v) if isinstance(v, (int, float)) else None

@@ -5,9 +5,19 @@
 (() => {
   if (window.__rrProbe) return;
   const origAdd = EventTarget.prototype.addEventListener;
-  const origRaf = window.requestAnimationFrame ? window.requestAnimationFrame.bind(window) : null;
+  // Under the environment's controlled clock (tasks/env/pagetime.py) the page's timers, frames and
+  // performance.now are that clock's: the probe's own waits take the real ones (the clock's saved originals),
+  // and the frame after an action is a frame of the controlled clock, so the app's own loop draws it.
+  const pw = globalThis.__pwClock;
+  const real = pw ? pw.builtins : {setTimeout: window.setTimeout.bind(window), clearTimeout: window.clearTimeout.bind(window),
+                                   requestAnimationFrame: window.requestAnimationFrame && window.requestAnimationFrame.bind(window),
+                                   performance: window.performance};
+  const appRaf = window.requestAnimationFrame;
+  const origRaf = real.requestAnimationFrame || null;
   const origDebug = console.debug.bind(console);
-  const origSetTimeout = window.setTimeout.bind(window);
+  const origSetTimeout = real.setTimeout, origClearTimeout = real.clearTimeout;
+  const realNow = real.performance.now.bind(real.performance);
+  const FRAME_MS = 16;
   const R = {listeners: [], targets: [], errors: [], dialogs: [], submits: [], rafs: 0, draws: 0, mutations: 0,
              action: -1, inDispatch: false, hb: 0};
   Object.defineProperty(window, '__rrProbe', {value: R, enumerable: false});
@@ -89,7 +99,7 @@
   window.prompt = dialog('prompt', (a) => (a.length > 1 && a[1] !== undefined ? String(a[1]) : '42'));
 
   // Liveness: animation frames requested, draw calls (WebGL scenes re-render on demand), a heartbeat timer.
-  if (origRaf) window.requestAnimationFrame = function (cb) { R.rafs++; return origRaf(cb); };
+  if (appRaf) window.requestAnimationFrame = function (cb) { R.rafs++; return appRaf.call(window, cb); };
   for (const C of [window.WebGLRenderingContext, window.WebGL2RenderingContext]) {
     if (!C) continue;
     for (const m of ['drawArrays', 'drawElements', 'drawArraysInstanced', 'drawElementsInstanced']) {
@@ -213,7 +223,8 @@
     for (const el of document.querySelectorAll('input,select,textarea,progress,meter')) s += (el.checked ? 1 : 0) + ':' + el.value + '|';
     return s.length > 4000 ? s.length + s.slice(0, 200) : s;
   };
-  const frame = () => new Promise((res) => { const t = origSetTimeout(res, 60); if (origRaf) origRaf(() => origSetTimeout(() => { clearTimeout(t); res(); }, 0)); });
+  const frame = () => (window.__rrTime && !window.__rrTime.fallback ? window.__rrTime.advance(FRAME_MS) :
+    new Promise((res) => { const t = origSetTimeout(res, 60); if (origRaf) origRaf(() => origSetTimeout(() => { origClearTimeout(t); res(); }, 0)); }));
   const center = (el) => { const r = el.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; };
   const fire = (el, type, x, y, extra) => {
     const init = Object.assign({bubbles: true, cancelable: true, composed: true, clientX: x, clientY: y, button: 0,
@@ -267,16 +278,18 @@
 
   // Bounded wait for the app's fetches to settle, so a rejection lands while its action is still the current one.
   const settleRequests = (ms) => new Promise((resolve) => {
-    const t0 = performance.now();
-    const tick = () => (R.inflight <= 0 || performance.now() - t0 > ms) ? resolve() : origSetTimeout(tick, 10);
+    const t0 = realNow();
+    const tick = () => (R.inflight <= 0 || realNow() - t0 > ms) ? resolve() : origSetTimeout(tick, 10);
     tick();
   });
-  R.run = async (actions, budgetMs, seed, requestWaitMs) => {
+  R.run = async (actions, budgetMs, seed, requestWaitMs, wallMs) => {
     const rand = rng(seed);
-    const t0 = performance.now();
+    const t0 = performance.now(), r0 = realNow();
     const log = [];
     for (let i = 0; i < actions.length; i++) {
-      if (performance.now() - t0 > budgetMs) break;
+      // the budget is page time; wallMs bounds it in wall time too, so a scene too heavy for the machine to
+      // draw at page speed runs fewer actions instead of running into the hang limit
+      if (performance.now() - t0 > budgetMs || realNow() - r0 > wallMs) break;
       const a = actions[i];
       const before = state(), nErr = R.errors.length;
       R.action = i;
@@ -300,6 +313,7 @@
   // A visual sample without a screenshot (a screenshot costs the renderer a full frame and an encode):
   // canvas pixels, DOM mutations (JS-driven motion writes styles or text) and running CSS/Web animations.
   const running = () => { try { return document.getAnimations().filter((a) => a.playState === 'running').length; } catch (e) { return 0; } };
-  R.snapshot = () => ({rafs: R.rafs, draws: R.draws, mutations: R.mutations, hb: R.hb, canvas: canvasHash(), animations: running()});
+  R.snapshot = () => ({rafs: R.rafs, draws: R.draws, mutations: R.mutations, hb: R.hb, canvas: canvasHash(), animations: running(),
+                        t: performance.now()});  // the page's clock: the controlled one where it runs on it
   R.collect = () => ({errors: R.errors, dialogs: R.dialogs});
 })();

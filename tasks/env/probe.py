@@ -18,6 +18,13 @@ Python half here, after load and settle:
    draw calls, scroll, form values, dialogs); a page that stops answering is hung *by that action*;
 4. resizes the viewport once.
 
+Time: the page runs on the environment's controlled clock (``tasks.env.pagetime``), so the settle time, the
+liveness gap and the frame after each action are page time, the same on a quiet or a busy machine, and an
+action's frame is one frame of the app's own loop (its timers and animation frames fire as the clock moves).
+The probe's own waits (the fetches it lets settle, its heartbeat) take the real timers. A page that leaves the
+controlled clock (``clock_reason``: busy waiting, Web Audio or media time, workers, frames heavier than the
+machine runs in real time) is probed in real time, as before: its frame is the browser's next frame.
+
 Navigation away is stopped by the runtime's route (a 204 answer keeps the page) and recorded; a form submit
 nobody prevented is recorded by the page. Offsets are into the HTML application.
 
@@ -35,8 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from schemas.config_checks import ClockConfig
 from schemas.config_env import ProbeConfig
 from tasks.env.page import APP_URL, html_offset
+from tasks.env.pagetime import clock_of, let_pass
 
 PROBE_JS = (Path(__file__).with_name("probe.js")).read_text(encoding="utf-8")
 MARK = "\u0000rr:"
@@ -63,6 +72,8 @@ class InteractionEvidence:
     hang: dict[str, Any] | None = None
     duration_s: float = 0.0
     error: str | None = None
+    clock: str | None = None  # controlled (the environment's clock) | page (the page's own, clock_reason says why)
+    clock_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -158,12 +169,15 @@ def summarize(ev: InteractionEvidence | dict[str, Any] | None) -> dict[str, Any]
             "failures": interaction_failures(d), "dead_controls": [c.get("label") or c.get("target")
                                                                     for c in d.get("dead_controls") or []],
             "animation_frames": live.get("rafs"), "visual_change": live.get("visual_change"),
-            "dialogs": len(d.get("dialogs") or []), "navigations": len(d.get("navigations") or [])}
+            "dialogs": len(d.get("dialogs") or []), "navigations": len(d.get("navigations") or []),
+            "clock": d.get("clock"), "clock_reason": d.get("clock_reason")}
 
 
-def liveness(a: dict[str, Any], b: dict[str, Any], gap_s: float) -> dict[str, Any]:
-    """Motion between two in-page samples ``gap_s`` apart (pure). ``visual_change``: canvas pixels, the DOM, or
-    a running CSS/Web animation; ``animated`` also counts animation frames and WebGL draws."""
+def liveness(a: dict[str, Any], b: dict[str, Any], wall_gap_s: float) -> dict[str, Any]:
+    """Motion between two in-page samples (pure), ``gap_s`` apart in the page's time (``t``, the controlled
+    clock's where the page runs on it; else ``wall_gap_s``). ``visual_change``: canvas pixels, the DOM, or a
+    running CSS/Web animation; ``animated`` also counts animation frames and WebGL draws."""
+    gap_s = round((b["t"] - a["t"]) / 1000, 3) if "t" in a and "t" in b else wall_gap_s
     live = {"rafs": b["rafs"] - a["rafs"], "draws": b["draws"] - a["draws"], "mutations": b["mutations"] - a["mutations"],
             "canvas_change": a["canvas"] != b["canvas"], "running_animations": b.get("animations", 0), "gap_s": gap_s}
     live["visual_change"] = bool(live["canvas_change"] or live["mutations"] or live["running_animations"])
@@ -183,7 +197,8 @@ async def idle_sample(page: Any, cfg: ProbeConfig) -> tuple[dict[str, Any], floa
 
 
 async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSession, stack_offset: Any,
-                    viewport: dict[str, int], idle: tuple[dict[str, Any], float] | None) -> InteractionEvidence:
+                    viewport: dict[str, int], idle: tuple[dict[str, Any], float] | None,
+                    clock: ClockConfig) -> InteractionEvidence:
     """Exercise a loaded page; never raises for the app's behaviour (a hang is evidence)."""
     ev = session.evidence
     ev.status = "ok"
@@ -199,9 +214,11 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
         if idle is not None:
             ev.liveness = liveness(idle[0], b, round(time.perf_counter() - idle[1], 3))
         try:
-            run = await asyncio.wait_for(page.evaluate("([a, b, s, w]) => window.__rrProbe.run(a, b, s, w)",
+            # the actions stop at budget_s of page time, or half the grace past it in wall time (heavy frames)
+            run = await asyncio.wait_for(page.evaluate("([a, b, s, w, r]) => window.__rrProbe.run(a, b, s, w, r)",
                                                        [plan["actions"], int(cfg.budget_s * 1000), cfg.seed,
-                                                        int(cfg.request_wait_s * 1000)]),
+                                                        int(cfg.request_wait_s * 1000),
+                                                        int((cfg.budget_s + grace / 2) * 1000)]),
                                          cfg.budget_s + cfg.request_wait_s + grace)
         except asyncio.TimeoutError:
             i = session.current_action
@@ -214,7 +231,7 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
         n = len(plan["actions"])
         await page.evaluate("(n) => { window.__rrProbe.action = n; }", n)  # the resize is action n
         await page.set_viewport_size({"width": cfg.resize_to[0], "height": cfg.resize_to[1]})
-        await asyncio.wait_for(page.evaluate("() => new Promise(r => setTimeout(r, 50))"), grace)
+        await asyncio.wait_for(let_pass(page, 50, clock), grace)
         await page.set_viewport_size(viewport)
         got = await asyncio.wait_for(page.evaluate("() => { window.__rrProbe.action = %d; "
                                                    "return window.__rrProbe.collect(); }" % AFTER), grace)
@@ -236,6 +253,7 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
     finally:
         ev.navigations = list(session.navigations)
         ev.duration_s = round(time.perf_counter() - t0, 3)
+        ev.clock, ev.clock_reason = await clock_of(page, grace)
     return ev
 
 

@@ -109,7 +109,7 @@ def check_rows(r: ScoreResult, scope_of: dict[str, str]) -> list[dict[str, Any]]
                     "expected": c.get("expected"), "n_errors": len(errs),
                     "error_offset": next((e["offset"] for e in errs if e.get("offset") is not None), None),
                     "errors_json": json.dumps(errs, ensure_ascii=False), "duration_s": c.get("duration_s"),
-                    "check_version": CHECKS_VERSION})
+                    "clock": c.get("clock"), "clock_reason": c.get("clock_reason"), "check_version": CHECKS_VERSION})
     return out
 
 

@@ -14,6 +14,12 @@ limit holds whatever the page does (an infinite loop included): the context is c
 killed) and the batch goes on. One browser is reused across apps; a crashed browser is detected and
 relaunched without losing the batch. WebGL runs on SwiftShader (software), so three.js apps work.
 
+Every page of the app's context runs on the environment's controlled clock (``tasks.env.pagetime``, the library's
+clock paused at ``env.runtime.clock.start``): the settle time, the probe's frames and the checks' waits are page
+time, advanced by the environment, so they cost no wall time and do not stretch or shrink with machine load; a
+page that cannot run under it (busy waiting, Web Audio or media time, workers, frames heavier than the machine
+runs in real time) runs on its own clock from then on, as a browser would.
+
 After load and settle, the interaction probe (``tasks.env.probe``, issue 12) uses the app in the same
 context: its evidence lands in ``RuntimeEvidence.interaction``; navigation away is answered 204 by the
 route (the page stays) and recorded. ``BrowserRuntime.after_probe`` is the step where later checks run
@@ -51,6 +57,7 @@ from typing import Any
 from schemas.config_env import RuntimeConfig
 from tasks.env.cdn import CdnMirror
 from tasks.env.page import APP_ORIGIN, APP_URL, html_offset, page_error_record, stack_offset  # noqa: F401 (re-exported)
+from tasks.env.pagetime import install_controlled_clock, let_pass
 from tasks.env.probe import PROBE_JS, ProbeSession, idle_sample, interaction_failures, run_probe
 
 VIEWPORT = {"width": 1280, "height": 800}
@@ -393,6 +400,7 @@ class BrowserRuntime:
                     limit: Any = None) -> None:
         started = time.perf_counter()
         probe = self.cfg.probe
+        await install_controlled_clock(context, self.cfg.clock)  # first: later init scripts see the clock
         if probe.enabled:
             await context.add_init_script(PROBE_JS)
         await context.route("**/*", lambda route: self._route(route, html, ev, session))
@@ -417,12 +425,12 @@ class BrowserRuntime:
             if not await self._still_loading(page, started):
                 ev.status = "load_timeout"
                 return
-        session.loaded, loaded_at = True, time.perf_counter()
-        idle = None
-        if probe.enabled:  # liveness is sampled across the settle time
-            await asyncio.sleep(probe.liveness_start_s)
-            idle = await idle_sample(page, probe)
-        await asyncio.sleep(max(self.cfg.settle_time_s() - (time.perf_counter() - loaded_at), 0.0))
+        session.loaded = True
+        idle, sampled_s = None, 0.0
+        if probe.enabled:  # liveness is sampled across the settle time (page time)
+            await let_pass(page, probe.liveness_start_s * 1000, self.cfg.clock)
+            idle, sampled_s = await idle_sample(page, probe), probe.liveness_start_s
+        await let_pass(page, (self.cfg.settle_time_s() - sampled_s) * 1000, self.cfg.clock)
         if ev.status != "ok":
             return
         try:
@@ -439,7 +447,8 @@ class BrowserRuntime:
         if ev.status != "ok":
             return
         if probe.enabled:
-            await run_probe(page, html, probe, session, lambda st: stack_offset(html, st), VIEWPORT, idle)
+            await run_probe(page, html, probe, session, lambda st: stack_offset(html, st), VIEWPORT, idle,
+                            self.cfg.clock)
             await self._screenshot(page, html, "probe", limit)
         await self.after_probe(context, html, ev, extra)
 

@@ -1,0 +1,285 @@
+"""Page time: the library's clock, advanced by the environment, for every page of an app.
+
+Every page of an app's context (the load page, the interaction probe, the checks) runs on Playwright's clock
+(``context.clock``: ``Date``, timers, ``requestAnimationFrame``, ``requestIdleCallback``, ``performance.now``),
+paused at a fixed instant (``env.runtime.clock.start``) from the document's start. Nothing in the page waits for
+the machine: the settle time and a ``wait`` step advance the clock, polling an expectation advances it to the
+next due timer (a poll interval at least), the probe's frame after an action is a frame of it, and timers and
+animation frames fire as it advances, so a countdown of ten seconds is checked in milliseconds of wall time and
+a starved renderer lives the same page time as a quiet one. Each page's clock is advanced on its own (its
+in-page controller), so the checks of one app run side by side in pages of its context without moving each
+other's time. ``pagetime.js`` (init script) reports errors in timer callbacks as the page's own, knows when each
+timer is due (a page with nothing due before a limit is still: its verdict needs no more time) and which
+real-time work is still running.
+
+Where a page cannot run under the controlled clock it falls back to its own clock, recorded per check and per
+probe (``clock``, ``clock_reason``): Web Audio time (``AudioContext.currentTime``), media playback, workers (their
+timers are real), busy waiting (a page reading the clock in a tight loop would never see it move), and on the
+load page timers and frames heavier than the machine runs in real time (``env.runtime.clock.max_lag``). Its
+own clock is the time it lived on its real timers (a beat that does not count the time a starved renderer was
+not running); every limit then reads that, and a page starved past ``max_slowdown`` makes the check
+inconclusive. CSS animations and transitions and the Web Animations API run on the compositor's clock: they do
+not force the fallback, but a verdict waits in wall time until the finite ones have finished (as for requests
+in flight).
+
+Run: ``await install_controlled_clock(context, clock)`` once per context before its first page (the runtime
+does), ``await let_pass(page, ms, clock)`` on the load page, and per check page ``t = PageTime(page, cfg,
+limit_ms)``: ``await t.settle(ms)``, ``await t.wait(ms)``, ``Limit(t, ms).step()``.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from schemas.config_checks import ChecksConfig, ClockConfig
+
+TIME_JS = Path(__file__).with_name("pagetime.js").read_text(encoding="utf-8")
+BEAT_MS = 20  # the page clock's beat: a gap longer than two beats counts as two (the renderer was starved)
+CLOCK_READ_S = 2.0  # a page that cannot answer a one-line evaluate in this long is not living either
+LOAD_STEP_MS = 100  # the load page's clock moves this far per step, so a page too heavy to keep up is seen early
+
+
+class OutOfTime(Exception):
+    """The check's own limit of page time is spent (no verdict on the item)."""
+
+
+def time_script(clock: ClockConfig) -> str:
+    """The pages' time keeper (``pagetime.js``) with its settings."""
+    return TIME_JS + "(" + json.dumps({"beat_ms": BEAT_MS, "busy_reads": clock.busy_reads}) + ");"
+
+
+async def install_controlled_clock(context: Any, clock: ClockConfig) -> None:
+    """Every page ``context`` opens from now on starts paused at ``clock.start``, with the time keeper. Before
+    any other init script, so the probe's and the environment's own waits keep the real timers."""
+    await context.clock.pause_at(clock.start)
+    await context.add_init_script(time_script(clock))
+
+
+async def let_pass(page: Any, ms: float, clock: ClockConfig) -> None:
+    """Let ``ms`` of page time pass on a loaded page: its controlled clock advanced a step at a time while the
+    page keeps up (``clock.max_lag`` times ``ms`` of wall time at most); a page that cannot, or that runs on
+    its own clock, gets the rest as wall time."""
+    wall0, done = time.monotonic(), 0.0
+    while done < ms:
+        step = min(LOAD_STEP_MS, ms - done)
+        try:
+            state = await page.evaluate("(ms) => window.__rrTime ? window.__rrTime.advance(ms) : null", step)
+        except Exception:  # the document went (replaced, crashed): what follows looks at the page as it is
+            state = None
+        if not state or state.get("fallback"):
+            break
+        done += step
+        if done < ms and (time.monotonic() - wall0) * 1000 > ms * clock.max_lag:
+            await page.evaluate("(why) => window.__rrTime.leave(why)",
+                                f"its timers and frames ran more than {clock.max_lag:g}x slower than page time")
+            break
+    if done < ms:
+        await asyncio.sleep((ms - done) / 1000)
+
+
+async def clock_of(page: Any, timeout_s: float) -> tuple[str | None, str | None]:
+    """(controlled | page, why the page left the controlled clock) of a page as it is now; (None, None) when it
+    does not answer within ``timeout_s``."""
+    try:
+        why = await asyncio.wait_for(page.evaluate("() => window.__rrTime ? window.__rrTime.fallback : "
+                                                   "'no time keeper'"), timeout_s)
+    except Exception:
+        return None, None
+    return ("controlled" if why is None else "page"), why
+
+
+async def page_clock_ms(page: Any, timeout_s: float = CLOCK_READ_S) -> float | None:
+    """The page's own clock (ms it lived on its real timers); None when it does not answer (within
+    ``timeout_s``) or has none."""
+    try:
+        v = await asyncio.wait_for(page.evaluate("() => window.__rrTime ? window.__rrTime.lived() : null"),
+                                   timeout_s)
+    except Exception:
+        return None
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def limit_passed(wall_s: float, page_ms: float | None, limit_ms: float, max_slowdown: float) -> str | None:
+    """Whether a limit of ``limit_ms`` page time has passed after ``wall_s`` seconds in which the page's clock
+    advanced ``page_ms`` (None: unknown): None (not yet), "page" (the page had its time: a verdict may stand)
+    or "wall" (the page ran slower than ``max_slowdown`` allows: no verdict) (pure)."""
+    if wall_s * 1000 < limit_ms:
+        return None
+    if page_ms is not None and page_ms >= limit_ms:
+        return "page"
+    return "wall" if wall_s * 1000 >= limit_ms * max_slowdown else None
+
+
+class Stopwatch:
+    """Wall and page-clock time since it started, for one limit in one page (the fallback's clock)."""
+
+    def __init__(self, page: Any, limit_ms: float, max_slowdown: float) -> None:
+        self.page, self.limit_ms, self.max_slowdown = page, limit_ms, max_slowdown
+        self.wall0, self.page0 = time.monotonic(), None
+
+    async def start(self) -> "Stopwatch":
+        self.wall0, self.page0 = time.monotonic(), await page_clock_ms(self.page)
+        return self
+
+    async def passed(self) -> str | None:
+        wall = time.monotonic() - self.wall0
+        if wall * 1000 < self.limit_ms:  # the clock is read only once the wall limit is reached
+            return None
+        now = await page_clock_ms(self.page)
+        # a clock behind its start belongs to a new document (the app reloaded itself): count from that start
+        page = None if now is None or self.page0 is None else now - self.page0 if now >= self.page0 else now
+        return limit_passed(wall, page, self.limit_ms, self.max_slowdown)
+
+
+class PageTime:
+    """One check page's time: controlled until the page shows it cannot run under it (``fallback``)."""
+
+    def __init__(self, page: Any, cfg: ChecksConfig, limit_ms: float) -> None:
+        self.page, self.cfg, self.limit_ms = page, cfg, limit_ms
+        self._state: dict[str, Any] = {"ticks": 0.0, "mutations": 0, "next_due": None, "real_work": 0,
+                                       "fallback": None, "lived": 0.0}
+        self._base = 0.0  # page time of the documents before this one (an app that reloads itself starts at 0)
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self._state
+
+    @state.setter
+    def state(self, new: dict[str, Any]) -> None:
+        old = self._state.get("ticks") or 0.0
+        if (new.get("ticks") or 0.0) < old:
+            self._base += old
+        self._state = new
+
+    @property
+    def controlled(self) -> bool:
+        return self._state.get("fallback") is None
+
+    @property
+    def fallback(self) -> str | None:
+        return self._state.get("fallback")
+
+    @property
+    def ticks(self) -> float:
+        """Page time on the controlled clock since the check's page opened (across its documents)."""
+        return self._base + float(self._state.get("ticks") or 0.0)
+
+    def _due(self) -> float | None:
+        due = self._state.get("next_due")
+        return None if due is None else self._base + float(due)
+
+    def used_s(self) -> float:
+        """Page time the check used: the controlled clock's, or the page's own after a fallback."""
+        return (self.ticks if self.controlled else float(self.state.get("lived") or 0.0)) / 1000
+
+    async def look(self) -> dict[str, Any]:
+        self.state = await self.page.evaluate("() => window.__rrTime.state()")
+        return self.state
+
+    async def advance(self, ms: float) -> None:
+        """Move the controlled clock ``ms`` on (timers and frames fire); past the check's limit: OutOfTime."""
+        over = self.ticks + ms > self.limit_ms
+        self.state = await self.page.evaluate("(ms) => window.__rrTime.advance(ms)", max(self.limit_ms - self.ticks, 0)
+                                              if over else ms)
+        if over and self.controlled:
+            raise OutOfTime(f"check time limit of {self.limit_ms / 1000:g}s (page time) reached")
+
+    async def wait(self, ms: float) -> None:
+        """Let ``ms`` of page time pass (on the page's own clock a starved page gets more wall time, up to
+        ``max_slowdown`` times)."""
+        if self.controlled:
+            await self.advance(ms)
+            return
+        watch = await Stopwatch(self.page, ms, self.cfg.max_slowdown).start()
+        await asyncio.sleep(ms / 1000)
+        while not await watch.passed():
+            await asyncio.sleep(self.cfg.poll_ms / 1000)
+
+    async def after_action(self) -> None:
+        """One poll interval of page time after an action (its timers of 0 ms, its next frame); on the page's
+        own clock that time passes anyway while the next step starts."""
+        if self.controlled:
+            await self.advance(self.cfg.poll_ms)
+
+    def still_until(self, end: float) -> bool:
+        """Nothing on the controlled clock is due before ``end``: until then the page cannot change by itself."""
+        due = self._due()
+        return due is None or due > end
+
+    async def step_toward(self, end: float) -> None:
+        """One poll interval on, or straight to the next timer when that is later (nothing can change before
+        it), never past ``end``."""
+        due = self._due()
+        gap = max(self.cfg.poll_ms, (due - self.ticks) if due is not None else 0.0)
+        await self.advance(min(gap, end - self.ticks))
+
+    async def settle(self, cap_ms: float) -> None:
+        """After load: until a poll interval passes with no DOM change (or nothing is due), at most ``cap_ms``,
+        then the real-time work still running; on the page's own clock a fixed ``cap_ms``."""
+        if not self.controlled:
+            await self.wait(cap_ms)
+            return
+        await self.look()
+        end = self.ticks + cap_ms
+        while self.controlled and self.ticks < end and not self.still_until(end):
+            before = self.state["mutations"]
+            await self.step_toward(end)
+            if self.state["mutations"] == before:
+                break
+        await self.finish_real_work(time.monotonic() + cap_ms * self.cfg.max_slowdown / 1000)
+
+    async def finish_real_work(self, deadline: float) -> bool:
+        """Wait in wall time, until ``deadline`` (``time.monotonic()``) at most, for requests, loading images and
+        scripts and finite CSS / Web animations; True when none is left."""
+        while self.state.get("real_work"):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(self.cfg.poll_ms / 1000 / 2)
+            await self.look()
+        return True
+
+
+class Limit:
+    """``limit_ms`` of page time from now, for one step; ``step()`` lets time pass toward it."""
+
+    def __init__(self, t: PageTime, limit_ms: float) -> None:
+        self.t, self.limit_ms = t, limit_ms
+        self.start: float | None = None
+        self.watch: Stopwatch | None = None
+        self.real_deadline: float | None = None
+        self.why = ""  # when step() said "wall": why the page did not have its time
+
+    async def step(self) -> str | None:
+        """None: time passed (look again); "page": the limit passed and the page had its time (a verdict may
+        stand); "wall": it did not (machine load, real-time work that never finished): no verdict."""
+        t = self.t
+        if t.controlled:
+            if self.start is None:
+                await t.look()
+                self.start = t.ticks
+            end = self.start + self.limit_ms
+            if t.ticks < end and not t.still_until(end):
+                await t.step_toward(end)
+                return None
+            if t.controlled:  # the limit passed, or the page is still until it does
+                if not t.state.get("real_work"):
+                    return "page"
+                if self.real_deadline is None:
+                    self.real_deadline = time.monotonic() + self.limit_ms * t.cfg.max_slowdown / 1000
+                if not await t.finish_real_work(self.real_deadline):
+                    self.why = "real-time work (requests, CSS animations) still running"
+                    return "wall"
+                if not t.still_until(t.ticks + t.cfg.poll_ms):  # what the finished work set going (a render)
+                    await t.advance(t.cfg.poll_ms)
+                return None
+        if self.watch is None:  # the page left the controlled clock: the rest of the limit on its own clock
+            spent = t.ticks - self.start if self.start is not None else 0.0
+            self.watch = await Stopwatch(t.page, max(self.limit_ms - spent, 0.0), t.cfg.max_slowdown).start()
+        passed = await self.watch.passed()
+        if passed is None:
+            await asyncio.sleep(t.cfg.poll_ms / 1000)
+        self.why = f"the page ran more than {t.cfg.max_slowdown:g}x slower than its clock allows (machine load)"
+        return passed

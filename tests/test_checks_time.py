@@ -1,0 +1,149 @@
+"""Checks on the controlled clock (tasks/env/pagetime.py) in real headless Chromium: a countdown that fails the
+round at 0 and an animation, each with a broken twin (the timer never fires; the animation stops after one
+frame); a fade on the compositor's clock; the same verdicts with Chromium's CPU throttled 8x at one check at a
+time; pages that must leave the controlled clock (a busy wait on Date.now(), a worker) still finishing within
+their limit; errors in timers; storage kept apart between checks. One browser per CPU speed."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from schemas.checks import parse_check
+from schemas.config_checks import ChecksConfig
+from schemas.config_env import RuntimeConfig
+from tasks.env.checks import checks_hook, result_record, within_app_limit
+from tasks.env.throttle import ThrottledRuntime
+
+FIX = Path(__file__).parent / "fixtures" / "checks" / "time"
+IX = Path(__file__).parent / "fixtures" / "env" / "interaction"
+CFG = RuntimeConfig(load_timeout_s=4.0, settle_s=0.2, hard_limit_s=8.0, concurrency=4)
+CHECKS = ChecksConfig()
+pytestmark = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
+                                reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh")
+START = {"do": "click", "target": {"role": "button", "name": "start"}}
+STATUS = {"role": "status"}
+
+
+def check(*steps: dict) -> object:
+    return parse_check({"steps": list(steps)})
+
+
+COUNTDOWN = [  # ten seconds of page time each
+    ("lost_at_0", check(START, {"do": "wait", "ms": 5000}, {"do": "wait", "ms": 5000},
+                        {"expect": "text", "target": STATUS, "matches": "time is up"},
+                        {"expect": "disabled", "target": {"role": "button", "name": "submit"}})),
+    ("ticks_down", check(START, {"do": "remember", "target": {"role": "timer"}, "name": "t0"}, {"do": "wait", "ms": 1000},
+                         {"expect": "number_changes", "target": {"role": "timer"}, "since": "t0", "direction": "down"})),
+    ("won_in_time", check(START, {"do": "fill", "target": {"label": "your answer"}, "value": "Lima"},
+                          {"do": "click", "target": {"role": "button", "name": "submit"}},
+                          {"expect": "text", "target": STATUS, "matches": "correct"})),
+]
+ANIMATION = [("moves", check({"do": "remember", "target": {"canvas": True}, "name": "a"}, {"do": "wait", "ms": 500},
+                             {"expect": "canvas_changes", "target": {"canvas": True}, "since": "a"}))]
+FADE = [("closes", check({"do": "click", "target": {"role": "button", "name": "got it"}},
+                         {"expect": "hidden", "target": {"text": "we use cookies"}}))]
+# 2 s of a 60 Hz simulation: about 120 steps on the controlled clock however long each step takes in wall time
+SIM = [("runs", check(START, {"do": "wait", "ms": 2000}, {"expect": "number_relation", "left": {"read": STATUS},
+                                                           "op": "ge", "right": {"const": 100}}))]
+APPS = {  # app -> (its checks, the verdicts they must give)
+    FIX / "countdown.html": (COUNTDOWN, ["passed", "passed", "passed"]),
+    FIX / "countdown_broken.html": (COUNTDOWN, ["failed", "failed", "passed"]),
+    IX / "anim_runs.html": (ANIMATION, ["passed"]),
+    IX / "anim_stops.html": (ANIMATION, ["failed"]),
+    FIX / "fade.html": (FADE, ["passed"]),
+    FIX / "fade_broken.html": (FADE, ["failed"]),
+    FIX / "sim.html": (SIM, ["passed"]),
+    FIX / "sim_broken.html": (SIM, ["failed"]),
+}
+
+
+def run(rt: ThrottledRuntime, apps: dict[Path, tuple[list, list]], cfg: ChecksConfig = CHECKS) -> dict[str, list]:
+    names = list(apps)
+    evs = rt.check_many([p.read_text() for p in names], extras=[checks_hook(apps[p][0], cfg) for p in names])
+    return {p.name: ev.check_results for p, ev in zip(names, evs)}
+
+
+@pytest.fixture(scope="module")
+def quiet() -> dict[str, list]:
+    with ThrottledRuntime(CFG, rate=1) as rt:
+        return run(rt, APPS)
+
+
+def statuses(res: dict[str, list]) -> dict[str, list[str]]:
+    return {n: [r["status"] for r in rs] for n, rs in res.items()}
+
+
+def test_countdown_fails_the_round_at_zero_on_the_controlled_clock_and_its_twin_whose_timer_never_fires_fails(quiet):
+    assert statuses(quiet) == {p.name: want for p, (_c, want) in APPS.items()}, quiet
+    lost, ticks, _won = quiet["countdown.html"]
+    assert all(r["clock"] == "controlled" and r["clock_reason"] is None for rs in quiet.values() for r in rs)
+    assert lost["duration_s"] < 5.0  # ten seconds of page time, not of wall time
+    broken_lost, broken_ticks, _ = quiet["countdown_broken.html"]
+    assert (broken_lost["step_kind"], broken_lost["observed"]) == ("text", "Go!")  # still going after 10 s
+    assert (broken_ticks["step_kind"], broken_ticks["observed"]) == ("number_changes", "9.0")
+
+
+def test_animation_is_seen_moving_and_its_twin_stopped_after_one_frame_fails(quiet):
+    assert quiet["anim_stops.html"][0]["reason"].startswith("expected >= 0.100% of pixels changed")
+    assert quiet["anim_runs.html"][0]["status"] == "passed"
+
+
+def test_a_fade_on_the_compositors_clock_is_waited_for(quiet):
+    # the notice hides on transitionend of a 0.4 s CSS transition: real time the controlled clock does not skip
+    assert quiet["fade.html"][0]["status"] == "passed" and quiet["fade_broken.html"][0]["observed"] == "False"
+
+
+def test_same_verdicts_with_the_cpu_throttled_8x_one_check_at_a_time(quiet):
+    one = CFG.model_copy(update={"concurrency": 1})
+    with ThrottledRuntime(one, rate=8) as rt:
+        slow = run(rt, APPS, CHECKS.model_copy(update={"parallel": 1}))
+    assert statuses(slow) == statuses(quiet), slow
+
+
+def test_pages_that_leave_the_controlled_clock_say_why_and_finish_within_their_limit():
+    busy = [("rolls", check({"do": "click", "target": {"role": "button", "name": "roll"}},
+                            {"expect": "text", "target": STATUS, "matches": "you rolled [1-6]"}))]
+    primes = [("counts", check({"do": "click", "target": {"role": "button", "name": "count primes"}},
+                               {"expect": "text", "target": STATUS, "matches": "78498 primes"}))]
+    with ThrottledRuntime(CFG, rate=1) as rt:
+        res = run(rt, {FIX / "busy.html": (busy, None), FIX / "worker.html": (primes, None)})
+    (rolled,), (counted,) = res["busy.html"], res["worker.html"]
+    # the roll busy-waits 200 ms on Date.now(): on a paused clock that loop would never end
+    assert (rolled["status"], rolled["clock"]) == ("passed", "page") and "busy waiting" in rolled["clock_reason"]
+    assert rolled["duration_s"] < CHECKS.check_limit_s
+    assert (counted["status"], counted["clock"]) == ("passed", "page") and "Worker" in counted["clock_reason"]
+
+
+def test_an_error_in_a_timer_fails_no_error_with_its_offset_and_storage_is_the_checks_own():
+    late = [("saves", check({"do": "click", "target": {"role": "button", "name": "save"}}, {"expect": "no_error"}))]
+    visit = check({"do": "click", "target": {"role": "button", "name": "add visit"}},
+                  {"expect": "text", "target": STATUS, "matches": "^visits: 1$"})
+    with ThrottledRuntime(CFG, rate=1) as rt:
+        res = run(rt, {FIX / "late_error.html": (late, None), FIX / "late_ok.html": (late, None),
+                       FIX / "stored.html": ([(f"V{i}", visit) for i in range(4)], None)})
+    bad, = res["late_error.html"]
+    html = (FIX / "late_error.html").read_text()
+    assert bad["status"] == "failed" and bad["errors"][0]["name"] == "TypeError"  # thrown 300 ms after the click
+    assert html[bad["errors"][0]["offset"]:].startswith("= 'Saved ' + state.saved")  # V8 points at the assignment
+    assert res["late_ok.html"][0]["status"] == "passed"
+    # four checks, two lanes of two (and the probe before them): each starts from an empty localStorage, though
+    # the app stores its count again as it leaves the page
+    assert [r["status"] for r in res["stored.html"]] == ["passed"] * 4, res["stored.html"]
+
+
+def test_a_target_absent_from_the_still_page_is_inconclusive_without_waiting_out_the_step_limit():
+    missing = [(f"M{i}", check({"do": "click", "target": {"role": "button", "name": f"pause {i}"}},
+                               {"expect": "no_error"})) for i in range(20)]
+    # 20 checks whose steps could each take 1.5 s of page time, within 2 s of page time for all of them
+    cfg = CHECKS.model_copy(update={"app_limit_s": 2.0, "max_checks": 20})
+    with ThrottledRuntime(CFG, rate=1) as rt:
+        res, = run(rt, {FIX / "countdown.html": (missing, None)}, cfg).values()
+    assert [r["reason"] for r in res] == [f"locator found nothing: role=button name~/pause {i}/" for i in range(20)]
+
+
+def test_the_app_limit_is_applied_in_rubric_order():
+    ran = [(result_record(f"I{i}", "passed"), used) for i, used in enumerate([3.0, 4.0, 2.0, 0.5])]
+    out = within_app_limit(ran, 8.0)
+    assert [r["status"] for r in out] == ["passed", "passed", "inconclusive", "inconclusive"]
+    assert out[2]["reason"] == "app limit of 8s (page time) spent"
