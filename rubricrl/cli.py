@@ -4,6 +4,7 @@
     rubricrl sql "SELECT count(*) FROM queries"
     rubricrl stages | catalog | config
     rubricrl ingest FILE.jsonl
+    rubricrl mirror scan DIR | mirror add p5@1.4.0   # the sandbox's CDN mirror: what apps need, pinning it
     rubricrl serve            # local Prefect server + process worker + every deployment
     rubricrl serve-judge MODEL_DIR   # vLLM OpenAI-compatible server for an open judge (llm.provider=openai)
 """
@@ -206,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rubricrl import score_cmd
 
     score_cmd.add_parser(sub).set_defaults(fn=cmd_score)
+    from rubricrl import mirror_cmd
+
+    mirror_cmd.add_parser(sub).set_defaults(fn=mirror_cmd.run)
     return p
 
 

@@ -193,7 +193,8 @@ def parse_cdn_url(url: str) -> CdnRef | None:
 _SEMVER = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?")
 
 
-def _vtuple(v: str) -> tuple[int, ...]:
+def version_key(v: str) -> tuple[int, ...]:
+    """(major, minor, patch) of a version, for ordering (pure)."""
     return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
 
 
@@ -210,7 +211,7 @@ def satisfies(version: str, spec: str | None) -> bool | None:
     ``~1.2``, ``>=2``, ``latest``, none; prereleases only by name); None for a form not understood (pure)."""
     if "-" in version:
         return False
-    have = _vtuple(version) + (0, 0, 0)
+    have = version_key(version) + (0, 0, 0)
     s = (spec or "").strip().lower()
     if s in ("", "latest", "*", "x"):
         return True
@@ -239,7 +240,7 @@ def choose_version(installed: list[str], spec: str | None, package: str = "") ->
     if exact is not None:
         return exact if exact in installed else None
     ok = [v for v in installed if satisfies(v, spec)]
-    return max(ok, key=_vtuple) if ok else None
+    return max(ok, key=version_key) if ok else None
 
 
 def pin_spec(ref: CdnRef) -> str:

@@ -124,11 +124,13 @@ def _runtime_for(cfg: EnvConfig, runtime: BrowserRuntime | None) -> BrowserRunti
     return runtime or shared_runtime(cfg.runtime)
 
 
-def _judge_record(res: LLMResult | None, given: bool) -> dict[str, Any]:
+def _judge_record(res: LLMResult | None, given: bool, gap: bool = False) -> dict[str, Any]:
     if given:
         return {"provider": "given", "model": None, "attempts": 0, "error": None}
     if res is None:
-        return {"provider": None, "model": None, "attempts": 0, "error": "not judged (gates failed on our evidence)"}
+        why = ("environment gap: the app failed after a library request the CDN mirror could not serve" if gap
+               else "gates failed on our evidence")
+        return {"provider": None, "model": None, "attempts": 0, "error": f"not judged ({why})"}
     return {"provider": res.provider, "model": res.model, "attempts": res.attempts, "error": res.error,
             "cached": res.cached, "input_tokens": res.usage.input_tokens, "output_tokens": res.usage.output_tokens}
 
@@ -230,12 +232,10 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
                                     else normalize_diagnosis(d, inp.task.rubric))
             judges[j] = _judge_record(None, True)
             return None
-        if st.source_valid and rt is not None and rt.environment_gaps(cfg.runtime):
-            judges[j] = {**_judge_record(None, False), "error": "not judged (environment gap: the app failed after "
-                         "a library request the CDN mirror could not serve)"}
-            return None
+        gap = st.source_valid and rt is not None and bool(rt.environment_gaps(cfg.runtime))  # no reward to judge for
         locally_failed = not st.source_valid or (rt is not None and rt.runtime_valid(cfg.runtime) is False)
-        if locally_failed and not cfg.judge.judge_invalid_apps:
+        if gap or (locally_failed and not cfg.judge.judge_invalid_apps):
+            judges[j] = _judge_record(None, False, gap)
             return None
         if provider is None:
             raise ValueError("no judge provider and no diagnosis given; pass provider=get_provider(...) "
