@@ -49,6 +49,10 @@ APPS = {
     "p5_missing": page(P5.format(v="1.10.0"), USES_P5),  # a published p5 the mirror does not pin
     "gap_unused": page("<script src='https://cdn.jsdelivr.net/npm/three@0.158.1/build/three.min.js'></script>",
                        "<script>document.getElementById('speed').textContent = 'speed 2';</script>"),
+    # a file the asked-for version does not have: the real CDN's 404, which the app sees (and survives) as a user would
+    "cdn_404": page("", "<script>fetch('https://cdn.jsdelivr.net/npm/three@0.150.0/examples/js/controls/OrbitControls.js')"
+                        ".then(r => { if (r.status !== 404) throw new Error('status ' + r.status); })"
+                        ".catch(e => setTimeout(() => { throw e; }));</script>"),
     # refused on purpose, and the app depends on it: the app's problem
     "api_dependent": page("", "<script>const x = new XMLHttpRequest(); x.open('GET', 'https://api.example.com/speed', false);"
                               "x.send(); document.getElementById('speed').textContent = JSON.parse(x.responseText).v;</script>"),
@@ -89,6 +93,7 @@ def test_a_library_the_mirror_lacks_is_a_missing_reward_with_the_url(scored):
     gap = by["p5_missing"]
     url = "https://cdnjs.cloudflare.com/ajax/libs/p5.js/1.10.0/p5.js"
     assert gap.reward is None and gap.runtime_valid is None and gap.missing_reason == "environment_gap"
+    assert gap.gates["browser"] is None and gap.evidence["runtime_status"] == "page_error"  # it threw: no verdict
     assert [g["url"] for g in gap.evidence["environment_gaps"]] == [url] and gap.evidence["environment_gaps"][0]["spec"] == "p5@1.10.0"
     assert gap.to_json()["missing_reason"] == "environment_gap"
     assert gap.judge["provider"] is None and "environment gap" in gap.judge["error"]  # no judge call paid for it
@@ -101,6 +106,9 @@ def test_a_library_the_mirror_lacks_is_a_missing_reward_with_the_url(scored):
     api = by["api_dependent"]
     assert api.runtime_valid is False and tier_cause(api) == "app_error" and api.evidence["environment_gaps"] == []
     assert any(b["outcome"] == "refused" for b in api.evidence["blocked_requests"])
+    gone = by["cdn_404"]  # the page got the 404 (a blocked request would reject the fetch): no gap, no failure
+    assert gone.runtime_valid is True and gone.evidence["environment_gaps"] == [], gone.evidence["page_errors"]
+    assert [b["outcome"] for b in gone.evidence["blocked_requests"]] == ["not_found"]
 
 
 def _sim(r, sev):
