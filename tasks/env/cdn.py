@@ -36,6 +36,7 @@ Run: ``CdnMirror(Path("vendor/cdn/node_modules")).resolve(url)`` -> ``Resolution
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -261,6 +262,16 @@ def unserved(url: str, resource_type: str) -> tuple[str, str]:
         if resource_type in types:
             return "refused", why
     return "refused", f"a {resource_type or 'request'} outside the sandbox"
+
+
+def mirror_fingerprint(root: Path | None) -> str | None:
+    """Which mirror is installed at ``root`` (npm's record of what it installed): a reward depends on it."""
+    if root is None:
+        return None
+    try:
+        return hashlib.sha256((Path(root) / ".package-lock.json").read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
 
 
 # -- the mirror ---------------------------------------------------------------------------------------------

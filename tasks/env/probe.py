@@ -21,9 +21,10 @@ Python half here, after load and settle:
 Navigation away is stopped by the runtime's route (a 204 answer keeps the page) and recorded; a form submit
 nobody prevented is recorded by the page. Offsets are into the HTML application.
 
-Decisions live elsewhere: ``interaction_failures`` (pure) says which observations fail the runtime gate
-(an uncaught error caused by an action, a hang caused by an action, a submit that reloads the app); dead
-controls and no motion are rubric evidence only (``tasks/env/judge.py``).
+Decisions live elsewhere: ``interaction_failures`` (pure) lists the failures an action caused (an uncaught
+error, a hang, a submit that reloads the app), ``tasks/env/severity.py`` says which of them block the app
+(``env.runtime.probe.error_rule``; for it, when an action threw, the motion after the run is sampled as
+``loop_after``); dead controls and no motion are rubric evidence only (``tasks/env/judge.py``).
 """
 from __future__ import annotations
 

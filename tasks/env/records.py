@@ -17,6 +17,7 @@ from schemas.checks import CHECKS_VERSION
 from schemas.config_env import EnvConfig
 from schemas.env import INTERACTION_TYPE, JUDGMENTS_SCHEMA, REWARDS_SCHEMA
 from schemas.rubric import CompactRubric, Task
+from tasks.env.cdn import mirror_fingerprint
 from tasks.env.runtime import BrowserRuntime
 from tasks.env.score import ScoreInput, ScoreResult, score_batch
 from tasks.llm.base import Provider
@@ -30,6 +31,7 @@ def reward_config_hash(cfg: EnvConfig, kind: str) -> str:
             "runtime_gate": {"blank_body_fails": cfg.runtime.blank_body_fails,
                              "console_errors_fail": cfg.runtime.console_errors_fail, "enabled": cfg.runtime.enabled},
             "html_errors_fail": cfg.static.html_errors_fail, "reload_loop_after": cfg.runtime.reload_loop_after,
+            "cdn_mirror": mirror_fingerprint(cfg.runtime.cdn_root()) if cfg.runtime.enabled else None,
             "probe": {"enabled": cfg.runtime.enabled and cfg.runtime.probe.enabled,
                       "errors_fail": cfg.runtime.probe.errors_fail, "error_rule": cfg.runtime.probe.error_rule}}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
