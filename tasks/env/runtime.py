@@ -19,9 +19,9 @@ After load and settle, the interaction probe (``tasks.env.probe``, issue 12) use
 context: its evidence lands in ``RuntimeEvidence.interaction``; navigation away is answered 204 by the
 route (the page stays) and recorded; a popup no gesture opened is refused as a browser refuses it, and a
 page that keeps reloading itself is ``reload_loop`` (``tasks.env.navigation``). An app that fails after a
-library request the mirror could not serve gets no verdict (``RuntimeEvidence.environment_gaps``). ``BrowserRuntime.after_probe`` is the step where later checks run
-(per-rubric-item checks in a fresh page of the same context); ``check_many(htmls, extras)`` passes each
-app's extra argument to it.
+library request the mirror could not serve gets no verdict (``RuntimeEvidence.environment_gaps``).
+``BrowserRuntime.after_probe`` is the step where later checks run (per-rubric-item checks in a fresh page
+of the same context); ``check_many(htmls, extras)`` passes each app's extra argument to it.
 
 Screenshots (evaluation only; ``BrowserRuntime(cfg, screenshots=ScreenshotSpec(folder, timeout_s))``):
 one PNG of the viewport after load and settle, before the probe acts (``<app key>-load.png``), and one
