@@ -68,6 +68,9 @@ APPS = {
     "popup_click": page("", "<button id='h'>Help</button><script>h.onclick = () => { const w = window.open("
                             "'https://docs.example.org/help'); w.focus(); };</script>"),
 }
+CHECKED = Task.model_validate({**TASK.model_dump(), "rubric": {**TASK.rubric.model_dump(), "initial_state": [
+    {"id": "I1", "requirement": "The page shows a speed readout", "level": "rendering_effect",
+     "check": {"steps": [{"expect": "text", "target": {"role": "status"}, "matches": "speed 1"}]}}]}})
 EMPTY = {k: {"critical": [], "major": [], "minor": []} for k in ("static_check", "code_simulation", "rubric_alignment")}
 
 
@@ -76,7 +79,8 @@ def scored():
     cfg = EnvConfig(runtime=CFG)
     with BrowserRuntime(CFG) as rt:
         res = score_batch([ScoreInput(k, TASK, v) for k, v in APPS.items()]
-                          + [ScoreInput("one_handler_given", TASK, APPS["one_handler"], diagnosis=EMPTY)],
+                          + [ScoreInput("one_handler_given", TASK, APPS["one_handler"], diagnosis=EMPTY),
+                             ScoreInput("p5_missing_checked", CHECKED, APPS["p5_missing"])],
                           provider=get_provider("offline"), runtime=rt, cfg=cfg)
     return cfg, {r.key: r for r in res}
 
@@ -100,6 +104,10 @@ def test_a_library_the_mirror_lacks_is_a_missing_reward_with_the_url(scored):
     row = judgment_row(gap)
     assert row["environment_gaps"] == [url] and json.loads(row["evidence_json"])["environment_gaps"][0]["url"] == url
     assert reward_row(gap, "h")["tier"] == "missing" and reward_row(gap, "h")["tier_cause"] == "environment_gap"
+    # the executable checks' pages load the app again after the verdict: their requests are recorded as theirs
+    checked = by["p5_missing_checked"]
+    assert [b["phase"] for b in checked.evidence["blocked_requests"]].count("check") >= 1
+    assert [g["url"] for g in checked.evidence["environment_gaps"]] == [url] and checked.reward is None
     # the twins: an app that works despite an unserved request keeps its verdict; a refused API it depends on is its own
     unused = by["gap_unused"]
     assert unused.runtime_valid is True and unused.reward is not None and unused.evidence["environment_gaps"] == []

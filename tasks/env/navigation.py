@@ -56,11 +56,13 @@ CORS = {"access-control-allow-origin": "*"}
 
 
 def record(ev: Any, session: Any, url: str, resource_type: str, kind: str, outcome: str, reason: str,
-           spec: str | None = None) -> None:
-    """One entry of ``blocked_requests``, with the moment it happened."""
+           spec: str | None = None, checking: bool = False) -> None:
+    """One entry of ``blocked_requests``, with the moment it happened: ``phase`` load, probe, or check (a request
+    of the executable checks' own pages, which load the app again after the probe)."""
+    phase = "check" if checking else "probe" if session.started else "load"
     ev.blocked_requests.append({"url": url[:500], "resource_type": resource_type, "kind": kind, "outcome": outcome,
-                                "reason": reason, "spec": spec, "phase": "probe" if session.started else "load",
-                                "action": session.current_action})
+                                "reason": reason, "spec": spec, "phase": phase,
+                                "action": None if checking else session.current_action})
 
 
 def is_self(url: str) -> bool:
@@ -69,13 +71,23 @@ def is_self(url: str) -> bool:
     return (u.scheme, u.netloc, u.path) == (app.scheme, app.netloc, app.path)
 
 
+def _frame(req: Any) -> Any:
+    try:
+        return req.frame
+    except Exception:  # a popup's first navigation is issued before its frame exists
+        return None
+
+
+def _checking(req: Any) -> bool:
+    """A request made once the executable checks run (their pages share the app's context)."""
+    frame = _frame(req)
+    return frame is not None and bool(getattr(frame.page.context, "rubricrl_checking", False))
+
+
 def _leaves_page(req: Any) -> bool:
     """A top-level navigation of the app's page or of a popup it opened (not of a frame, nor a check's own page)."""
-    try:
-        frame = req.frame
-    except Exception:  # a popup's first navigation is issued before its frame exists
-        return True
-    return frame.parent_frame is None and not getattr(frame.page.context, "rubricrl_checking", False)
+    frame = _frame(req)
+    return frame is None or (frame.parent_frame is None and not _checking(req))
 
 
 async def route_request(route: Any, html: str, ev: Any, session: Any, mirror: CdnMirror | None) -> None:
@@ -92,8 +104,9 @@ async def route_request(route: Any, html: str, ev: Any, session: Any, mirror: Cd
     if url == APP_URL:
         await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=html)
         return
+    checking = _checking(req)
     if url.startswith(APP_ORIGIN):
-        record(ev, session, url, rtype, "request", "not_found", APP_FILE)
+        record(ev, session, url, rtype, "request", "not_found", APP_FILE, checking=checking)
         await route.fulfill(status=404, body="")
         return
     res = mirror.resolve(url, rtype) if mirror is not None else None
@@ -102,7 +115,7 @@ async def route_request(route: Any, html: str, ev: Any, session: Any, mirror: Cd
         await route.fulfill(status=200, headers={**CORS, "content-type": res.served.content_type}, body=res.served.body)
         return
     outcome, reason = (res.outcome, res.reason) if res is not None else unserved(url, rtype)
-    record(ev, session, url, rtype, "request", outcome, reason, res.spec if res is not None else None)
+    record(ev, session, url, rtype, "request", outcome, reason, res.spec if res is not None else None, checking)
     if outcome == "not_found":  # what the real CDN answers
         await route.fulfill(status=404, headers=CORS, body="")
     else:

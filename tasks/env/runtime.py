@@ -128,13 +128,16 @@ class RuntimeEvidence:
         the app may work in a user's browser, so the environment cannot judge it (paper B.4: an evaluator
         failure is a missing reward). An app that works despite such a request keeps its verdict."""
         failed = self.failure(cfg)
-        gaps = [b for b in self.blocked_requests if b.get("outcome") == "environment_gap"]
-        if failed is None or not gaps:
+        if failed is None:
             return []
-        if failed == "load":
-            return [g for g in gaps if g.get("phase") == "load"]
-        last = max((f.get("action") or 0 for f in blocking_failures(self.interaction, cfg.probe.error_rule)), default=0)
-        return [g for g in gaps if g.get("phase") == "load" or (g.get("action") is not None and g["action"] <= last)]
+        last = max((f.get("action") or 0 for f in blocking_failures(self.interaction, cfg.probe.error_rule)),
+                   default=0) if failed == "interaction" else None
+        out: dict[str, dict[str, Any]] = {}  # each URL once
+        for b in self.blocked_requests:
+            before = b.get("phase") == "load" or (last is not None and b.get("action") is not None and b["action"] <= last)
+            if b.get("outcome") == "environment_gap" and before:
+                out.setdefault(b["url"], b)
+        return list(out.values())
 
     def runtime_valid(self, cfg: RuntimeConfig) -> bool | None:
         """Our own verdict; None when the browser gave none (skipped, unavailable) or the app failed after a
