@@ -110,3 +110,15 @@ def test_a_confined_failure_is_a_minor_simulation_finding_and_a_major_one_on_its
     assert [x.item_id for x in again.rubric_alignment.critical] == ["D1"]
     blocking_one = with_observed_findings(empty, html, [{**f, "blocking": True}], ITEMS)
     assert len(blocking_one.code_simulation.major) == 1 and blocking_one.rubric_alignment.major == []
+
+
+def test_the_judge_prompt_says_which_failures_block():
+    from tasks.env.judge import observed_facts
+
+    html = "<html>\n<body>\n<button>Boost</button>\n<script>\nnull.go();\n</script></body></html>"
+    ev = {"syntax_errors": [], "runtime": {"status": "ok", "page_errors": [], "interaction": inter([err(1)])}}
+    confined = observed_facts(html, {**ev, "interaction_failures": classify_failures(ev["runtime"]["interaction"],
+                                                                                     "evidence")})
+    assert "click on 'Boost' throws TypeError: x is undefined (line 2; confined to this control's handler" in confined
+    gate = observed_facts(html, {**ev, "interaction_failures": classify_failures(ev["runtime"]["interaction"], "gate")})
+    assert "(line 2; blocking: an interaction error fails the runtime gate)" in gate

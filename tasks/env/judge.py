@@ -94,11 +94,13 @@ def observed_facts(html: str, ev: dict[str, Any], limit: int = 8) -> str:
     sm = summarize(inter)
     lines.append(f"- interaction probe: {sm['actions_run']} of {sm['actions_planned']} actions run (clicks, inputs, "
                  f"keys, drags, one resize); status {sm['status']}")
-    for f in sm["failures"][:limit]:
+    for f in (ev.get("interaction_failures") or sm["failures"])[:limit]:  # with their severity when classified
         what = {"error": f"throws {f.get('name')}: {str(f.get('message'))[:160]}", "hang": "makes the page stop responding",
                 "reload": "submits a form that reloads the page (state lost)"}[f["kind"]]
+        how = "" if "blocking" not in f else f"; blocking: {f['why']}" if f["blocking"] else \
+            "; confined to this control's handler: a defect of the item it serves, not a blocking point"
         lines.append(f"  - {f.get('action_kind') or 'action'} on {f.get('label') or f.get('target') or 'the page'!r} "
-                     f"{what} ({_line_of(html, f.get('offset'))})")
+                     f"{what} ({_line_of(html, f.get('offset'))}{how})")
     if sm["dead_controls"]:
         lines.append("- controls whose click changed nothing observable: " + ", ".join(
             repr(c) for c in sm["dead_controls"][:limit]))

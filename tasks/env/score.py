@@ -113,9 +113,11 @@ def interaction_output(inter: dict[str, Any] | None, h: int) -> dict[str, Any] |
     return shift_offsets({**summarize(inter), "record": inter}, h)
 
 
-def local_evidence(st: StaticEvidence, rt: RuntimeEvidence | None) -> dict[str, Any]:
-    """Evidence with HTML offsets, as the offline judge rule reads it."""
-    return {"syntax_errors": [e.shifted(0) for e in st.errors], "runtime": rt.to_dict() if rt else None}
+def local_evidence(st: StaticEvidence, rt: RuntimeEvidence | None, cfg: EnvConfig) -> dict[str, Any]:
+    """Evidence with HTML offsets, as the offline judge rule reads it; the failures the probe caused carry their
+    severity (``tasks.env.severity``) so the judge prompt says which are blocking."""
+    return {"syntax_errors": [e.shifted(0) for e in st.errors], "runtime": rt.to_dict() if rt else None,
+            "interaction_failures": classify_failures(rt.interaction, cfg.runtime.probe.error_rule) if rt else []}
 
 
 def _runtime_for(cfg: EnvConfig, runtime: BrowserRuntime | None) -> BrowserRuntime | None:
@@ -241,7 +243,7 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
             raise ValueError("no judge provider and no diagnosis given; pass provider=get_provider(...) "
                              "or a diagnosis")
         return build_judge_request(inp.task, exs[j].html, key=inp.key,  # type: ignore[union-attr]
-                                   local_evidence=local_evidence(st, rt), cfg=cfg.judge)
+                                   local_evidence=local_evidence(st, rt, cfg), cfg=cfg.judge)
 
     def with_evidence() -> Any:
         """The apps in the order their browser evidence comes in (all at once without a browser)."""
