@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 import _safe  # noqa: E402,F401 - the repo on sys.path, no paid call by accident
 import interactscience as corpus  # noqa: E402
+import realapps_env  # noqa: E402 - the environment's sections: runtime-invalid by cause, mirror coverage
 
 from tasks.evaluation.agreement import pairwise_within, spearman  # noqa: E402
 
@@ -78,6 +79,7 @@ def main() -> None:
     ap.add_argument("--models", nargs="*", default=list(corpus.LABELLED_MODELS))
     ap.add_argument("--keep", default=None, help="data directory to use and keep (default: a temporary one)")
     ap.add_argument("--set", action="append", default=[], help="extra --set for build-rubrics and evaluate")
+    realapps_env.add_arguments(ap)
     args = ap.parse_args()
     if not (args.corpus or os.environ.get(corpus.ENV_VAR)):
         print(f"bench_realapps: skipped; give --corpus DIR (or ${corpus.ENV_VAR}), a local copy of "
@@ -132,6 +134,20 @@ def main() -> None:
               ("seconds per app <= 3", s_per_app <= GOALS["s_per_app_max"])]
     for name, ok in checks:
         print(f"goal {name}: {'PASS' if ok else 'FAIL'}")
+    env_sections(rows, by_label, labels, c.root, args)
+
+
+def env_sections(rows: list[dict], by_label: dict[str, str], labels: dict[str, dict], root: Path,
+                 args: argparse.Namespace) -> None:
+    """Runtime-invalid apps by cause (before and after) and the CDN mirror's coverage."""
+    from schemas.config import load_config
+
+    rows = [{**r, "model_label": by_label.get(r["model"], r["model"])} for r in rows]
+    label_of = {(m, q): lab for m, labs in labels.items() for q, lab in labs.items()}
+    realapps_env.causes_section(rows, label_of, args.before, args.before_mirror)
+    mirror = load_config(None, sets=args.set).env.runtime.cdn_root()
+    if mirror is not None and mirror.is_dir():
+        realapps_env.mirror_section(root, mirror, [realapps_env.app_html_of(r) for r in rows])
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ from tasks.rl.checkpoints import held_out
 from tasks.evaluation.generators import (api_provider, api_rollouts, benchmark_meta, benchmark_query_ids, folder_rollouts,
                                    model_label, parse_generator, read_response_folder)  # noqa: F401 (re-exported)
 from tasks.env.extract import extract_html
-from tasks.env.records import reward_config_hash, score_rollouts_table
+from tasks.env.records import missing_counts, reward_config_hash, score_rollouts_table
 from tasks.env.runtime import BrowserRuntime, ScreenshotSpec, app_key
 from tasks.evaluation.official import (OfficialInputs, check_runner, official_columns, official_inputs,
                                        protocol_identity)
@@ -104,7 +104,7 @@ def eval_table(spec: dict[str, Any], rollouts: list[dict[str, Any]], all_tasks: 
     with Progress(f"evaluate {spec['label']}", len(rollouts), unit="apps", verb="scored") as progress:
         judg, rew = score_rollouts_table(table, {q: all_tasks[q] for q in {r["query_id"] for r in rollouts}},
                                          provider=provider, cfg=env, runtime=runtime, progress=progress)
-    verdicts = judg.select(["rollout_id", "gate_rubric_alignment", "findings"]).to_pylist()
+    verdicts = judg.select(["rollout_id", "gate_rubric_alignment", "findings", "environment_gaps"]).to_pylist()
     rows = eval_rows(spec["label"], spec["path"], spec["kind"], rollouts, rew.to_pylist(), verdicts, all_tasks, meta)
     status = dict(zip(judg.column("rollout_id").to_pylist(), judg.column("runtime_status").to_pylist()))
     off = off_reason(runtime is not None and runtime.screenshots is not None, env.runtime.enabled)
@@ -208,7 +208,7 @@ def evaluate(profile: str = "demo", sets: list[str] | None = None, force: bool =
     (report_dir / "eval.md").write_text(f"{header}\n\n{md}\n\n![spread](eval.png){official_md}\n", encoding="utf-8")
     report = write_report(report_dir / "eval.html", header.lstrip("# "), summary, baseline, rows, png, store.root,
                           official_png, agree)
-    publish_artifact("evaluate", [stage_summary(out, {"models": len(specs)})],
+    publish_artifact("evaluate", [stage_summary(out, {"models": len(specs), **missing_counts(store.read(EVAL_STAGE))})],
                      notes=f"Report: [{report}]({report.as_uri()}) (one HTML file), `{report_dir / 'eval.md'}`, "
                            f"plot `{png}`\n\n{md}", fc=fc)
     create_link_artifact(link=report.as_uri(), link_text="evaluation report (HTML)", key="evaluate-report")

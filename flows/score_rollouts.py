@@ -46,7 +46,7 @@ from schemas.config_train import RULE_OF_MODE
 from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
 from schemas.layout import RUN_CONFIG, RUN_QUERIES, RUN_RECORDS
 from schemas.rubric import Task
-from tasks.env.records import checks_run, reward_config_hash, score_rollouts_tables, task_from_row
+from tasks.env.records import checks_run, missing_counts, reward_config_hash, score_rollouts_tables, task_from_row
 from tasks.llm import Provider, get_provider
 from tasks.progress import Progress
 from tasks.rl.judge_limit import SharedLimit
@@ -143,11 +143,13 @@ def score_rollouts(profile: str = "demo", sets: list[str] | None = None, rollout
                     part_keys=keys, make_part=lambda k: compute()[k][2],
                     **{**common, "inputs": {**inputs, "judgments": judg.manifest.version}}, stats=_check_stats)
     table = fc.store.read("rewards")
-    missing = table.column("reward").null_count
-    summaries = [stage_summary(judg), stage_summary(rew, {"missing_rewards": missing}),
+    counts = missing_counts(table)
+    missing = counts["missing_rewards"]
+    summaries = [stage_summary(judg), stage_summary(rew, counts),
                  stage_summary(chk, {k: v for k, v in chk.manifest.stats.items() if k != "rows"})]
     publish_artifact("score-rollouts", summaries, fc=fc)
-    print(f"rewards: {table.num_rows} rows, {missing} missing (judge failures)")
+    print(f"rewards: {table.num_rows} rows, {missing} missing ({counts['environment_gaps']} of them environment gaps: "
+          "libraries the sandbox's CDN mirror lacks)")
     return {"stages": summaries, "missing_rewards": missing}
 
 

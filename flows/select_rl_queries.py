@@ -26,7 +26,7 @@ from flows.common import flow_context, forward_library_logs, publish_artifact, s
 from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
 from schemas.selection import PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_rollouts_suites, rl_queries_suites
 from tasks.rl.checkpoints import held_out
-from tasks.env.records import reward_config_hash, score_rollouts_table
+from tasks.env.records import missing_counts, reward_config_hash, score_rollouts_table
 from tasks.llm.prompts import load_prompt
 from tasks.selection.records import build_candidates, judge_providers, query_meta, rl_query_rows
 from tasks.rubrics import load_tasks
@@ -150,7 +150,8 @@ def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, forc
     elif len(rows) < s.target_size:
         logger.warning("only %d discriminative queries for a target of %d: probe more candidates", len(rows),
                        s.target_size)
-    summaries = [stage_summary(probes, {"policy": policy.label}), stage_summary(judg), stage_summary(rew),
+    summaries = [stage_summary(probes, {"policy": policy.label}), stage_summary(judg),
+                 stage_summary(rew, missing_counts(store.read("probe_rewards"))),
                  stage_summary(sel, {"added": len(diff["added"]), "kept": len(diff["kept"]),
                                      "dropped": len(diff["dropped"])})]
     notes = (f"Policy: `{policy.path}` ({policy.kind}); {len(cands)} candidates, {flat} with all-equal probe rewards "

@@ -32,6 +32,7 @@ from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, rewa
 from schemas.layout import CHECKPOINTS, FINAL_MODEL, RUN_CONFIG, RUN_QUERIES, RUN_RECORDS, runs_dir
 from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
 from schemas.train_stages import JUDGE_PROVIDER, rollouts_suites, train_steps_suites, with_judge_provider
+from tasks.env.records import missing_counts
 from tasks.stages.stage import StageSpec, run_stage
 from tasks.rl.checkpoints import install_policy, newest_policy
 from tasks.rl.plots import write_run_plots
@@ -139,7 +140,8 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
     outcomes = _publish_records(fc, run_dir, {"rl_queries": store.version("rl_queries")})
     png = write_run_plots(store, run_dir, fc.cfg.attribution)
     hist = summary.get("history", [])
-    rows = [stage_summary(o) for o in outcomes]
+    rows = [stage_summary(o, missing_counts(store.read("rewards")) if o.manifest.stage == "rewards" else None)
+            for o in outcomes]
     last = hist[-1] if hist else {}
     notes = (f"Run dir: `{run_dir}`  \nPlots: [{png.name}]({png.as_uri()})  \nTensorBoard: `tensorboard --logdir {summary['tensorboard']}`  \n"
              f"Policy in: `{policy or 'tiny random model'}`; policy out: `{ckpt}`  \n"

@@ -5,6 +5,7 @@
     rubricrl stages | catalog | config
     rubricrl cost [--dry-run --profile full]
     rubricrl ingest FILE.jsonl
+    rubricrl mirror scan DIR | mirror add p5@1.4.0   # the sandbox's CDN mirror: what apps need, pinning it
     rubricrl serve            # local Prefect server + process worker + every deployment
     rubricrl serve-judge MODEL_DIR   # vLLM OpenAI-compatible server for an open judge (llm.provider=openai)
     rubricrl serve-env        # the environment as a reward service (TRL, verl, OpenRLHF; docs/service.md)
@@ -249,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rubricrl import score_cmd
 
     score_cmd.add_parser(sub).set_defaults(fn=cmd_score)
+    from rubricrl import mirror_cmd
+
+    mirror_cmd.add_parser(sub).set_defaults(fn=mirror_cmd.run)
     return p
 
 

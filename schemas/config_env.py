@@ -75,8 +75,8 @@ class StaticConfig(_Section):
 
 class ProbeConfig(_Section):
     """The interaction probe (issue 12): after load and settle, the app is used as a user would, in the same
-    sandbox. Its evidence (per-action errors, dead controls, liveness) feeds both judges; an uncaught error
-    caused by an interaction is a code_simulation major finding."""
+    sandbox. Its evidence (per-action errors, dead controls, liveness) feeds both judges; a failure an interaction
+    caused is a code_simulation finding, major (the runtime gate fails) when ``error_rule`` calls it blocking."""
 
     enabled: bool = Field(True, description="False loads the app only (the pre-issue-12 check)")
     budget_s: float = Field(1.5, gt=0, le=30, description="Page time for the actions of one app, at most (each is "
@@ -95,8 +95,15 @@ class ProbeConfig(_Section):
                                   "fetches to settle, so a rejection of a request the sandbox blocked is recorded "
                                   "(never blamed) whatever the machine load")
     resize_to: tuple[int, int] = Field((900, 640), description="The one viewport resize (width, height)")
-    errors_fail: bool = Field(True, description="An uncaught error or a hang caused by an interaction fails the "
-                                                "runtime gate (a code_simulation major finding)")
+    errors_fail: bool = Field(True, description="Failures an interaction caused (an uncaught error, a hang, a submit "
+                                                "that reloads the app) are findings, and those error_rule calls "
+                                                "blocking fail the runtime gate; False records them only")
+    error_rule: Literal["gate", "evidence"] = Field(
+        "evidence", description="Which interaction failures block the app (tasks/env/severity.py). gate: every one "
+        "(the paper's rule: a major code_simulation finding fails the runtime gate). evidence: a hang, an error after "
+        "which the app's main loop stops, or failures on most controls; an error confined to one control's handler "
+        "is a major finding on the rubric item that control serves plus a minor code_simulation finding. The default "
+        "agrees better with the InteractScience functional tests (docs/sandbox.md)")
     max_keys: int = Field(12, ge=0, description="Keys pressed per app, at most (those the handlers compare against "
                                                 "first, then arrows, space, enter)")
 
@@ -124,6 +131,9 @@ class RuntimeConfig(_Section):
     console_errors_fail: bool = Field(False, description="console.error during load fails the gate (apps often log "
                                                          "handled errors, so by default they are recorded only)")
     blank_body_fails: bool = Field(True, description="A page that renders nothing visible is runtime-invalid")
+    reload_loop_after: int = Field(2, ge=1, description="A page that reloads itself this many times after load and "
+                                                        "before any user action never settles: runtime-invalid "
+                                                        "(status reload_loop). One reload could be a guarded refresh")
     cdn_dir: Path | None = Field(Path("vendor/cdn/node_modules"),
                                  description="Pinned local copies of CDN libraries; a relative path is resolved "
                                              "against the project (not the current directory). None runs without "

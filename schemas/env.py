@@ -14,7 +14,12 @@ The interaction probe's evidence (issue 12) is the ``interaction`` struct (offse
     FROM judgments, UNNEST(interaction.failures) AS t(f);
     SELECT rollout_id, interaction.dead_controls, interaction.visual_change FROM judgments;
 
-``rewards`` holds the number, its tier and the reward config hash it was computed with.
+``rewards`` holds the number, its tier, why it is missing or runtime-invalid (``tier_cause``) and the reward
+config hash it was computed with. An app that failed after a library request the sandbox's CDN mirror could
+not serve has no reward (``tier_cause = 'environment_gap'``); the URLs are in ``judgments.environment_gaps``::
+
+    SELECT r.tier_cause, count(*) FROM rewards r GROUP BY 1;
+    SELECT rollout_id, u FROM judgments, UNNEST(environment_gaps) AS t(u);
 """
 from __future__ import annotations
 
@@ -25,7 +30,12 @@ from schemas.config_env import TIERS, RewardConfig
 from schemas.judge import LAYERS, SEVERITIES
 from schemas.validation import FrameSuite, exploded, rows, suite
 
-RUNTIME_STATUSES = ("ok", "page_error", "load_timeout", "unresponsive", "crashed", "blank", "skipped", "unavailable")
+RUNTIME_STATUSES = ("ok", "page_error", "load_timeout", "unresponsive", "crashed", "reload_loop", "blank", "skipped",
+                    "unavailable")
+# Why a response is in the missing or runtime-invalid tier (tasks.env.records.tier_cause); null in the others.
+CAUSES_OF = {"missing": ("environment_gap", "browser_unavailable", "judge"),
+             "runtime_invalid": ("time", "app_error", "judge")}
+TIER_CAUSES = tuple(dict.fromkeys(c for causes in CAUSES_OF.values() for c in causes))
 
 FINDING_TYPE = pa.struct([
     pa.field("layer", pa.string()), pa.field("severity", pa.string()), pa.field("item_id", pa.string()),
@@ -76,6 +86,7 @@ JUDGMENTS_SCHEMA = pa.schema([
     pa.field("n_syntax_errors", pa.int64()),
     pa.field("n_page_errors", pa.int64()),
     pa.field("n_blocked_requests", pa.int64()),
+    pa.field("environment_gaps", pa.list_(pa.string())),  # library URLs the mirror lacked before the app failed
     pa.field("findings", pa.list_(FINDING_TYPE)),
     pa.field("interaction", INTERACTION_TYPE),  # null when the probe did not run
     pa.field("evidence_json", pa.string()),  # syntax/page/console errors, blocked requests (response offsets)
@@ -87,6 +98,7 @@ REWARDS_SCHEMA = pa.schema([
     pa.field("reward_kind", pa.string()),
     pa.field("reward", pa.float64()),  # null = missing (judge failed): the RL job drops the response
     pa.field("tier", pa.string()),
+    pa.field("tier_cause", pa.string()),  # TIER_CAUSES: why missing or runtime-invalid (null otherwise)
     pa.field("rubric_score", pa.float64()),
     pa.field("format_valid", pa.bool_()),
     pa.field("source_valid", pa.bool_()),
@@ -131,6 +143,7 @@ def rewards_suites(reward_min: float = 0.0, reward_max: float = 1.0) -> list[Fra
         E.ExpectColumnValuesToBeUnique(column="rollout_id"),
         E.ExpectColumnValuesToBeInSet(column="reward_kind", value_set=["hierarchical", "binary"]),
         E.ExpectColumnValuesToBeInSet(column="tier", value_set=list(TIERS)),
+        E.ExpectColumnValuesToBeInSet(column="tier_cause", value_set=list(TIER_CAUSES)),
         E.ExpectColumnValuesToBeBetween(column="reward", min_value=reward_min, max_value=reward_max),
         E.ExpectColumnValuesToBeBetween(column="rubric_score", min_value=0.0, max_value=1.0),
         E.ExpectColumnValuesToNotBeNull(column="reward_config_hash"),
@@ -138,8 +151,19 @@ def rewards_suites(reward_min: float = 0.0, reward_max: float = 1.0) -> list[Fra
     # A null reward is how a response is dropped from training: only a failed judgment (tier missing) may have one,
     # and a failed judgment must not carry a number.
     consistent = suite("rewards-missing", E.ExpectColumnValuesToBeInSet(column="null_iff_missing", value_set=[True]))
+    # A cause only where a tier needs one, and one a missing reward can have there.
+    causes = suite("rewards-cause", E.ExpectColumnValuesToBeInSet(column="cause_fits_tier", value_set=[True]))
     return [FrameSuite("rows", rows, main, ["rollout_id"]),
-            FrameSuite("missing", _null_iff_missing, consistent, ["rollout_id"])]
+            FrameSuite("missing", _null_iff_missing, consistent, ["rollout_id"]),
+            FrameSuite("cause", _cause_fits_tier, causes, ["rollout_id"])]
+
+
+
+def _cause_fits_tier(table: pa.Table):
+    df = table.select(["rollout_id", "tier", "tier_cause"]).to_pandas()
+    df["cause_fits_tier"] = [(c in CAUSES_OF[t]) if t in CAUSES_OF else not isinstance(c, str)
+                             for t, c in zip(df["tier"], df["tier_cause"])]
+    return df[["rollout_id", "cause_fits_tier"]]
 
 
 def _null_iff_missing(table: pa.Table):

@@ -44,6 +44,8 @@ EVAL_RESULTS_SCHEMA = pa.schema([
     pa.field("domain", pa.string()),
     pa.field("response", pa.string()),
     pa.field("tier", pa.string()),
+    pa.field("tier_cause", pa.string()),  # why missing or runtime-invalid (schemas.env.TIER_CAUSES), else null
+    pa.field("environment_gaps", pa.list_(pa.string())),  # library URLs the sandbox's mirror lacked (judgments')
     pa.field("reward", pa.float64()),
     pa.field("rubric_score", pa.float64()),
     pa.field("passed", pa.bool_()),

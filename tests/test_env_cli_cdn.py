@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.env.cdn import CdnMirror, parse_cdn_url, rank_versions, rewrite_imports
+from tasks.env.cdn import CdnMirror, choose_version, parse_cdn_url, rewrite_imports, unserved
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures" / "env"
@@ -95,29 +95,52 @@ def test_cli_exit_2_names_the_file_and_problem(tmp_path, capsys, case, needle):
     ("https://esm.sh/v135/d3@7.8.5", ("d3", "7.8.5", "", "esm")),
     ("https://ga.jspm.io/npm:lodash@4.17.21/lodash.js", ("lodash", "4.17.21", "lodash.js", "esm")),
     ("https://cdn.tailwindcss.com/3.4.1", ("@tailwindcss/browser", None, "", "tailwind-play")),
-    ("https://code.jquery.com/jquery-3.6.0.min.js", ("jquery", "3.6.0", "", "classic")),
-    ("https://d3js.org/d3.v7.min.js", ("d3", "7", "", "classic")),
+    ("https://code.jquery.com/jquery-3.6.0.min.js", ("jquery", "3.6.0", "dist/jquery.min.js", "classic")),
+    ("https://d3js.org/d3.v7.min.js", ("d3", "7", "d3.min.js", "classic")),
+    # Plotly froze plotly-latest at 1.58.5; a versioned file is that version's dist bundle
+    ("https://cdn.plot.ly/plotly-latest.min.js", ("plotly.js-dist-min", "1.58.5", "plotly.min.js", "classic")),
+    ("https://cdn.plot.ly/plotly-2.27.0.min.js", ("plotly.js-dist-min", "2.27.0", "plotly.min.js", "classic")),
+    ("https://threejs.org/build/three.module.js", ("three", None, "build/three.module.js", "classic")),
+    ("https://cdnjs.cloudflare.com/ajax/libs/p5.js/1.4.0/p5.js", ("p5", "1.4.0", "p5.js", "classic")),
 ])
 def test_parse_cdn_url(url, expect):
     ref = parse_cdn_url(url)
     assert (ref.package, ref.version, ref.path, ref.flavor) == expect
 
 
-@pytest.mark.parametrize("url", ["https://evil.example.com/three.js", "https://cdnjs.cloudflare.com/ajax/libs/unknownlib/1.0/x.js",
-                                 "https://fonts.googleapis.com/css2?family=Inter", "http://203.0.113.1/chart.js"])
-def test_everything_else_is_not_on_the_allowlist(url):
+@pytest.mark.parametrize("url", ["https://evil.example.com/three.js", "https://fonts.googleapis.com/css2?family=Inter",
+                                 "http://203.0.113.1/chart.js", "https://cdn.plot.ly/plotly-latest.min.css"])
+def test_urls_that_name_no_library_file_are_not_parsed(url):
     assert parse_cdn_url(url) is None
 
 
-def test_rank_versions():
-    have = ["0.128.0", "0.160.1"]
-    assert rank_versions(have, "r128", "three")[0] == "0.128.0"
-    assert rank_versions(have, "0.158.0", "three")[0] == "0.160.1"
-    assert rank_versions(have, "0.130", "three")[0] == "0.128.0"
-    assert rank_versions(have, None)[0] == "0.160.1"
-    charts = ["2.9.4", "3.9.1", "4.4.1"]
-    assert rank_versions(charts, "^3.7.0")[0] == "3.9.1" and rank_versions(charts, "2")[0] == "2.9.4"
-    assert rank_versions(charts, "latest")[0] == "4.4.1" and rank_versions(charts, "5.0.0")[0] == "4.4.1"
+def test_an_exact_version_or_nothing_a_range_gets_its_newest():
+    have = ["0.128.0", "0.150.0", "0.160.0", "0.160.1"]
+    assert choose_version(have, "0.160.0", "three") == "0.160.0"
+    assert choose_version(have, "0.158.0", "three") is None  # no neighbour stands in for the version asked for
+    assert choose_version(have, "r128", "three") == "0.128.0" and choose_version(have, "r150", "three") == "0.150.0"
+    assert choose_version(have, "0.160", "three") == "0.160.1" and choose_version(have, "0.150", "three") == "0.150.0"
+    assert choose_version(have, None) == "0.160.1" and choose_version(have, "latest") == "0.160.1"
+    charts = ["2.9.4", "3.9.1", "4.4.0", "4.4.1", "5.0.0-beta.1"]
+    assert choose_version(charts, "^3.7.0") == "3.9.1" and choose_version(charts, "2") == "2.9.4"
+    assert choose_version(charts, "~4.4.0") == "4.4.1" and choose_version(charts, ">=3") == "4.4.1"
+    assert choose_version(charts, "^3.9.2") is None and choose_version(charts, "5") is None  # prereleases by name only
+    assert choose_version(charts, "5.0.0-beta.1") == "5.0.0-beta.1"
+    assert choose_version(["0.0.16", "0.1.0"], "^0.0.16") == "0.0.16" and choose_version(charts, "next") is None
+
+
+@pytest.mark.parametrize("url, rtype, outcome", [
+    ("https://fonts.googleapis.com/css2?family=Inter", "stylesheet", "refused"),
+    ("https://polyfill.io/v3/polyfill.min.js?features=es6", "script", "refused"),
+    ("https://www.googletagmanager.com/gtag/js?id=G-1", "script", "refused"),
+    ("https://api.example.com/data.json", "fetch", "refused"),
+    ("https://images.example.net/logo.png", "image", "refused"),
+    ("https://libs.example.org/widget.js", "script", "environment_gap"),  # an unknown library host
+    ("https://cdn.jsdelivr.net/gh/user/repo@1.0/lib.js", "script", "environment_gap"),  # a library CDN's other forms
+    ("https://cdn.mathjax.org/mathjax/latest/MathJax.js", "script", "environment_gap"),
+])
+def test_what_no_mirror_file_answers_is_a_gap_or_refused_on_purpose(url, rtype, outcome):
+    assert unserved(url, rtype)[0] == outcome
 
 
 def test_rewrite_imports_points_at_esm_sh():
@@ -127,15 +150,44 @@ def test_rewrite_imports_points_at_esm_sh():
     assert "import('https://esm.sh/three@0.160.1/b.js')" in out and "'https://x.org/y.js'" in out
 
 
-@pytest.mark.browser  # the sandbox's CDN mirror: a missing npm install skips here, and fails in CI
-@pytest.mark.skipif(not (REPO / "vendor/cdn/node_modules").is_dir(), reason="npm ci --prefix vendor/cdn --ignore-scripts")
+def needs_mirror(test):
+    """The sandbox's CDN mirror: a missing npm install skips here, and fails in CI (a browser-kind test)."""
+    skip = pytest.mark.skipif(not (REPO / "vendor/cdn/node_modules").is_dir(),
+                              reason="npm ci --prefix vendor/cdn --ignore-scripts")
+    return pytest.mark.browser(skip(test))
+
+
+@needs_mirror
 def test_mirror_resolves_pinned_files_by_layout_and_version():
     m = CdnMirror(REPO / "vendor/cdn/node_modules")
-    assert "three-r128" in m.resolve("https://cdnjs.cloudflare.com/ajax/libs/three.js/r128/three.min.js").file
-    v2 = m.resolve("https://cdnjs.cloudflare.com/ajax/libs/Chart.js/2.9.4/Chart.min.js")
-    assert "chart.js-v2" in v2.file and v2.content_type == "text/javascript"
-    fa = m.resolve("https://cdnjs.cloudflare.com/ajax/libs/font-awesome/6.4.0/webfonts/fa-solid-900.woff2")
-    assert fa.content_type == "font/woff2" and fa.body[:4] == b"wOF2"
-    tw = m.resolve("https://cdn.tailwindcss.com")
+    assert "three-0.128.0" in m.resolve("https://cdnjs.cloudflare.com/ajax/libs/three.js/r128/three.min.js").served.file
+    v2 = m.resolve("https://cdnjs.cloudflare.com/ajax/libs/Chart.js/2.9.4/Chart.min.js").served
+    assert "chart.js-2.9.4" in v2.file and v2.content_type == "text/javascript"
+    fa = m.resolve("https://cdnjs.cloudflare.com/ajax/libs/font-awesome/6.4.0/webfonts/fa-solid-900.woff2").served
+    assert fa.content_type == "font/woff2" and fa.body[:4] == b"wOF2" and "fontawesome-free-6.4.0" in fa.file
+    tw = m.resolve("https://cdn.tailwindcss.com").served
     assert tw.body.startswith(b"window.tailwind = window.tailwind ||")
-    assert m.resolve("https://unpkg.com/not-a-vendored-package@1.0.0/index.js") is None
+    gap = m.resolve("https://unpkg.com/not-a-vendored-package@1.0.0/index.js")
+    assert gap.outcome == "environment_gap" and gap.spec == "not-a-vendored-package@1.0.0"
+
+
+@needs_mirror
+def test_mirror_serves_the_exact_version_a_url_names_or_nothing():
+    m = CdnMirror(REPO / "vendor/cdn/node_modules")
+    p5 = m.resolve("https://cdnjs.cloudflare.com/ajax/libs/p5.js/1.4.0/p5.js").served
+    assert "p5-1.4.0/lib/p5.js" in p5.file and b"p5.js v1.4.0" in p5.body[:300]
+    math = m.resolve("https://cdnjs.cloudflare.com/ajax/libs/mathjs/11.5.0/math.js").served
+    assert "mathjs-11.5.0/lib/browser/math.js" in math.file and b"has been moved" not in math.body[:2000]
+    latest = m.resolve("https://cdn.plot.ly/plotly-latest.min.js").served
+    assert b"plotly.js v1.58.5" in latest.body[:200]
+    assert b"plotly.js v2.27.0" in m.resolve("https://cdn.plot.ly/plotly-2.27.0.min.js").served.body[:200]
+    assert "mathjax-3.2.2" in m.resolve("https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js").served.file
+    # three r150 removed examples/js: the real CDN answers 404 for that version, so does the mirror
+    gone = m.resolve("https://cdn.jsdelivr.net/npm/three@0.150.0/examples/js/controls/OrbitControls.js")
+    assert gone.outcome == "not_found" and gone.served is None
+    kept = m.resolve("https://cdn.jsdelivr.net/npm/three@0.128.0/examples/js/controls/OrbitControls.js").served
+    assert "three-0.128.0/examples/js/controls/OrbitControls.js" in kept.file  # the twin: that version has it
+    lacking = m.resolve("https://cdn.jsdelivr.net/npm/three@0.158.1/build/three.min.js")
+    assert lacking.outcome == "environment_gap" and lacking.spec == "three@0.158.1"  # not 0.158.0 in its place
+    assert m.resolve("https://cdnjs.cloudflare.com/ajax/libs/three.js/r128/examples/js/controls/OrbitControls.js"
+                     ).outcome == "not_found"  # cdnjs serves three.js's build folder only

@@ -11,6 +11,7 @@ from tasks.stages.store import StageStore
 from tests.fixtures.env_inputs import publish_rollouts
 
 NAMES = ["clean.txt", "throws.txt", "syntax_error.txt", "no_html.txt", "network.txt"]
+GAP = "cdn_gap.txt"  # loads a p5 the CDN mirror does not pin, then uses it
 
 
 def _inputs(data_dir: Path) -> StageStore:
@@ -22,13 +23,18 @@ def test_score_rollouts_threads_with_browser(prefect_harness, data_dir):
         pytest.skip("needs Debian's chromium-headless-shell: scripts/setup-system.sh")
     from flows.score_rollouts import score_rollouts
 
-    store = _inputs(data_dir)
+    store = publish_rollouts(data_dir, [*NAMES, GAP])
     env = {"workers": 2, "runtime": {"load_timeout_s": 3.0, "settle_s": 0.3, "hard_limit_s": 6.0}}
     out = score_rollouts(profile="demo", chunk_size=2, env=env)
-    assert out["missing_rewards"] == 0
+    # the environment gap is the one missing reward, counted in the rewards stage's summary
+    assert out["missing_rewards"] == 1
+    (summary,) = [s for s in out["stages"] if s["stage"] == "rewards"]
+    assert summary["missing_rewards"] == 1 and summary["environment_gaps"] == 1
     rewards = {r["rollout_id"]: r for r in store.read("rewards").to_pylist()}
-    assert [rewards[f"r{i}"]["tier"] for i in range(5)] == ["valid", "runtime_invalid", "source_invalid",
-                                                             "format_invalid", "valid"]
+    assert [rewards[f"r{i}"]["tier"] for i in range(6)] == ["valid", "runtime_invalid", "source_invalid",
+                                                             "format_invalid", "valid", "missing"]
+    assert [rewards[f"r{i}"]["tier_cause"] for i in range(6)] == [None, "app_error", None, None, None,
+                                                                   "environment_gap"]
     assert all(r["provider"] in ("offline", "none") for r in rewards.values())
     judg = {r["rollout_id"]: r for r in store.read("judgments").to_pylist()}
     assert judg["r1"]["runtime_status"] == "page_error" and judg["r4"]["n_blocked_requests"] >= 3
@@ -37,6 +43,8 @@ def test_score_rollouts_threads_with_browser(prefect_harness, data_dir):
     rows = con.execute("SELECT r.rollout_id, f.layer, f.severity FROM rewards r JOIN judgments j USING (rollout_id), "
                        "UNNEST(j.findings) AS t(f) WHERE r.tier = 'source_invalid'").fetchall()
     assert ("r2", "static_check", "critical") in rows
+    gaps = con.execute("SELECT rollout_id, u FROM judgments, UNNEST(environment_gaps) AS t(u)").fetchall()
+    assert gaps == [("r5", "https://cdnjs.cloudflare.com/ajax/libs/p5.js/1.10.0/p5.min.js")]
     again = score_rollouts(profile="demo", chunk_size=2, env=env)  # re-running a finished stage does no work
     assert all(s["skipped"] for s in again["stages"])
 

@@ -11,7 +11,8 @@ from tasks.env.judge import build_judge_request, evidence_decision, observed_fac
 from tasks.env.probe import interaction_failures, liveness, shift_offsets
 
 ERR = {"action": 0, "kind": "error", "name": "TypeError", "message": "x is null", "offset": 40, "caused": True}
-ACT = {"i": 0, "kind": "click", "target_desc": "button#go", "label": "Go", "handler_offset": 30, "submit": None}
+ACT = {"i": 0, "kind": "click", "target_desc": "button#go", "tag": "button", "label": "Go", "handler_offset": 30,
+       "submit": None}
 
 
 def inter(**kw):

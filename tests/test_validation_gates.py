@@ -89,6 +89,8 @@ _ROLLOUT = {"step": 1, "query_id": "q1", "group_id": 0, "sample": 0, "mode": "fu
             "response_ids": [5, 6, 7], "logprobs": [-1.0, -1.0, -1.0], "token_weights": [1.0, 3.0, 1.0]}
 _ATTRIBUTION = {"response_id": "r1", "status": "localised", "html_offset": 0, "source_len": 100, "n_findings": 1,
                 "n_localised": 1, "weight_mode": "sign"}
+_REWARD = {"rollout_id": "r1", "reward_kind": "hierarchical", "tier": "valid", "tier_cause": None, "reward": 0.7,
+           "rubric_score": 0.6}
 _EVAL = {"eval_id": "m:0:q1", "model_kind": "checkpoint", "run": 0, "tier": "valid", "rubric_score": 0.5,
          "screenshot_load": "stages/eval_results/screenshots/0a1b2c-load.png", "screenshot_probe": None,
          "screenshot_note": "probe: no probe ran (runtime status page_error)"}
@@ -123,13 +125,17 @@ GATES = [
            {"rollout_id": "r1", "runtime_status": "ok", "html_offset": 0, "findings": [_FINDING]},
            {"rollout_id": "rbad", "findings": [{**_FINDING, "severity": "fatal"}]},
            "expect_column_values_to_be_in_set on 'severity'") for name in ("judgments", "probe_judgments")),
-    *(Gate(name, REWARDS_SCHEMA, lambda: rewards_suites(0.0, 1.0),
-           {"rollout_id": "r1", "reward_kind": "hierarchical", "tier": "valid", "reward": 0.7, "rubric_score": 0.6},
+    *(Gate(name, REWARDS_SCHEMA, lambda: rewards_suites(0.0, 1.0), _REWARD,
            {"rollout_id": "rbad", "tier": "valid", "reward": None},  # a judged app whose reward was lost
            "expect_column_values_to_be_in_set on 'null_iff_missing'") for name in ("rewards", "probe_rewards")),
-    Gate("rewards", REWARDS_SCHEMA, lambda: rewards_suites(0.0, 1.0),
-         {"rollout_id": "r1", "reward_kind": "hierarchical", "tier": "valid", "reward": 0.7, "rubric_score": 0.6},
+    Gate("rewards", REWARDS_SCHEMA, lambda: rewards_suites(0.0, 1.0), _REWARD,
          {"rollout_id": "rbad", "reward": 1.7}, "expect_column_values_to_be_between on 'reward'"),
+    # a cause only where the tier needs one: a valid app has none, a missing reward says why it is missing
+    Gate("rewards", REWARDS_SCHEMA, lambda: rewards_suites(0.0, 1.0), _REWARD,
+         {"rollout_id": "rbad", "tier_cause": "time"}, "expect_column_values_to_be_in_set on 'cause_fits_tier'"),
+    Gate("rewards", REWARDS_SCHEMA, lambda: rewards_suites(0.0, 1.0), _REWARD,
+         {"rollout_id": "rbad", "tier": "missing", "reward": None, "tier_cause": "app_error"},
+         "expect_column_values_to_be_in_set on 'cause_fits_tier'"),
     Gate("sft_answers", SFT_ANSWERS_SCHEMA, sft_answers_suites,
          {"answer_id": "a1", "rejected": False, "reject_reason": None},
          {"answer_id": "abad", "rejected": True, "reject_reason": None},

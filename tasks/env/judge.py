@@ -16,8 +16,9 @@ that control being dead or throwing); those findings say ``heuristic`` in their 
 
 Observed facts (issue 12): both judges see what the browser saw. The LLM judge's prompt gets a compact
 block of them (``observed_facts``), and ``with_observed_findings`` adds each failure an interaction
-caused (an uncaught error, a hang, a submit that reloads the app) as a code_simulation major finding
-quoting the source at its position, whichever judge ran.
+caused (an uncaught error, a hang, a submit that reloads the app), quoting the source at its position,
+whichever judge ran: a blocking one (``tasks/env/severity.py``) as a code_simulation major finding, one
+confined to a control's handler as a minor one plus a major finding on the rubric item that control serves.
 
 Run: ``provider.complete(build_judge_request(task, html, key=..., local_evidence=...))``.
 """
@@ -93,11 +94,13 @@ def observed_facts(html: str, ev: dict[str, Any], limit: int = 8) -> str:
     sm = summarize(inter)
     lines.append(f"- interaction probe: {sm['actions_run']} of {sm['actions_planned']} actions run (clicks, inputs, "
                  f"keys, drags, one resize); status {sm['status']}")
-    for f in sm["failures"][:limit]:
+    for f in (ev.get("interaction_failures") or sm["failures"])[:limit]:  # with their severity when classified
         what = {"error": f"throws {f.get('name')}: {str(f.get('message'))[:160]}", "hang": "makes the page stop responding",
                 "reload": "submits a form that reloads the page (state lost)"}[f["kind"]]
+        how = "" if "blocking" not in f else f"; blocking: {f['why']}" if f["blocking"] else \
+            "; confined to this control's handler: a defect of the item it serves, not a blocking point"
         lines.append(f"  - {f.get('action_kind') or 'action'} on {f.get('label') or f.get('target') or 'the page'!r} "
-                     f"{what} ({_line_of(html, f.get('offset'))})")
+                     f"{what} ({_line_of(html, f.get('offset'))}{how})")
     if sm["dead_controls"]:
         lines.append("- controls whose click changed nothing observable: " + ", ".join(
             repr(c) for c in sm["dead_controls"][:limit]))
@@ -120,21 +123,60 @@ def unique_quote(html: str, offset: int | None) -> list[str]:
     return [quote] if quote and html.count(quote) == 1 else _line_quote(html, offset)
 
 
-def with_observed_findings(diag: Diagnosis, html: str, failures: list[dict[str, Any]]) -> Diagnosis:
-    """The diagnosis plus one code_simulation major finding per failure an interaction caused (pure)."""
+def _observed_description(f: dict[str, Any]) -> str:
+    who = f"{f.get('action_kind') or 'action'} on {f.get('label') or f.get('target') or 'the page'!r}"
+    return {"error": f"{who} throws an uncaught {f.get('name')}: {str(f.get('message'))[:200]}",
+            "hang": f"{who} makes the page stop responding (an endless loop or blocking work in the handler)",
+            "reload": f"{who} submits a form that reloads the page; the app's state is lost (no preventDefault)"}[f["kind"]]
+
+
+def _words(text: str) -> set[str]:
+    """Content words of a label, an element description or a requirement (camelCase and ids split; pure)."""
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", text or "")
+    return {w for w in re.findall(r"[a-z]{3,}", spaced.lower()) if w not in _STOP}
+
+
+def item_for_control(items: list[dict[str, Any]], failure: dict[str, Any]) -> dict[str, Any] | None:
+    """The dynamic rubric item a failing control serves: the one naming its label, else the one sharing the most
+    words with its label and element (none shared: None) (pure)."""
+    dynamic = [i for i in items if i.get("scope") == "dynamic"]
+    named = [i for i in dynamic if _names_control(i["requirement"], failure.get("label"))]
+    if named:
+        return named[0]
+    words = _words(f"{failure.get('label') or ''} {re.sub(r'[#._-]', ' ', failure.get('target') or '')}")
+    best = max(dynamic, key=lambda i: len(words & _words(i["requirement"])), default=None)
+    return best if best is not None and words & _words(best["requirement"]) else None
+
+
+def with_observed_findings(diag: Diagnosis, html: str, failures: list[dict[str, Any]],
+                           items: list[dict[str, Any]] | None = None) -> Diagnosis:
+    """The diagnosis plus what the browser saw interactions do (pure). A blocking failure (``tasks.env.severity``;
+    unmarked ones block) is a code_simulation major finding; one confined to a control's handler is a minor one
+    plus a major finding on the rubric item that control serves (``items``: the judge payload), unless the
+    judge already found that item critical or major."""
     if not failures:
         return diag
-    extra = []
+    cs, ra = diag.code_simulation, diag.rubric_alignment
+    major, minor, rubric_major = list(cs.major), list(cs.minor), list(ra.major)
+    severe = {f.item_id for f in [*ra.critical, *ra.major] if f.item_id}
     for f in failures:
-        who = f"{f.get('action_kind') or 'action'} on {f.get('label') or f.get('target') or 'the page'!r}"
-        desc = {"error": f"{who} throws an uncaught {f.get('name')}: {str(f.get('message'))[:200]}",
-                "hang": f"{who} makes the page stop responding (an endless loop or blocking work in the handler)",
-                "reload": f"{who} submits a form that reloads the page; the app's state is lost (no preventDefault)"}
-        extra.append(Finding(description=f"{OBSERVED_TAG} {desc[f['kind']]}", code_quotes=unique_quote(html, f.get("offset")),
-                             explanation="observed in headless Chromium by the interaction probe (a blocking point "
-                                         "in an otherwise runnable app)"))
-    cs = diag.code_simulation
-    return diag.model_copy(update={"code_simulation": cs.model_copy(update={"major": [*cs.major, *extra]})})
+        blocking = f.get("blocking", True)
+        quotes = unique_quote(html, f.get("offset"))
+        why = f.get("why") or "an interaction error fails the runtime gate"
+        (major if blocking else minor).append(Finding(
+            description=f"{OBSERVED_TAG} {_observed_description(f)}", code_quotes=quotes,
+            explanation=f"observed in headless Chromium by the interaction probe; {'blocking' if blocking else 'not blocking'}: {why}"))
+        item = None if blocking else item_for_control(items or [], f)
+        if item is not None and item["id"] not in severe:
+            severe.add(item["id"])
+            rubric_major.append(Finding(item_id=item["id"], scope=item["scope"], code_quotes=quotes,
+                                        description=f"{OBSERVED_TAG} the control this item needs fails: {_observed_description(f)}",
+                                        explanation="observed in headless Chromium by the interaction probe: the error is "
+                                                    "confined to the handler of the control this item is about"))
+    drop = {f.item_id for f in ra.minor} & severe  # one finding per item: the major one replaces a minor
+    ra = ra.model_copy(update={"major": rubric_major, "minor": [f for f in ra.minor if f.item_id not in drop]})
+    return diag.model_copy(update={"code_simulation": cs.model_copy(update={"major": major, "minor": minor}),
+                                   "rubric_alignment": ra})
 
 
 # -- offline rule ---------------------------------------------------------------------------------
@@ -178,14 +220,21 @@ def _simulation_layer(html: str, rt: dict[str, Any] | None) -> dict[str, list]:
                                           "headless Chromium load timeout"))
     elif status in ("unresponsive", "crashed"):
         layer["critical"].append(_finding(f"the page became {status} after load", [], "headless Chromium"))
+    elif status == "reload_loop":
+        layer["critical"].append(_finding("the page keeps reloading itself with no user action: a user never sees "
+                                          "it settle", [], "headless Chromium: repeated self-navigation after load"))
+    if rt.get("refused_popups"):
+        layer["minor"].append(_finding(f"the page opens {rt['refused_popups']} popup(s) with no user gesture; a "
+                                       "browser refuses them", [], "headless Chromium popup guard"))
     if rt.get("blank_body"):
         layer["major"].append(_finding("the page renders nothing visible after load", [], "headless Chromium"))
     for ce in rt.get("console_errors", [])[:5]:
         layer["minor"].append(_finding(f"console error during load: {ce.get('text', '')[:200]}",
                                        _line_quote(html, ce.get("offset")), "headless Chromium console"))
-    for br in rt.get("blocked_requests", [])[:5]:
-        layer["minor"].append(_finding(f"the app requests {br.get('url')} ({br.get('resource_type')}), which the "
-                                       "sandbox blocks", [], "network access is not available to the app"))
+    for br in [b for b in rt.get("blocked_requests", []) if b.get("kind") != "popup"][:5]:
+        layer["minor"].append(_finding(f"the app requests {br.get('url')} ({br.get('resource_type')}), which is not "
+                                       f"served: {br.get('reason') or 'network access is not available to the app'}",
+                                       [], f"sandbox outcome: {br.get('outcome') or 'refused'}"))
     return layer
 
 

@@ -28,9 +28,10 @@ machine runs in real time) is probed in real time, as before: its frame is the b
 Navigation away is stopped by the runtime's route (a 204 answer keeps the page) and recorded; a form submit
 nobody prevented is recorded by the page. Offsets are into the HTML application.
 
-Decisions live elsewhere: ``interaction_failures`` (pure) says which observations fail the runtime gate
-(an uncaught error caused by an action, a hang caused by an action, a submit that reloads the app); dead
-controls and no motion are rubric evidence only (``tasks/env/judge.py``).
+Decisions live elsewhere: ``interaction_failures`` (pure) lists the failures an action caused (an uncaught
+error, a hang, a submit that reloads the app), ``tasks/env/severity.py`` says which of them block the app
+(``env.runtime.probe.error_rule``; for it, when an action threw, the motion after the run is sampled as
+``loop_after``); dead controls and no motion are rubric evidence only (``tasks/env/judge.py``).
 """
 from __future__ import annotations
 
@@ -69,6 +70,7 @@ class InteractionEvidence:
     navigations: list[dict[str, Any]] = field(default_factory=list)
     dead_controls: list[dict[str, Any]] = field(default_factory=list)
     liveness: dict[str, Any] = field(default_factory=dict)
+    loop_after: dict[str, Any] = field(default_factory=dict)  # motion after the run, sampled when an action threw
     hang: dict[str, Any] | None = None
     duration_s: float = 0.0
     error: str | None = None
@@ -139,7 +141,7 @@ def interaction_failures(ev: InteractionEvidence | dict[str, Any] | None) -> lis
         seen.add(sig)
         a = actions[e["action"]] if 0 <= e.get("action", -1) < len(actions) else {}
         out.append({"kind": "error", "action": e.get("action"), "action_kind": a.get("kind", "resize"),
-                    "target": a.get("target_desc"), "label": a.get("label"), "name": e.get("name"),
+                    "target": a.get("target_desc"), "label": a.get("label"), "name": e.get("name"), "sync": e.get("sync"),
                     "message": e.get("message"), "offset": e.get("offset") if e.get("offset") is not None
                     else a.get("handler_offset")})
     if d.get("hang"):
@@ -239,6 +241,8 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
         ev.listeners = _listeners(html, plan, stack_offset)
         ev.dialogs = got["dialogs"]
         _errors(ev, html, got["errors"], n, stack_offset)
+        if any(e["caused"] for e in ev.errors) and (ev.liveness.get("rafs") or ev.liveness.get("draws")):
+            ev.loop_after = await _loop_after(page, cfg)  # whether the app's own loop survived what the actions threw
         ev.dead_controls = [{"action": a["i"], "target": a["target_desc"], "label": a["label"],
                              "has_handler": a["handled"]} for a in ev.actions
                             if a["kind"] == "click" and a["tag"] not in ("a", "input", "select", "label", "summary")
@@ -255,6 +259,15 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
         ev.duration_s = round(time.perf_counter() - t0, 3)
         ev.clock, ev.clock_reason = await clock_of(page, grace)
     return ev
+
+
+async def _loop_after(page: Any, cfg: ProbeConfig) -> dict[str, Any]:
+    """Motion across ``liveness_gap_s`` after the run (two samples, as the idle liveness check takes them)."""
+    a = await asyncio.wait_for(page.evaluate("() => window.__rrProbe.snapshot()"), cfg.hang_grace_s)
+    t0 = time.perf_counter()
+    await asyncio.sleep(cfg.liveness_gap_s)
+    b = await asyncio.wait_for(page.evaluate("() => window.__rrProbe.snapshot()"), cfg.hang_grace_s)
+    return liveness(a, b, round(time.perf_counter() - t0, 3))
 
 
 def _target_handler(html: str, plan: dict[str, Any], act: dict[str, Any], stack_offset: Any) -> int | None:
@@ -275,7 +288,8 @@ def _actions(html: str, plan: dict[str, Any], log: list[dict[str, Any]], stack_o
     out = []
     for rec in log:
         a = plan["actions"][rec["i"]]
-        row = {"i": rec["i"], "kind": a["kind"], "target_desc": a["desc"], "label": a.get("label", ""),
+        row = {"i": rec["i"], "kind": a["kind"], "target_desc": a["desc"], "target_index": a.get("target"),
+               "label": a.get("label", ""),
                "tag": a.get("tag"), "handled": bool(a.get("handled")), "key": a.get("key"), "outcome": rec["outcome"],
                "changed": rec["changed"], "errors": rec["errors"], "submit": rec.get("submit"),
                "handler_offset": _target_handler(html, plan, a, stack_offset)}

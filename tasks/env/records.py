@@ -17,6 +17,7 @@ from schemas.checks import CHECKS_VERSION
 from schemas.config_env import EnvConfig
 from schemas.env import INTERACTION_TYPE, JUDGMENTS_SCHEMA, REWARDS_SCHEMA
 from schemas.rubric import CompactRubric, Task
+from tasks.env.cdn import mirror_fingerprint
 from tasks.env.runtime import BrowserRuntime
 from tasks.env.score import ScoreInput, ScoreResult, score_batch
 from tasks.llm.base import Provider
@@ -30,9 +31,10 @@ def reward_config_hash(cfg: EnvConfig, kind: str) -> str:
     data = {"kind": kind, "reward": cfg.reward.model_dump(mode="json"),
             "runtime_gate": {"blank_body_fails": cfg.runtime.blank_body_fails,
                              "console_errors_fail": cfg.runtime.console_errors_fail, "enabled": cfg.runtime.enabled},
-            "html_errors_fail": cfg.static.html_errors_fail,
+            "html_errors_fail": cfg.static.html_errors_fail, "reload_loop_after": cfg.runtime.reload_loop_after,
+            "cdn_mirror": mirror_fingerprint(cfg.runtime.cdn_root()) if cfg.runtime.enabled else None,
             "probe": {"enabled": cfg.runtime.enabled and cfg.runtime.probe.enabled,
-                      "errors_fail": cfg.runtime.probe.errors_fail}}
+                      "errors_fail": cfg.runtime.probe.errors_fail, "error_rule": cfg.runtime.probe.error_rule}}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -47,6 +49,33 @@ def tier(r: ScoreResult) -> str:
     if r.runtime_valid is False:
         return "runtime_invalid"
     return "valid"
+
+
+TIME_STATUSES = ("load_timeout", "unresponsive")
+
+
+def tier_cause(r: ScoreResult) -> str | None:
+    """Why a response sits in the missing or runtime-invalid tier (pure). Missing: ``environment_gap`` (it failed
+    after a library request the mirror could not serve), ``browser_unavailable``, ``judge``. Runtime-invalid:
+    ``time`` (the page ran out of time or hung, checked again alone), ``app_error`` (any other failure the
+    browser saw), ``judge`` (the judge's code_simulation gate; the browser saw none)."""
+    t = tier(r)
+    if t == "missing":
+        return r.missing_reason or "judge"
+    if t != "runtime_invalid":
+        return None
+    if r.gates.get("browser") is not False:
+        return "judge"
+    ev = r.evidence
+    hung = ((ev.get("interaction") or {}).get("status") == "hung")
+    return "time" if ev.get("runtime_status") in TIME_STATUSES or hung else "app_error"
+
+
+def missing_counts(table: pa.Table) -> dict[str, int]:
+    """A stage summary's counts: rewards missing, and of them environment gaps (the app failed after a library
+    request the mirror could not serve); ``table`` has ``reward`` and ``tier_cause`` (rewards, eval_results)."""
+    causes = table.column("tier_cause").to_pylist()
+    return {"missing_rewards": table.column("reward").null_count, "environment_gaps": causes.count("environment_gap")}
 
 
 def _finding_row(f: dict[str, Any]) -> dict[str, Any]:
@@ -79,6 +108,7 @@ def judgment_row(r: ScoreResult) -> dict[str, Any]:
         "gate_browser": g.get("browser"), "runtime_status": ev.get("runtime_status"),
         "n_syntax_errors": len(ev.get("syntax_errors", [])), "n_page_errors": len(ev.get("page_errors", [])),
         "n_blocked_requests": len(ev.get("blocked_requests", [])),
+        "environment_gaps": [g["url"] for g in ev.get("environment_gaps") or []],
         "findings": [_finding_row(f) for f in r.findings],
         "interaction": interaction_row(ev.get("interaction"), ev.get("runtime_rechecked_from")),
         "evidence_json": json.dumps(ev, ensure_ascii=False),
@@ -87,7 +117,7 @@ def judgment_row(r: ScoreResult) -> dict[str, Any]:
 
 def reward_row(r: ScoreResult, cfg_hash: str) -> dict[str, Any]:
     return {"rollout_id": r.key, "query_id": r.query_id, "reward_kind": r.reward_kind, "reward": r.reward,
-            "tier": tier(r), "rubric_score": r.rubric_score, "format_valid": r.format_valid,
+            "tier": tier(r), "tier_cause": tier_cause(r), "rubric_score": r.rubric_score, "format_valid": r.format_valid,
             "source_valid": r.source_valid, "runtime_valid": r.runtime_valid,
             "provider": r.judge.get("provider") or "none", "reward_config_hash": cfg_hash}
 

@@ -6,8 +6,9 @@ headless runs; full ``chromium --headless`` costs about 3x the CPU per app) and 
 stops responding, a renderer crash and a blank body, during load and a short settle time.
 
 Sandbox, per app: a fresh browser context (own renderer process, no shared storage); the page is
-served from a fake origin by a route, so every other request goes through ``context.route`` and is
-either served from the CDN allowlist (``tasks.env.cdn``) or aborted and recorded; WebSockets are
+served from a fake origin by a route, so every other request goes through ``context.route``
+(``tasks.env.navigation``): served from the CDN mirror (``tasks.env.cdn``, the exact version a URL names),
+answered 404 where the real CDN would, or refused, and recorded with its outcome; WebSockets are
 caught by ``route_web_socket`` and closed; service workers are blocked; DNS resolves nothing
 (``--host-resolver-rules``) as a second wall; file URLs are cross-origin to the app. A hard wall
 limit holds whatever the page does (an infinite loop included): the context is closed (its renderer
@@ -22,9 +23,11 @@ runs in real time) runs on its own clock from then on, as a browser would.
 
 After load and settle, the interaction probe (``tasks.env.probe``, issue 12) uses the app in the same
 context: its evidence lands in ``RuntimeEvidence.interaction``; navigation away is answered 204 by the
-route (the page stays) and recorded. ``BrowserRuntime.after_probe`` is the step where later checks run
-(per-rubric-item checks in a fresh page of the same context); ``check_many(htmls, extras)`` passes each
-app's extra argument to it.
+route (the page stays) and recorded; a popup no gesture opened is refused as a browser refuses it, and a
+page that keeps reloading itself is ``reload_loop`` (``tasks.env.navigation``). An app that fails after a
+library request the mirror could not serve gets no verdict (``RuntimeEvidence.environment_gaps``).
+``BrowserRuntime.after_probe`` is the step where later checks run (per-rubric-item checks in a fresh page
+of the same context); ``check_many(htmls, extras)`` passes each app's extra argument to it.
 
 Screenshots (evaluation only; ``BrowserRuntime(cfg, screenshots=ScreenshotSpec(folder, timeout_s))``):
 one PNG of the viewport after load and settle, before the probe acts (``<app key>-load.png``), and one
@@ -56,9 +59,12 @@ from typing import Any
 
 from schemas.config_env import RuntimeConfig
 from tasks.env.cdn import CdnMirror
+from tasks.env.navigation import (POPUP_JS, block_websocket, count_refused_popups, on_console_popup, on_popup,
+                                  route_request, settle_verdict)
 from tasks.env.page import APP_ORIGIN, APP_URL, html_offset, page_error_record, stack_offset  # noqa: F401 (re-exported)
 from tasks.env.pagetime import install_controlled_clock, let_pass
-from tasks.env.probe import PROBE_JS, ProbeSession, idle_sample, interaction_failures, run_probe
+from tasks.env.probe import PROBE_JS, ProbeSession, idle_sample, run_probe
+from tasks.env.severity import blocking_failures
 
 VIEWPORT = {"width": 1280, "height": 800}
 _BLANK_JS = """() => {
@@ -91,15 +97,20 @@ class ScreenshotSpec:
     timeout_s: float  # one screenshot's limit; a page too busy to paint gets none, and its verdict stands
 
 
+FAILED = ("page_error", "load_timeout", "unresponsive", "crashed", "reload_loop")  # statuses that fail the gate
+
+
 @dataclass
 class RuntimeEvidence:
     """What happened when the app was loaded. Offsets are into the HTML application."""
 
-    status: str = "ok"  # ok | page_error | load_timeout | unresponsive | crashed | blank | skipped | unavailable
+    # ok | page_error | load_timeout | unresponsive | crashed | reload_loop | blank | skipped | unavailable
+    status: str = "ok"
     page_errors: list[dict[str, Any]] = field(default_factory=list)
     console_errors: list[dict[str, Any]] = field(default_factory=list)
-    blocked_requests: list[dict[str, Any]] = field(default_factory=list)
+    blocked_requests: list[dict[str, Any]] = field(default_factory=list)  # tasks.env.navigation.record
     cdn_served: list[dict[str, str]] = field(default_factory=list)
+    refused_popups: int = 0  # window.open calls no user gesture opened (refused, as a browser does)
     blank_body: bool | None = None
     duration_s: float = 0.0
     error: str | None = None  # an environment failure (no browser): no verdict, never a made-up one
@@ -107,19 +118,40 @@ class RuntimeEvidence:
     interaction: dict[str, Any] | None = None  # the probe's evidence (tasks.env.probe.InteractionEvidence)
     rechecked_from: str | None = None  # the status beside other apps, when a re-check alone replaced it
 
-    def runtime_valid(self, cfg: RuntimeConfig) -> bool | None:
-        """Our own verdict; None when the browser gave no verdict (skipped or unavailable)."""
+    def failure(self, cfg: RuntimeConfig) -> str | None:
+        """How the app failed our own gate: "load" (load, settle, the page as loaded), "interaction" (a failure
+        the probe caused that blocks, ``tasks.env.severity``), or None (no failure, or no verdict)."""
         if self.status in ("skipped", "unavailable"):
             return None
-        if self.status in ("page_error", "load_timeout", "unresponsive", "crashed"):
-            return False
-        if self.blank_body and cfg.blank_body_fails:
-            return False
-        if self.console_errors and cfg.console_errors_fail:
-            return False
-        if cfg.probe.errors_fail and interaction_failures(self.interaction):
-            return False
-        return True
+        if self.status in FAILED or (self.blank_body and cfg.blank_body_fails) or \
+                (self.console_errors and cfg.console_errors_fail):
+            return "load"
+        if cfg.probe.errors_fail and blocking_failures(self.interaction, cfg.probe.error_rule):
+            return "interaction"
+        return None
+
+    def environment_gaps(self, cfg: RuntimeConfig) -> list[dict[str, Any]]:
+        """The library requests the mirror could not serve before the app failed (none when it did not fail):
+        the app may work in a user's browser, so the environment cannot judge it (paper B.4: an evaluator
+        failure is a missing reward). An app that works despite such a request keeps its verdict."""
+        failed = self.failure(cfg)
+        if failed is None:
+            return []
+        last = max((f.get("action") or 0 for f in blocking_failures(self.interaction, cfg.probe.error_rule)),
+                   default=0) if failed == "interaction" else None
+        out: dict[str, dict[str, Any]] = {}  # each URL once
+        for b in self.blocked_requests:
+            before = b.get("phase") == "load" or (last is not None and b.get("action") is not None and b["action"] <= last)
+            if b.get("outcome") == "environment_gap" and before:
+                out.setdefault(b["url"], b)
+        return list(out.values())
+
+    def runtime_valid(self, cfg: RuntimeConfig) -> bool | None:
+        """Our own verdict; None when the browser gave none (skipped, unavailable) or the app failed after a
+        library request the mirror could not serve (an environment gap)."""
+        if self.status in ("skipped", "unavailable") or self.environment_gaps(cfg):
+            return None
+        return self.failure(cfg) is None
 
     @property
     def timed_out(self) -> bool:
@@ -401,12 +433,13 @@ class BrowserRuntime:
         started = time.perf_counter()
         probe = self.cfg.probe
         await install_controlled_clock(context, self.cfg.clock)  # first: later init scripts see the clock
+        await context.add_init_script(POPUP_JS)  # before the probe's: it keeps the addEventListener the probe then records
         if probe.enabled:
             await context.add_init_script(PROBE_JS)
-        await context.route("**/*", lambda route: self._route(route, html, ev, session))
-        await context.route_web_socket(re.compile(".*"), lambda ws: self._block_ws(ws, ev))
+        await context.route("**/*", lambda route: route_request(route, html, ev, session, self.mirror))
+        await context.route_web_socket(re.compile(".*"), lambda ws: block_websocket(ws, ev, session))
         page = await context.new_page()
-        context.on("page", lambda p: self._popup(p, session)  # popups: closed (not the checks' own pages)
+        context.on("page", lambda p: on_popup(p, session)  # popups a gesture opened: closed (not the checks' pages)
                    if p is not page and not getattr(context, "rubricrl_checking", False) else None)
 
         def on_error(exc: Any) -> None:
@@ -431,6 +464,8 @@ class BrowserRuntime:
             await let_pass(page, probe.liveness_start_s * 1000, self.cfg.clock)
             idle, sampled_s = await idle_sample(page, probe), probe.liveness_start_s
         await let_pass(page, (self.cfg.settle_time_s() - sampled_s) * 1000, self.cfg.clock)
+        settle_verdict(ev, self.cfg.reload_loop_after)
+        await count_refused_popups(page, ev)
         if ev.status != "ok":
             return
         try:
@@ -506,40 +541,8 @@ class BrowserRuntime:
             pass
 
     @staticmethod
-    def _popup(page: Any, session: ProbeSession) -> None:
-        session.navigation(getattr(page, "url", "") or "popup")
-        asyncio.ensure_future(page.close())
-
-    async def _route(self, route: Any, html: str, ev: RuntimeEvidence, session: ProbeSession) -> None:
-        req = route.request
-        url = req.url
-        if session.loaded and req.is_navigation_request() and req.frame.parent_frame is None \
-                and not getattr(req.frame.page.context, "rubricrl_checking", False):  # the checks' pages load the app
-            # Navigation away (a link, location.href, a form submit) after load: "204 No Content" keeps the page.
-            # It is an attempt to leave the sandbox too, so it is listed with the other blocked requests.
-            session.navigation(url)
-            ev.blocked_requests.append({"url": url[:500], "resource_type": req.resource_type, "kind": "navigation"})
-            await route.fulfill(status=204, body="")
-            return
-        if url == APP_URL:
-            await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=html)
-            return
-        served = self.mirror.resolve(url) if self.mirror is not None and not url.startswith(APP_ORIGIN) else None
-        if served is None:
-            ev.blocked_requests.append({"url": url[:500], "resource_type": req.resource_type, "kind": "request"})
-            await route.abort("blockedbyclient")
-            return
-        cors = {"access-control-allow-origin": "*"}
-        ev.cdn_served.append({"url": url[:500], "file": os.path.relpath(served.file)})
-        await route.fulfill(status=200, headers={**cors, "content-type": served.content_type}, body=served.body)
-
-    async def _block_ws(self, ws: Any, ev: RuntimeEvidence) -> None:
-        ev.blocked_requests.append({"url": ws.url[:500], "resource_type": "websocket", "kind": "websocket"})
-        await ws.close(code=1008, reason="network blocked by the rubricrl sandbox")
-
-    @staticmethod
     def _on_console(msg: Any, html: str, ev: RuntimeEvidence, session: ProbeSession) -> None:
-        if msg.type == "debug" and session.on_console(msg.text):
+        if msg.type == "debug" and (session.on_console(msg.text) or on_console_popup(msg.text, ev, session)):
             return
         if msg.type != "error" or session.started:  # during the probe: the page's own records
             return

@@ -4,7 +4,9 @@ For a batch: extract each application (offset h), parse it with tree-sitter, loa
 shared headless browser, judge each one through the provider as soon as its own load ends (bounded
 concurrency: a judge call never waits for the rest of the batch's loads), then combine:
 our own evidence fails a gate whatever the judge says; otherwise the judge's layer gates decide; a
-gate nobody decided (judge failed) leaves the reward missing. The output dict is the
+gate nobody decided (judge failed) leaves the reward missing, and so does an app that failed in the
+browser after a library request the CDN mirror could not serve (an environment gap: it may work in a
+user's browser, so it is not judged; ``missing_reason`` and ``evidence.environment_gaps`` say so). The output dict is the
 ``rubricrl score`` JSON contract; offsets in it are character offsets into the response.
 
 Run: ``score_response(task, response_text, provider=get_provider("offline"))`` or ``score_batch(...)``.
@@ -18,15 +20,16 @@ from typing import Any
 from schemas.config_attribution import AttributionConfig
 from schemas.config_env import EnvConfig
 from schemas.judge import Diagnosis
-from schemas.rubric import Task
+from schemas.rubric import Task, judge_payload
 from tasks.attribution.api import AttributionTrace, attribute
 from tasks.env.checks import checks_hook, not_run
 from tasks.env.extract import Extraction, extract_html
 from tasks.env.judge import (build_judge_request, findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
                              rubric_severities, with_observed_findings)
-from tasks.env.probe import interaction_failures, shift_offsets, summarize
+from tasks.env.probe import shift_offsets, summarize
 from tasks.env.rewards import reward, rubric_score
 from tasks.env.runtime import BrowserRuntime, RuntimeEvidence, shared_runtime
+from tasks.env.severity import classify_failures
 from tasks.env.static import StaticEvidence, check_source
 from tasks.llm.base import LLMResult, Provider
 from tasks.progress import Progress
@@ -58,13 +61,15 @@ class ScoreResult:
     html_length: int = 0
     attribution: AttributionTrace | None = None  # spans behind the findings (paper B.3), source coordinates
     check_results: list[dict[str, Any]] = field(default_factory=list)  # per checked item; response offsets
+    missing_reason: str | None = None  # why reward is None: environment_gap | browser_unavailable | judge
 
     def to_json(self) -> dict[str, Any]:
         """The ``rubricrl score`` contract (its keys first), plus the judge record and the gates."""
         return {"format_valid": self.format_valid, "source_valid": self.source_valid,
                 "runtime_valid": self.runtime_valid, "reward": self.reward, "html_offset": self.html_offset,
                 "findings": self.findings, "evidence": self.evidence, "reward_kind": self.reward_kind,
-                "rubric_score": self.rubric_score, "gates": self.gates, "judge": self.judge}
+                "rubric_score": self.rubric_score, "missing_reason": self.missing_reason, "gates": self.gates,
+                "judge": self.judge}
 
 
 def _shift(records: list[dict[str, Any]], h: int, keys: tuple[str, ...] = ("offset",)) -> list[dict[str, Any]]:
@@ -79,13 +84,16 @@ def _shift(records: list[dict[str, Any]], h: int, keys: tuple[str, ...] = ("offs
 
 
 def evidence_dict(ex: Extraction | None, st: StaticEvidence | None, rt: RuntimeEvidence | None,
-                  dropped: list[dict[str, Any]]) -> dict[str, Any]:
-    """Our own evidence with offsets into the response (h added)."""
+                  dropped: list[dict[str, Any]], gaps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Our own evidence with offsets into the response (h added); ``gaps``: the environment gaps that left the
+    verdict to nobody (``RuntimeEvidence.environment_gaps``)."""
     h = ex.offset if ex else 0
     ev: dict[str, Any] = {"syntax_errors": [e.shifted(h) for e in st.errors] if st else [],
                           "page_errors": _shift(rt.page_errors, h) if rt else [],
                           "console_errors": _shift(rt.console_errors, h) if rt else [],
                           "blocked_requests": list(rt.blocked_requests) if rt else [],
+                          "environment_gaps": gaps or [],
+                          "refused_popups": rt.refused_popups if rt else 0,
                           "cdn_served": list(rt.cdn_served) if rt else [],
                           "runtime_status": rt.status if rt else None,
                           "blank_body": rt.blank_body if rt else None,
@@ -106,9 +114,11 @@ def interaction_output(inter: dict[str, Any] | None, h: int) -> dict[str, Any] |
     return shift_offsets({**summarize(inter), "record": inter}, h)
 
 
-def local_evidence(st: StaticEvidence, rt: RuntimeEvidence | None) -> dict[str, Any]:
-    """Evidence with HTML offsets, as the offline judge rule reads it."""
-    return {"syntax_errors": [e.shifted(0) for e in st.errors], "runtime": rt.to_dict() if rt else None}
+def local_evidence(st: StaticEvidence, rt: RuntimeEvidence | None, cfg: EnvConfig) -> dict[str, Any]:
+    """Evidence with HTML offsets, as the offline judge rule reads it; the failures the probe caused carry their
+    severity (``tasks.env.severity``) so the judge prompt says which are blocking."""
+    return {"syntax_errors": [e.shifted(0) for e in st.errors], "runtime": rt.to_dict() if rt else None,
+            "interaction_failures": classify_failures(rt.interaction, cfg.runtime.probe.error_rule) if rt else []}
 
 
 def _runtime_for(cfg: EnvConfig, runtime: BrowserRuntime | None) -> BrowserRuntime | None:
@@ -117,11 +127,13 @@ def _runtime_for(cfg: EnvConfig, runtime: BrowserRuntime | None) -> BrowserRunti
     return runtime or shared_runtime(cfg.runtime)
 
 
-def _judge_record(res: LLMResult | None, given: bool) -> dict[str, Any]:
+def _judge_record(res: LLMResult | None, given: bool, gap: bool = False) -> dict[str, Any]:
     if given:
         return {"provider": "given", "model": None, "attempts": 0, "error": None}
     if res is None:
-        return {"provider": None, "model": None, "attempts": 0, "error": "not judged (gates failed on our evidence)"}
+        why = ("environment gap: the app failed after a library request the CDN mirror could not serve" if gap
+               else "gates failed on our evidence")
+        return {"provider": None, "model": None, "attempts": 0, "error": f"not judged ({why})"}
     return {"provider": res.provider, "model": res.model, "attempts": res.attempts, "error": res.error,
             "cached": res.cached, "input_tokens": res.usage.input_tokens, "output_tokens": res.usage.output_tokens}
 
@@ -138,24 +150,39 @@ def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, r
                            check_results=not_run(inp.task.rubric.checks(), "no HTML application in the response"))
     gates: dict[str, bool | None] = dict(layer_gates(diag)) if diag else \
         {"static_check": None, "code_simulation": None, "rubric_alignment": None}
-    if diag is not None and rt is not None and cfg.runtime.probe.errors_fail:
+    probe = cfg.runtime.probe
+    if diag is not None and rt is not None and probe.errors_fail:
         # What the browser saw an interaction do is a finding whoever judged (an LLM may not run the code).
-        diag = with_observed_findings(diag, ex.html, interaction_failures(rt.interaction))
+        items = [i.model_dump() for i in judge_payload(inp.task.rubric)]
+        diag = with_observed_findings(diag, ex.html, classify_failures(rt.interaction, probe.error_rule), items)
+    gaps = rt.environment_gaps(cfg.runtime) if rt else []
     rt_valid = rt.runtime_valid(cfg.runtime) if rt else None
     gates["tree_sitter"] = st.source_valid
     gates["browser"] = rt_valid
     source_valid = False if not st.source_valid else gates["static_check"]
-    runtime_valid = False if rt_valid is False else gates["code_simulation"]
+    # An environment gap leaves runtime validity to nobody: the judge reads the same source the browser could not run.
+    runtime_valid = None if gaps else False if rt_valid is False else gates["code_simulation"]
     severities = rubric_severities(diag) if diag else None
     score = rubric_score(levels, severities, cfg.reward) if severities is not None else None
     r = reward(kind, True, source_valid, runtime_valid, levels, severities, cfg.reward)
     trace = attribute(inp.response, ex.offset, diag, attribution) if diag is not None else None
     spans = {f.key: {"direct_spans": f.direct_spans_response(), "context_spans": f.context_spans_response()}
              for f in trace.findings} if trace is not None else None
-    evidence = evidence_dict(ex, st, rt, dropped)
+    evidence = evidence_dict(ex, st, rt, dropped, gaps)
     return ScoreResult(inp.key, inp.task.query_id, True, source_valid, runtime_valid, r, kind, ex.offset,
                        findings_list(diag, spans), evidence, judge, gates, score, len(ex.html), trace,
-                       check_results=item_check_results(inp, rt, evidence["checks"], cfg))
+                       check_results=item_check_results(inp, rt, evidence["checks"], cfg),
+                       missing_reason=missing_reason(r, gaps, rt))
+
+
+def missing_reason(r: float | None, gaps: list[dict[str, Any]], rt: RuntimeEvidence | None) -> str | None:
+    """Why a reward is missing (pure): the mirror lacked a library the app needed, there was no browser, or
+    the judge failed."""
+    if r is not None:
+        return None
+    if gaps:
+        return "environment_gap"
+    return "browser_unavailable" if rt is not None and rt.status == "unavailable" else "judge"
 
 
 def _checks_hook(inp: ScoreInput, cfg: EnvConfig) -> Any:
@@ -224,14 +251,16 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
                                     else normalize_diagnosis(d, inp.task.rubric))
             judges[j] = _judge_record(None, True)
             return None
+        gap = st.source_valid and rt is not None and bool(rt.environment_gaps(cfg.runtime))  # no reward to judge for
         locally_failed = not st.source_valid or (rt is not None and rt.runtime_valid(cfg.runtime) is False)
-        if locally_failed and not cfg.judge.judge_invalid_apps:
+        if gap or (locally_failed and not cfg.judge.judge_invalid_apps):
+            judges[j] = _judge_record(None, False, gap)
             return None
         if provider is None:
             raise ValueError("no judge provider and no diagnosis given; pass provider=get_provider(...) "
                              "or a diagnosis")
         return build_judge_request(inp.task, exs[j].html, key=inp.key,  # type: ignore[union-attr]
-                                   local_evidence=local_evidence(st, rt), cfg=cfg.judge)
+                                   local_evidence=local_evidence(st, rt, cfg), cfg=cfg.judge)
 
     def with_evidence() -> Any:
         """The apps in the order their browser evidence comes in (all at once without a browser)."""

@@ -1,0 +1,169 @@
+"""What the sandbox does with a page's requests, popups and navigations, recorded as a user would see them.
+
+Every request a page makes goes through ``route_request``: the app itself is served from its fake origin, a
+library URL gets what the CDN mirror answers (``tasks.env.cdn``: the file, a 404 the real CDN gives too, or
+nothing: a gap in the mirror), everything else is refused and recorded with its outcome and reason in
+``blocked_requests`` (``kind``: request | navigation | websocket | popup). Each record says when it happened
+(``phase`` load or probe, and the probe's ``action``) so a failure can be tied to the requests before it.
+
+Hostile pages, judged as a user sees them:
+
+- **Popups.** A browser refuses a popup that no user gesture opened. ``POPUP_JS`` (an init script that runs
+  before the app's and the probe's) lets ``window.open`` through once per gesture (a trusted input event, or
+  one the interaction probe dispatches) within Chromium's activation lifespan, and otherwise refuses it
+  (``null``, as the popup blocker answers) and counts it; the page is then judged as it is.
+- **Reload loops.** Navigation away is answered 204 after load (the page stays). A page that reloads itself
+  ``reload_loop_after`` times before anyone acts never settles for a user: status ``reload_loop``, a
+  runtime failure. One reload a user asked for (a button) is an action's navigation and stays clean.
+
+Run: the runtime calls ``route_request`` from its context route and ``settle_verdict`` after the settle time.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+from urllib.parse import urlsplit
+
+from tasks.env.cdn import CdnMirror, unserved
+from tasks.env.page import APP_ORIGIN, APP_URL
+
+POPUP_MARK = "\u0000rr-popup:"
+# Chromium's transient user activation lasts 5 s and one window.open consumes it.
+POPUP_JS = """(() => {
+  if (window.__rrPopups) return;
+  const add = EventTarget.prototype.addEventListener, open = window.open, debug = console.debug.bind(console);
+  const P = {refused: 0};
+  Object.defineProperty(window, '__rrPopups', {value: P, enumerable: false});
+  let activeUntil = -1;
+  const gesture = (e) => {
+    if (e.isTrusted || (window.__rrProbe && window.__rrProbe.inDispatch)) activeUntil = performance.now() + 5000;
+  };
+  for (const t of ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'keydown', 'touchend'])
+    add.call(window, t, gesture, true);
+  window.open = function (...args) {
+    if (performance.now() < activeUntil) { activeUntil = -1; return open.apply(this, args); }
+    P.refused++;
+    if (P.refused <= 3) { try { debug('%s' + JSON.stringify({url: String(args[0] || '').slice(0, 300), n: P.refused})); } catch (e) {} }
+    return null;
+  };
+})();""".replace("'%s'", json.dumps(POPUP_MARK))
+REFUSED_POPUP = "a popup no user gesture opened: the browser's popup blocker refuses it"
+NAVIGATION_STAYS = "navigation away after load: answered 204, the page stays"
+APP_FILE = "the application is one HTML file: nothing else is served from its origin"
+CORS = {"access-control-allow-origin": "*"}
+
+
+def record(ev: Any, session: Any, url: str, resource_type: str, kind: str, outcome: str, reason: str,
+           spec: str | None = None, checking: bool = False) -> None:
+    """One entry of ``blocked_requests``, with the moment it happened: ``phase`` load, probe, or check (a request
+    of the executable checks' own pages, which load the app again after the probe)."""
+    phase = "check" if checking else "probe" if session.started else "load"
+    ev.blocked_requests.append({"url": url[:500], "resource_type": resource_type, "kind": kind, "outcome": outcome,
+                                "reason": reason, "spec": spec, "phase": phase,
+                                "action": None if checking else session.current_action})
+
+
+def is_self(url: str) -> bool:
+    """A navigation to the app's own page (a reload, with or without a query or fragment)."""
+    u, app = urlsplit(url), urlsplit(APP_URL)
+    return (u.scheme, u.netloc, u.path) == (app.scheme, app.netloc, app.path)
+
+
+def _frame(req: Any) -> Any:
+    try:
+        return req.frame
+    except Exception:  # a popup's first navigation is issued before its frame exists
+        return None
+
+
+def _checking(req: Any) -> bool:
+    """A request made once the executable checks run (their pages share the app's context)."""
+    frame = _frame(req)
+    return frame is not None and bool(getattr(frame.page.context, "rubricrl_checking", False))
+
+
+def _leaves_page(req: Any) -> bool:
+    """A top-level navigation of the app's page or of a popup it opened (not of a frame, nor a check's own page)."""
+    frame = _frame(req)
+    return frame is None or (frame.parent_frame is None and not _checking(req))
+
+
+async def route_request(route: Any, html: str, ev: Any, session: Any, mirror: CdnMirror | None) -> None:
+    """Answer one request of the app's context (the page, its frames and workers) and record what was not served."""
+    req = route.request
+    url, rtype = req.url, req.resource_type
+    if session.loaded and req.is_navigation_request() and _leaves_page(req):
+        # Navigation away (a link, location.href, a reload, a form submit) after load: "204 No Content" keeps the
+        # page. It is an attempt to leave the sandbox too, so it is listed with the other blocked requests.
+        session.navigation(url)
+        record(ev, session, url, rtype, "navigation", "refused", NAVIGATION_STAYS)
+        await route.fulfill(status=204, body="")
+        return
+    if url == APP_URL:
+        await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=html)
+        return
+    checking = _checking(req)
+    if url.startswith(APP_ORIGIN):
+        record(ev, session, url, rtype, "request", "not_found", APP_FILE, checking=checking)
+        await route.fulfill(status=404, body="")
+        return
+    res = mirror.resolve(url, rtype) if mirror is not None else None
+    if res is not None and res.served is not None:
+        ev.cdn_served.append({"url": url[:500], "file": os.path.relpath(res.served.file)})
+        await route.fulfill(status=200, headers={**CORS, "content-type": res.served.content_type}, body=res.served.body)
+        return
+    outcome, reason = (res.outcome, res.reason) if res is not None else unserved(url, rtype)
+    record(ev, session, url, rtype, "request", outcome, reason, res.spec if res is not None else None, checking)
+    if outcome == "not_found":  # what the real CDN answers
+        await route.fulfill(status=404, headers=CORS, body="")
+    else:
+        await route.abort("blockedbyclient")
+
+
+async def block_websocket(ws: Any, ev: Any, session: Any) -> None:
+    record(ev, session, ws.url, "websocket", "websocket", "refused", "a network API the app has no business calling "
+           "offline")
+    await ws.close(code=1008, reason="network blocked by the rubricrl sandbox")
+
+
+def on_popup(page: Any, session: Any) -> None:
+    """A popup a gesture opened: recorded as a navigation of the action that opened it, then closed."""
+    session.navigation(getattr(page, "url", "") or "popup")
+    asyncio.ensure_future(page.close())
+
+
+def on_console_popup(text: str, ev: Any, session: Any) -> bool:
+    """The popup guard's report of a refused popup (the first few carry their URL); True when it was one."""
+    if not text.startswith(POPUP_MARK):
+        return False
+    try:
+        got = json.loads(text[len(POPUP_MARK):])
+    except ValueError:
+        return True
+    ev.refused_popups = max(ev.refused_popups, int(got.get("n") or 0))
+    record(ev, session, str(got.get("url") or "about:blank"), "document", "popup", "refused", REFUSED_POPUP)
+    return True
+
+
+async def count_refused_popups(page: Any, ev: Any) -> None:
+    """The whole count of refused popups (past the first few the page reported), when the page answers."""
+    if not ev.refused_popups:
+        return
+    try:
+        n = await asyncio.wait_for(page.evaluate("() => (window.__rrPopups || {refused: 0}).refused"), 1.0)
+        ev.refused_popups = max(ev.refused_popups, int(n))
+    except Exception:  # a busy page keeps the count it reported
+        pass
+
+
+def reloads_before_actions(blocked: list[dict[str, Any]]) -> int:
+    """Times the page reloaded itself after load and before the probe acted (pure)."""
+    return sum(1 for b in blocked if b.get("kind") == "navigation" and b.get("phase") == "load" and is_self(b["url"]))
+
+
+def settle_verdict(ev: Any, reload_loop_after: int) -> None:
+    """After the settle time: a page that kept reloading itself never settled for a user."""
+    if ev.status == "ok" and reloads_before_actions(ev.blocked_requests) >= reload_loop_after:
+        ev.status = "reload_loop"

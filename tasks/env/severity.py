@@ -1,0 +1,83 @@
+"""How severe a failure the interaction probe caused is: blocking the app, or a defect of one control (pure).
+
+The paper's rule (3.3, B.2) makes a major code_simulation finding fail the runtime gate, so any uncaught error
+a probe action raised made the whole app runtime-invalid. ``env.runtime.probe.error_rule`` chooses:
+
+- ``gate``: every failure an interaction caused blocks (an uncaught error, a hang, a submit that reloads the app);
+- ``evidence``: a failure blocks when the evidence says the app stopped working for its user: a hang; a submit
+  that reloads the page (the whole app's state is lost); an error after which the app's main loop (its animation
+  frames, running before any action) no longer runs; failures on most of the controls the probe used (native
+  controls and elements with click or drag listeners; every key is one control, the keyboard). Otherwise the
+  error is confined to one control's handler: a minor code_simulation finding plus a major finding on the rubric
+  item that control serves (``judge.py``).
+
+The default is the rule that agrees better with the benchmark's own functional tests (docs/sandbox.md has the
+figures; ``bench/bench_realapps.py --set env.runtime.probe.error_rule=gate`` measures the other one).
+
+Run: ``classify_failures(interaction, "evidence")`` -> the failures, each with ``blocking`` and ``why``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from tasks.env.probe import interaction_failures
+
+RULES = ("gate", "evidence")
+
+
+NATIVE_CONTROLS = ("button", "a", "input", "select", "textarea", "summary", "label")
+
+
+def controls(actions: list[dict[str, Any]]) -> dict[int, str]:
+    """Action index -> the control it used, for the actions that used one: keys are one control (the keyboard);
+    an element is one when it is a native control or has a click or drag listener (a bare canvas is not)."""
+    out = {}
+    for a in actions:
+        if a.get("kind") == "key":
+            out[a["i"]] = "keyboard"
+        elif a.get("kind") in ("fill", "select") or a.get("tag") in NATIVE_CONTROLS or a.get("handled"):
+            out[a["i"]] = f"{a.get('kind')}:{a.get('target_index', a.get('target_desc'))}"
+    return out
+
+
+def main_loop_stopped(inter: dict[str, Any]) -> bool:
+    """The app drew frames by itself before any action and drew none after the probe (pure)."""
+    before, after = inter.get("liveness") or {}, inter.get("loop_after") or {}
+    ran = bool(before.get("rafs")) or bool(before.get("draws"))
+    return ran and bool(after) and not after.get("rafs") and not after.get("draws")
+
+
+def classify_failures(inter: dict[str, Any] | None, rule: str) -> list[dict[str, Any]]:
+    """The failures the probe caused (``probe.interaction_failures``), each with ``blocking`` and ``why``."""
+    if rule not in RULES:
+        raise ValueError(f"env.runtime.probe.error_rule={rule!r}; choose one of {', '.join(RULES)}")
+    failures = interaction_failures(inter)
+    if rule == "gate" or not failures:
+        return [{**f, "blocking": True, "why": "an interaction error fails the runtime gate"} for f in failures]
+    d = inter or {}
+    ctl = controls(d.get("actions") or [])
+    # every caused error counts, not only the first of each message: two buttons throwing alike are two controls
+    failing = {ctl[i] for i in [e.get("action") for e in d.get("errors") or [] if e.get("caused")]
+               + [f.get("action") for f in failures] if i in ctl}
+    used = set(ctl.values())
+    most = bool(used) and len(failing) * 2 > len(used)
+    stopped = main_loop_stopped(d)
+    out = []
+    for f in failures:
+        if f["kind"] == "hang":
+            why = "the page stopped responding"
+        elif f["kind"] == "reload":
+            why = "the submit reloads the page: the whole app's state is lost"
+        elif stopped and not f.get("sync"):
+            why = "the app's main loop stopped after this error"
+        elif most:
+            why = f"failures on most controls ({len(failing)} of {len(used)} used)"
+        else:
+            out.append({**f, "blocking": False, "why": "confined to this control's handler"})
+            continue
+        out.append({**f, "blocking": True, "why": why})
+    return out
+
+
+def blocking_failures(inter: dict[str, Any] | None, rule: str) -> list[dict[str, Any]]:
+    return [f for f in classify_failures(inter, rule) if f["blocking"]]

@@ -1,0 +1,124 @@
+"""Severity from evidence (pure): which failures the interaction probe caused block the app, and which are a
+defect of the one control whose handler threw (a minor code_simulation finding plus a major one on its item)."""
+from __future__ import annotations
+
+import pytest
+
+from schemas.judge import Diagnosis
+from tasks.env.judge import item_for_control, with_observed_findings
+from tasks.env.severity import classify_failures
+
+ACTIONS = [{"i": 0, "kind": "click", "target_desc": "button.go", "target_index": 4, "tag": "button", "label": "Start"},
+           {"i": 1, "kind": "click", "target_desc": "button.go", "target_index": 5, "tag": "button", "label": "Boost"},
+           {"i": 2, "kind": "fill", "target_desc": "input#mass-slider", "target_index": 6, "tag": "input", "label": "5"},
+           {"i": 3, "kind": "key", "target_desc": "document", "label": "ArrowLeft"},
+           {"i": 4, "kind": "key", "target_desc": "document", "label": "ArrowRight"},
+           {"i": 5, "kind": "drag", "target_desc": "canvas#c", "target_index": 7, "tag": "canvas", "handled": False,
+            "label": ""}]  # a bare canvas (no listener): not a control of the app
+
+
+def err(action, sync=True, message="x is undefined"):
+    return {"action": action, "sync": sync, "kind": "error", "name": "TypeError", "message": message,
+            "offset": 10, "caused": True}
+
+
+def inter(errors=(), hang=None, idle_rafs=0, after_rafs=None):
+    return {"status": "ok", "actions": ACTIONS, "errors": list(errors), "hang": hang,
+            "liveness": {"rafs": idle_rafs, "draws": 0}, "loop_after": {} if after_rafs is None else
+            {"rafs": after_rafs, "draws": 0}}
+
+
+def blocking(ev, rule="evidence"):
+    return [(f["label"], f["blocking"]) for f in classify_failures(ev, rule)]
+
+
+def test_an_error_in_one_controls_handler_is_confined_and_the_gate_rule_blocks_it():
+    assert blocking(inter([err(1)])) == [("Boost", False)]
+    assert blocking(inter([err(1)]), "gate") == [("Boost", True)]
+    # keys are one control, the keyboard: errors on two keys are one failing control of four
+    assert blocking(inter([err(3, message="a"), err(4, message="b")])) == [("ArrowLeft", False), ("ArrowRight", False)]
+
+
+def test_failures_on_most_controls_block():
+    got = classify_failures(inter([err(0, message="a"), err(1, message="b"), err(2, message="c")]), "evidence")
+    assert all(f["blocking"] for f in got) and "3 of 4" in got[0]["why"]
+    assert blocking(inter([err(0, message="a"), err(1, message="b")])) == [("Start", False), ("Boost", False)]  # 2 of 4
+    # one message thrown by three controls (reported once) is three failing controls
+    assert blocking(inter([err(0), err(1), err(2)])) == [("Start", True)]
+    # a control's only siblings being bare canvases: the keyboard is the app's one control
+    keys_only = {**inter([err(0)]), "actions": [{**a, "i": k} for k, a in enumerate(ACTIONS[3:])]}
+    assert blocking(keys_only) == [("ArrowLeft", True)]
+
+
+def test_a_submit_that_reloads_the_page_blocks():
+    form = inter()
+    form["actions"] = [{**ACTIONS[0], "submit": {"form": "form#f", "action_attr": None}}, ACTIONS[1], ACTIONS[2]]
+    assert blocking(form) == [("Start", True)]
+
+
+def test_a_hang_and_an_error_that_stops_the_main_loop_block():
+    hang = {"action": 1, "action_kind": "click", "target": "button#boost", "label": "Boost", "offset": 3}
+    assert blocking(inter(hang=hang)) == [("Boost", True)]
+    stopped = classify_failures(inter([err(1, sync=False)], idle_rafs=20, after_rafs=0), "evidence")
+    assert stopped[0]["blocking"] and "main loop stopped" in stopped[0]["why"]
+    # the twins: the loop still runs after it; an error raised inside the handler itself; an app with no loop
+    assert blocking(inter([err(1, sync=False)], idle_rafs=20, after_rafs=18)) == [("Boost", False)]
+    assert blocking(inter([err(1, sync=True)], idle_rafs=20, after_rafs=0)) == [("Boost", False)]
+    assert blocking(inter([err(1, sync=False)], idle_rafs=0, after_rafs=0)) == [("Boost", False)]
+
+
+def test_an_unknown_rule_names_the_choices():
+    with pytest.raises(ValueError, match="gate, evidence"):
+        classify_failures(inter([err(1)]), "strict")
+
+
+ITEMS = [{"id": "I1", "scope": "initial_state", "requirement": "A Boost button is shown"},
+         {"id": "D1", "scope": "dynamic", "requirement": "Clicking Start starts the simulation"},
+         {"id": "D2", "scope": "dynamic", "requirement": "Clicking Boost doubles the speed"},
+         {"id": "D3", "scope": "dynamic", "requirement": "Dragging the mass slider changes the mass of the ball"}]
+
+
+@pytest.mark.parametrize("failure, item", [
+    ({"label": "Boost", "target": "button#boost"}, "D2"),  # named by its label (a dynamic item, not the display one)
+    ({"label": "5", "target": "input#mass-slider"}, "D3"),  # a slider's label is its value: its id's words decide
+    ({"label": "Go", "target": "button#go"}, None),  # no item speaks of it
+])
+def test_the_item_a_control_serves(failure, item):
+    got = item_for_control(ITEMS, failure)
+    assert (got["id"] if got else None) == item
+
+
+def test_a_confined_failure_is_a_minor_simulation_finding_and_a_major_one_on_its_item():
+    html = "<script>\nboost.onclick = () => {\n  out.textContent = state.speed.toFixed(2);\n};\n</script>"
+    f = {"kind": "error", "action": 1, "action_kind": "click", "target": "button#boost", "label": "Boost",
+         "name": "TypeError", "message": "toFixed of undefined", "offset": html.index("out.text"), "blocking": False,
+         "why": "confined to this control's handler"}
+    empty = Diagnosis.model_validate({k: {"name": k} for k in ("static_check", "code_simulation", "rubric_alignment")})
+    out = with_observed_findings(empty, html, [f], ITEMS)
+    (sim,) = out.code_simulation.minor
+    assert out.code_simulation.major == [] and sim.code_quotes == ["out.textContent = state.speed.toFixed(2);"]
+    (item,) = out.rubric_alignment.major
+    assert item.item_id == "D2" and item.scope == "dynamic" and item.code_quotes == sim.code_quotes
+    # one finding per item: a judge's minor one on D2 gives way, a judge's critical one stays alone
+    judged = Diagnosis.model_validate({"static_check": {"name": "static_check"},
+                                       "code_simulation": {"name": "code_simulation"},
+                                       "rubric_alignment": {"name": "rubric_alignment",
+                                                            "minor": [{"item_id": "D2", "description": "slow"}],
+                                                            "critical": [{"item_id": "D1", "description": "x"}]}})
+    again = with_observed_findings(judged, html, [f, {**f, "label": "Start", "target": "button#start"}], ITEMS)
+    assert [x.item_id for x in again.rubric_alignment.major] == ["D2"] and again.rubric_alignment.minor == []
+    assert [x.item_id for x in again.rubric_alignment.critical] == ["D1"]
+    blocking_one = with_observed_findings(empty, html, [{**f, "blocking": True}], ITEMS)
+    assert len(blocking_one.code_simulation.major) == 1 and blocking_one.rubric_alignment.major == []
+
+
+def test_the_judge_prompt_says_which_failures_block():
+    from tasks.env.judge import observed_facts
+
+    html = "<html>\n<body>\n<button>Boost</button>\n<script>\nnull.go();\n</script></body></html>"
+    ev = {"syntax_errors": [], "runtime": {"status": "ok", "page_errors": [], "interaction": inter([err(1)])}}
+    confined = observed_facts(html, {**ev, "interaction_failures": classify_failures(ev["runtime"]["interaction"],
+                                                                                     "evidence")})
+    assert "click on 'Boost' throws TypeError: x is undefined (line 2; confined to this control's handler" in confined
+    gate = observed_facts(html, {**ev, "interaction_failures": classify_failures(ev["runtime"]["interaction"], "gate")})
+    assert "(line 2; blocking: an interaction error fails the runtime gate)" in gate
