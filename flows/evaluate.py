@@ -95,7 +95,8 @@ def eval_table(spec: dict[str, Any], rollouts: list[dict[str, Any]], all_tasks: 
     judg, rew = score_rollouts_table(table, {q: all_tasks[q] for q in {r["query_id"] for r in rollouts}},
                                      provider=provider, cfg=env, runtime=runtime)
     rows = eval_rows(spec["label"], spec["path"], spec["kind"], rollouts, rew.to_pylist(),
-                     judg.select(["rollout_id", "gate_rubric_alignment", "findings"]).to_pylist(), all_tasks, meta)
+                     judg.select(["rollout_id", "gate_rubric_alignment", "findings", "undecided_item_ids",
+                                  "evidence_json"]).to_pylist(), all_tasks, meta)
     status = dict(zip(judg.column("rollout_id").to_pylist(), judg.column("runtime_status").to_pylist()))
     off = off_reason(runtime is not None and runtime.screenshots is not None, env.runtime.enabled)
     for row, ro in zip(rows, rollouts):

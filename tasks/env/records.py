@@ -80,6 +80,7 @@ def judgment_row(r: ScoreResult) -> dict[str, Any]:
         "n_blocked_requests": len(ev.get("blocked_requests", [])),
         "findings": [_finding_row(f) for f in r.findings],
         "interaction": interaction_row(ev.get("interaction"), ev.get("runtime_rechecked_from")),
+        "undecided_item_ids": list(r.undecided),
         "evidence_json": json.dumps(ev, ensure_ascii=False),
     }
 

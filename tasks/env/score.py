@@ -57,13 +57,15 @@ class ScoreResult:
     html_length: int = 0
     attribution: AttributionTrace | None = None  # spans behind the findings (paper B.3), source coordinates
     check_results: list[dict[str, Any]] = field(default_factory=list)  # per checked item; response offsets
+    undecided: list[str] = field(default_factory=list)  # items no evidence spoke to: out of the rubric score
 
     def to_json(self) -> dict[str, Any]:
         """The ``rubricrl score`` contract (its keys first), plus the judge record and the gates."""
         return {"format_valid": self.format_valid, "source_valid": self.source_valid,
                 "runtime_valid": self.runtime_valid, "reward": self.reward, "html_offset": self.html_offset,
                 "findings": self.findings, "evidence": self.evidence, "reward_kind": self.reward_kind,
-                "rubric_score": self.rubric_score, "gates": self.gates, "judge": self.judge}
+                "rubric_score": self.rubric_score, "gates": self.gates, "judge": self.judge,
+                "undecided": self.undecided}
 
 
 def _shift(records: list[dict[str, Any]], h: int, keys: tuple[str, ...] = ("offset",)) -> list[dict[str, Any]]:
@@ -146,15 +148,16 @@ def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, r
     source_valid = False if not st.source_valid else gates["static_check"]
     runtime_valid = False if rt_valid is False else gates["code_simulation"]
     severities = rubric_severities(diag) if diag else None
-    score = rubric_score(levels, severities, cfg.reward) if severities is not None else None
-    r = reward(kind, True, source_valid, runtime_valid, levels, severities, cfg.reward)
+    undecided = list(diag.undecided) if diag else []
+    score = rubric_score(levels, severities, cfg.reward, undecided) if severities is not None else None
+    r = reward(kind, True, source_valid, runtime_valid, levels, severities, cfg.reward, undecided)
     trace = attribute(inp.response, ex.offset, diag, attribution) if diag is not None else None
     spans = {f.key: {"direct_spans": f.direct_spans_response(), "context_spans": f.context_spans_response()}
              for f in trace.findings} if trace is not None else None
     evidence = evidence_dict(ex, st, rt, dropped)
     return ScoreResult(inp.key, inp.task.query_id, True, source_valid, runtime_valid, r, kind, ex.offset,
                        findings_list(diag, spans), evidence, judge, gates, score, len(ex.html), trace,
-                       check_results=item_check_results(inp, rt, evidence["checks"], cfg))
+                       check_results=item_check_results(inp, rt, evidence["checks"], cfg), undecided=undecided)
 
 
 def _checks_hook(inp: ScoreInput, cfg: EnvConfig) -> Any:
@@ -236,6 +239,8 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
             judges[j] = _judge_record(res, False)
             if res.output is not None:
                 diags[j], dropped[j] = normalize_diagnosis(res.output, inputs[j].task.rubric)  # type: ignore[arg-type]
+                if res.provider != "offline":  # a model judge keeps the paper's rule: no finding means met
+                    diags[j] = diags[j].model_copy(update={"undecided": []})  # type: ignore[union-attr]
     return [combine(inputs[j], exs[j], sts[j], rts[j], diags[j], dropped[j], judges[j], cfg, kind, attribution)
             for j in range(len(inputs))]
 
