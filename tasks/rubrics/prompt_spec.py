@@ -111,9 +111,6 @@ class Spec:
     constraints: list[str] = field(default_factory=list)  # format constraints seen (never items)
     first_line: str | None = None  # a plan's first line that is not a heading (what it is about)
 
-    def control(self, cid: str) -> Control | None:
-        return next((c for c in self.controls if c.id == cid), None)
-
 
 def _effects(text: str, trigger: Control, spec_controls: list[Control]) -> tuple[str, ...]:
     """What a behaviour's lines say changes: the outputs they name, the drawing, a text (in that order)."""
