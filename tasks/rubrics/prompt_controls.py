@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from tasks.rubrics.prompt_outline import Node, Outline, plain
+from tasks.rubrics.prompt_outline import Node, Outline, plain, span
 
 ID_DECL = re.compile(r"""\bid\s*=\s*\\?["']([A-Za-z][\w\-:.]{0,60})\\?["']""")
 _TAG = re.compile(r"<([A-Za-z][\w-]*)\b([^<>]*)>")
@@ -251,7 +251,7 @@ def controls(ol: Outline, query: str) -> list[Control]:
         lo, hi, step = _bounds(ctx, f) if kind in ("range", "number") else (None, None, None)
         evidence = decl.text if decl else next(m.group(0) for m in ID_DECL.finditer(query) if m.group(1) == cid)
         label = _label(ctx, f) if kind in CONTROL_KINDS else None
-        out.append(Control(cid, kind, evidence[:300], label, _default(kind, ctx, f), lo, hi, step,
+        out.append(Control(cid, kind, span(evidence), label, _default(kind, ctx, f), lo, hi, step,
                            _options(ctx, f) if kind == "select" else (), f.tag))
     return [_area(c) for c in out]
 

@@ -53,6 +53,17 @@ class Outline:
     structured: bool  # headings or list items: a plan, not a request in a sentence or two
 
 
+EVIDENCE_CHARS = 300  # an item's query_evidence, at most
+
+
+def span(text: str, limit: int = EVIDENCE_CHARS) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, so it still matches the query word for word."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    return cut[:cut.rfind(" ")].rstrip() if " " in cut else cut
+
+
 def plain(text: str) -> str:
     """Text without emphasis and code marks (``**`` ``__`` backticks), whitespace collapsed."""
     return " ".join(_MARKUP.sub("", text).split())

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from tasks.rubrics import text as T
 from tasks.rubrics.prompt_controls import Control, controls, mentions
-from tasks.rubrics.prompt_outline import Node, Outline, outline, plain
+from tasks.rubrics.prompt_outline import Node, Outline, outline, plain, span
 
 FORMAT = re.compile(r"\b(single[- ](?:self-contained\s+)?(?:html\s+)?file|self-contained|one\s+(?:html\s+)?file|"
                     r"html\s*(?:/|,|and)\s*css|css\s*(?:/|and)\s*(?:js|javascript)|vanilla\s+(?:js|javascript)|"
@@ -159,7 +159,7 @@ def behaviours(ol: Outline, ctrls: list[Control]) -> list[Behaviour]:
         starts = bool(re.search(r"\b(play|start|run|animat\w*|resume)\b", (c.label or "") + " " + c.id + " " +
                                 plain(node.text), re.I))
         if effects or starts:
-            out.append(Behaviour(node.text[:300], c, effects=effects, motion=starts and c.kind == "button"))
+            out.append(Behaviour(span(node.text), c, effects=effects, motion=starts and c.kind == "button"))
     return out
 
 
@@ -174,7 +174,7 @@ def keys(ol: Outline, drawn: bool = False) -> list[Behaviour]:
                 _KEY_NAMES.get(name) or _KEY_NAMES.get(re.sub(r"\s+keys?$", "", name))
             if key and key not in seen and not FORMAT.search(n.text):
                 seen.add(key)
-                out.append(Behaviour(n.text[:300], key=key,
+                out.append(Behaviour(span(n.text), key=key,
                                      effects=("drawing",) if drawn or _DRAWING.search(n.text) else ()))
     return out
 
@@ -191,7 +191,7 @@ def motions(ol: Outline, request: str | None, ctrls: list[Control] = ()) -> list
         p = plain(n.text)
         around = " ".join([p] + [plain(a.text) for a in n.ancestors() if a.kind != "heading"])
         if _PLAN_MOTION.search(p) and _BY_ITSELF.search(p) and not _PROMPTED.search(around):
-            out.append(n.text[:300])
+            out.append(span(n.text))
     return out[:2]
 
 
@@ -229,7 +229,7 @@ def read_spec(query: str) -> Spec:
     constraints = [n.text for n in ol.nodes if FORMAT.search(n.text)]
     if ol.structured:
         ctrls = controls(ol, query)
-        first = next((n.text[:300] for n in ol.nodes if n.kind != "heading" and not FORMAT.search(n.text)), None)
+        first = next((span(n.text) for n in ol.nodes if n.kind != "heading" and not FORMAT.search(n.text)), None)
         return Spec(True, None, ctrls, behaviours(ol, ctrls) + keys(ol), motions(ol, None, ctrls),
                     constraints=constraints, first_line=first)
     clauses = T.clauses_of(text)
