@@ -133,3 +133,10 @@ def test_the_teachers_apps_pass_checks_built_from_the_prompt_alone(scored):
         r = results[key]
         assert r.check_results and {c["status"] for c in r.check_results} == {"passed"}, (key, r.check_results)
         assert r.runtime_valid and r.reward == 1.0
+
+
+def test_a_long_declaring_line_is_cut_at_a_word_so_it_stays_evidence():
+    words = " ".join(["the slider sets how far the pendulum swings"] * 10)
+    plan = f"### 2. Components\n- `<input type=\"range\" id=\"slider-reach\">`: {words}\n- Initial value: 4\n- `<button id=\"b\">Go</button>`\n"
+    (slider,) = [i for i in _items(plan) if "#slider-reach" in i["requirement"]]
+    assert len(slider["query_evidence"]) <= 300 and T.evidence_in(slider["query_evidence"], plan)
