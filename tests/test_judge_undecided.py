@@ -33,6 +33,9 @@ def _item(requirement: str, scope: str = "initial_state") -> dict:
     ("The slider #slider-v0 is on the page", "<input id='other'>", None, "critical"),  # the id is nowhere
     ("The slider #slider-v0 is on the page", "<script>s.id = 'slider-v0'</script>", None, None),  # a script makes it
     ("The bob is filled #d9534f", "<canvas></canvas>", OK_PAGE, None),  # a colour is no element id
+    ('The page has a button labelled "Save".', "<button>+1</button>", OK_PAGE, "critical"),  # no such label
+    ('The page has a button labelled "Save".', "<dialog><button>save</button></dialog>", OK_PAGE, None),  # hidden
+    ('The display #out shows "22.7319" when the page loads.', "<span id='out'></span>", OK_PAGE, None),  # computed
     ("The page draws the requested scene (a DVD logo) when it loads.", "<canvas></canvas>",
      {**OK_PAGE, "blank_body": True}, "critical"),
     ("The page draws the requested scene (a DVD logo) when it loads.", "<canvas></canvas>", OK_PAGE, None),

@@ -2,8 +2,8 @@
 
 Evidence, in order; the first that speaks to the item decides it:
 1. the item's executable check: passed -> met; failed -> major (``tasks/env/judge.py`` makes the finding);
-2. an element the item names by ``#id`` that occurs nowhere in the app's source -> critical (the feature is
-   missing entirely: no markup declares it and no script creates it);
+2. an element the item names by ``#id``, or as labelled "X", whose id or label occurs nowhere in the app's
+   source -> critical (the feature is missing entirely: no markup declares it and no script creates it);
 3. the interaction probe on a control the item names (by ``#id`` or quoted label): an action on it threw or
    hung -> major; its click changed nothing observable -> major (dynamic items only: a display is not behaviour);
 4. an item about motion the page should show by itself (it says so: "moves by itself over time",
@@ -35,7 +35,7 @@ _INPUT = re.compile(r"\b(click\w*|press\w*|keys?|keyboard|drag\w*|tap\w*|when|af
 _ANSWERS_INPUT = re.compile(r"\banswers input\b", re.I)
 _SHOWN_ON_LOAD = re.compile(r"^the page (draws|shows) .+ when it loads\b", re.I)
 _ID = re.compile(r"(?<![\w&#])#([A-Za-z][\w-]*)")
-_QUOTED = re.compile(r"[\"“]([^\"”]{1,40})[\"”]")
+_LABELLED = re.compile(r"\blabell?ed\s+[\"“]([^\"”]{1,40})[\"”]")  # an element the item names by its label
 _HEX = re.compile(r"^[0-9a-fA-F]{3,8}$")
 
 
@@ -44,8 +44,9 @@ def named_ids(requirement: str) -> list[str]:
     return [i for i in dict.fromkeys(_ID.findall(requirement)) if not _HEX.match(i)]
 
 
-def in_source(cid: str, html: str) -> bool:
-    return re.search(r"(?<![\w-])" + re.escape(cid) + r"(?![\w-])", html) is not None
+def in_source(name: str, html: str, case: bool = True) -> bool:
+    """``name`` occurs in the source as a whole token (an id exactly; a label in any case)."""
+    return re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", html, 0 if case else re.I) is not None
 
 
 def names_control(requirement: str, label: str | None, target: str | None = None) -> bool:
@@ -100,6 +101,11 @@ def item_decision(item: dict[str, Any], runtime: dict[str, Any] | None, html: st
     if missing:
         return ("critical", f"the app has no element #{missing[0]}",
                 f"{HEURISTIC}: the item names #{missing[0]} and that id occurs nowhere in the app's source", [])
+    unlabelled = [lab for lab in _LABELLED.findall(item["requirement"]) if not in_source(lab, html, case=False)]
+    if unlabelled:
+        return ("critical", f"the app has nothing labelled {unlabelled[0]!r}",
+                f"{HEURISTIC}: the item names an element labelled {unlabelled[0]!r} and that text occurs nowhere in "
+                "the app's source", [])
     decided = evidence_decision(item, (runtime or {}).get("interaction"))
     if decided is not None:
         return decided
