@@ -7,13 +7,19 @@ functional tests (PFT) it passed, as the benchmark's authors published them (``b
 
 Prints, per model and over all apps: pairwise agreement within a task between our reward and the label
 (label ties skipped, reward ties count as misses), Spearman over all apps, the mean reward of apps passing
-no PFT test and of apps passing at least 80%, tiers, items per query, and seconds per step and per app;
-the goals as PASS/FAIL with ``uptime``. Asserts nothing.
+no PFT test and of apps passing at least 80%, tiers, items per query, the executable checks' verdicts by
+status and the items no evidence decided, and seconds per step and per app; the goals as PASS/FAIL with
+``uptime``. Asserts nothing.
 
 Needs a local copy of github.com/open-compass/InteractScience (``--corpus DIR`` or
 ``RUBRICRL_INTERACTSCIENCE``); development split only (task ids A to M) unless ``--split`` says otherwise.
 
-Run: ``.venv/bin/python bench/bench_realapps.py --corpus DIR [--limit 20] [--models gpt-oss-20b ...] [--keep DIR]``.
+``--short``: the same route and figures on short requests instead ("a bouncing DVD logo", "A Flappy-Bird
+clone"), each with a working and a broken app written for this bench (``tests/fixtures/short_requests/``:
+``requests.jsonl`` and ``<id>/working.html``, ``<id>/broken.html``); label 1 for working, 0 for broken.
+
+Run: ``.venv/bin/python bench/bench_realapps.py --corpus DIR [--limit 20] [--models gpt-oss-20b ...] [--keep DIR]``
+or ``.venv/bin/python bench/bench_realapps.py --short [--keep DIR]``.
 """
 from __future__ import annotations
 
@@ -35,11 +41,15 @@ import realapps_env  # noqa: E402 - the environment's sections: runtime-invalid 
 from tasks.evaluation.agreement import pairwise_within, spearman  # noqa: E402
 
 GOALS = {"pairwise": 0.75, "spearman": 0.6, "reward_pass_none_max": 0.3, "reward_pass_80_min": 0.7, "s_per_app_max": 3.0}
+SHORT = REPO / "tests" / "fixtures" / "short_requests"
+SHORT_KINDS = {"working": 1.0, "broken": 0.0}
 
 
 def rubricrl(data: Path, *args: str) -> float:
     """Run the CLI as a user would (its own process, the data directory in the environment); seconds taken."""
-    env = {**os.environ, "RUBRICRL_DATA_DIR": str(data), "PYTHONPATH": str(REPO)}
+    # a loaded machine starts Prefect's temporary server slowly: give it longer than the default 20 s
+    env = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120", **os.environ, "RUBRICRL_DATA_DIR": str(data),
+           "PYTHONPATH": str(REPO)}
     started = time.perf_counter()
     proc = subprocess.run([str(REPO / ".venv" / "bin" / "rubricrl"), *args], env=env, cwd=REPO,
                           capture_output=True, text=True)
@@ -67,6 +77,50 @@ def figures(apps: list[tuple[str, float | None, float | None]]) -> dict:
             "missing": sum(1 for a in apps if a[1] is None)}
 
 
+def write_short_inputs(work: Path) -> tuple[Path, dict[str, Path], dict[str, dict[str, float]]]:
+    """The short requests as a generic JSONL for ``rubricrl ingest``, one response folder per kind (working,
+    broken) and the labels: (queries file, kind -> folder, kind -> query id -> label)."""
+    lines = [json.loads(x) for x in (SHORT / "requests.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
+    queries = work / "short_requests.jsonl"
+    queries.write_text("".join(json.dumps({"id": r["id"], "query": r["query"]}) + "\n" for r in lines),
+                       encoding="utf-8")
+    folders, labels = {}, {}
+    for kind, label in SHORT_KINDS.items():
+        folders[kind] = work / "responses" / kind
+        folders[kind].mkdir(parents=True, exist_ok=True)
+        for r in lines:
+            app = (SHORT / r["id"] / f"{kind}.html").read_text(encoding="utf-8")
+            (folders[kind] / f"ext-{r['id']}.txt").write_text(f"```html\n{app}\n```\n", encoding="utf-8")
+        labels[kind] = {f"ext-{r['id']}": label for r in lines}
+    return queries, folders, labels
+
+
+def route_inputs(args: argparse.Namespace) -> tuple[Path, Path, list[str], dict[str, dict[str, float]], list[str],
+                                                 str, Path | None]:
+    """(data directory, queries file, response folders, model -> query id -> label, task ids, title, corpus root)
+    of the corpus the bench runs on; ``args.models`` becomes the folders' labels (working and broken, with
+    ``--short``)."""
+    if args.short:
+        data, work = corpus.data_dirs(args.keep, "bench-realapps-")
+        queries_file, by_kind, labels = write_short_inputs(work)
+        args.models = list(by_kind)
+        return (data, queries_file, [str(f) for f in by_kind.values()], labels, list(labels["working"]),
+                "short requests", None)
+    c = corpus.load(args.corpus, args.split)
+    data, work, ids, folders = corpus.user_inputs(c, args.keep, "bench-realapps-", args.limit, args.models)
+    return (data, work / "interactscience.jsonl", folders, {m: c.labels(m) for m in args.models}, ids,
+            f"InteractScience {args.split}", c.root)
+
+
+def check_verdicts(rows: list[dict]) -> str:
+    """The executable checks' verdicts over all apps, and the rubric items no evidence decided."""
+    sums = {k: sum(r.get(k) or 0 for r in rows) for k in ("checks_passed", "checks_failed", "checks_inconclusive",
+                                                         "items_undecided", "items_total")}
+    return (f"check verdicts: passed {sums['checks_passed']}, failed {sums['checks_failed']}, inconclusive "
+            f"{sums['checks_inconclusive']}; items undecided {sums['items_undecided']} of {sums['items_total']} "
+            "judged (left out of the rubric score)")
+
+
 def fmt(v: object) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
@@ -79,16 +133,17 @@ def main() -> None:
     ap.add_argument("--models", nargs="*", default=list(corpus.LABELLED_MODELS))
     ap.add_argument("--keep", default=None, help="data directory to use and keep (default: a temporary one)")
     ap.add_argument("--set", action="append", default=[], help="extra --set for build-rubrics and evaluate")
+    ap.add_argument("--short", action="store_true", help="short requests with a working and a broken app each "
+                                                         "(tests/fixtures/short_requests/) instead of InteractScience")
     realapps_env.add_arguments(ap)
     args = ap.parse_args()
-    if not (args.corpus or os.environ.get(corpus.ENV_VAR)):
+    if not args.short and not (args.corpus or os.environ.get(corpus.ENV_VAR)):
         print(f"bench_realapps: skipped; give --corpus DIR (or ${corpus.ENV_VAR}), a local copy of "
-              "github.com/open-compass/InteractScience")
+              "github.com/open-compass/InteractScience, or --short")
         return
-    c = corpus.load(args.corpus, args.split)
-    data, work, ids, folders = corpus.user_inputs(c, args.keep, "bench-realapps-", args.limit, args.models)
+    data, queries_file, folders, labels, ids, title, root = route_inputs(args)
     sets = [x for s in args.set for x in ("--set", s)]
-    t_ingest = rubricrl(data, "ingest", str(work / "interactscience.jsonl"))
+    t_ingest = rubricrl(data, "ingest", str(queries_file))
     t_rubrics = rubricrl(data, "run", "--only", "build-rubrics", *sets)
     t_eval = rubricrl(data, "run", "--only", "evaluate", "--set", f"evaluation.models={json.dumps(folders)}",
                       "--set", "evaluation.benchmark=ingested", "--set", "evaluation.runs=1", *sets)
@@ -96,7 +151,6 @@ def main() -> None:
     items = stage_rows(data, "rubric_items")
     rows = stage_rows(data, "eval_results")
     per_query = Counter(i["query_id"] for i in items)
-    labels = {m: c.labels(m) for m in args.models}
     by_label = {Path(f).name: m for f, m in zip(folders, args.models)}
     apps_of: dict[str, list] = {}
     tiers: Counter = Counter()
@@ -105,13 +159,14 @@ def main() -> None:
         apps_of.setdefault(m, []).append((r["query_id"], r["reward"], labels.get(m, {}).get(r["query_id"])))
         tiers[r["tier"]] += 1
     n_apps = len(rows)
-    print(f"InteractScience {args.split}: {len(ids)} tasks x {len(args.models)} models = {n_apps} apps; data {data}")
+    print(f"{title}: {len(ids)} tasks x {len(args.models)} models = {n_apps} apps; data {data}")
     print(f"uptime: {os.popen('uptime').read().strip()}")
     print(f"time: ingest {t_ingest:.1f} s, build-rubrics {t_rubrics:.1f} s, evaluate {t_eval:.1f} s "
           f"({t_eval / max(n_apps, 1):.2f} s per app)")
     print(f"rubric items per query: mean {sum(per_query.values()) / max(len(per_query), 1):.1f}, "
           f"min {min(per_query.values(), default=0)}, max {max(per_query.values(), default=0)}")
     print("tiers: " + ", ".join(f"{t} {n}" for t, n in tiers.most_common()))
+    print(check_verdicts(rows))
     header = ["model", "apps", "pairwise", "pairs", "reward_ties", "spearman", "reward_pass_none", "n_pass_none",
               "reward_pass_80", "n_pass_80", "missing"]
     print(" | ".join(header))
@@ -134,19 +189,19 @@ def main() -> None:
               ("seconds per app <= 3", s_per_app <= GOALS["s_per_app_max"])]
     for name, ok in checks:
         print(f"goal {name}: {'PASS' if ok else 'FAIL'}")
-    env_sections(rows, by_label, labels, c.root, args)
+    env_sections(rows, by_label, labels, root, args)
 
 
-def env_sections(rows: list[dict], by_label: dict[str, str], labels: dict[str, dict], root: Path,
+def env_sections(rows: list[dict], by_label: dict[str, str], labels: dict[str, dict], root: Path | None,
                  args: argparse.Namespace) -> None:
-    """Runtime-invalid apps by cause (before and after) and the CDN mirror's coverage."""
+    """Runtime-invalid apps by cause (before and after) and, on InteractScience, the CDN mirror's coverage."""
     from schemas.config import load_config
 
     rows = [{**r, "model_label": by_label.get(r["model"], r["model"])} for r in rows]
     label_of = {(m, q): lab for m, labs in labels.items() for q, lab in labs.items()}
     realapps_env.causes_section(rows, label_of, args.before, args.before_mirror)
     mirror = load_config(None, sets=args.set).env.runtime.cdn_root()
-    if mirror is not None and mirror.is_dir():
+    if root is not None and mirror is not None and mirror.is_dir():
         realapps_env.mirror_section(root, mirror, [realapps_env.app_html_of(r) for r in rows])
 
 

@@ -86,16 +86,22 @@ class Corpus:
         return n
 
 
-def user_inputs(c: Corpus, keep: str | None, prefix: str, limit: int | None,
-                models: list[str]) -> tuple[Path, Path, list[str], list[str]]:
-    """The data directory (``keep``, else a new temporary one), the folder of the user's inputs beside it, the
-    split's first ``limit`` task ids written there as ingest input, and one response folder per model."""
+def data_dirs(keep: str | None, prefix: str) -> tuple[Path, Path]:
+    """The data directory (``keep``, else a new temporary one) and the folder of the user's inputs beside it."""
     import tempfile
 
     data = Path(keep) if keep else Path(tempfile.mkdtemp(prefix=prefix))
     data.mkdir(parents=True, exist_ok=True)
     work = data.parent / f"{data.name}-inputs"
     work.mkdir(exist_ok=True)
+    return data, work
+
+
+def user_inputs(c: Corpus, keep: str | None, prefix: str, limit: int | None,
+                models: list[str]) -> tuple[Path, Path, list[str], list[str]]:
+    """``data_dirs``, the split's first ``limit`` task ids written in the inputs folder as ingest input, and one
+    response folder per model."""
+    data, work = data_dirs(keep, prefix)
     ids = c.write_queries(work / "interactscience.jsonl", limit)
     folders = []
     for m in models:

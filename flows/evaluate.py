@@ -104,7 +104,8 @@ def eval_table(spec: dict[str, Any], rollouts: list[dict[str, Any]], all_tasks: 
     with Progress(f"evaluate {spec['label']}", len(rollouts), unit="apps", verb="scored") as progress:
         judg, rew = score_rollouts_table(table, {q: all_tasks[q] for q in {r["query_id"] for r in rollouts}},
                                          provider=provider, cfg=env, runtime=runtime, progress=progress)
-    verdicts = judg.select(["rollout_id", "gate_rubric_alignment", "findings", "environment_gaps"]).to_pylist()
+    verdicts = judg.select(["rollout_id", "gate_rubric_alignment", "findings", "environment_gaps",
+                            "undecided_item_ids", "evidence_json"]).to_pylist()
     rows = eval_rows(spec["label"], spec["path"], spec["kind"], rollouts, rew.to_pylist(), verdicts, all_tasks, meta)
     status = dict(zip(judg.column("rollout_id").to_pylist(), judg.column("runtime_status").to_pylist()))
     off = off_reason(runtime is not None and runtime.screenshots is not None, env.runtime.enabled)

@@ -27,6 +27,9 @@ class RubricsConfig(BaseModel):
                             description="Queries per resumable part (chunks of the sorted query ids)")
     max_queries: int | None = Field(None, ge=1, description="Build references for the first N query ids only")
     evidence_min_chars: int = Field(3, ge=1, description="Shorter query_evidence cannot support an item")
+    max_items: int = Field(20, ge=1, le=200, description="Rubric items per query the offline rules build, at most "
+                                                         "(the first in their order of priority: controls and what "
+                                                         "operating them does, displayed values, drawing areas, motion)")
     prompt_dir: str | None = Field(None, description="Folder of rubric_*.md prompts; None = tasks/prompts/")
     concurrency: int | None = Field(None, ge=1, le=1024, description="Parallel calls per part; None = llm.concurrency")
     expansion: StageSettings = Field(default_factory=lambda: StageSettings(max_tokens=3000))
@@ -45,4 +48,6 @@ class RubricsConfig(BaseModel):
         out = getattr(self, section).model_dump()
         if section == "filtering":
             out["evidence_min_chars"] = self.evidence_min_chars
+        if section == "requirements":
+            out["max_items"] = self.max_items
         return out

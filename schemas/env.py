@@ -89,6 +89,7 @@ JUDGMENTS_SCHEMA = pa.schema([
     pa.field("environment_gaps", pa.list_(pa.string())),  # library URLs the mirror lacked before the app failed
     pa.field("findings", pa.list_(FINDING_TYPE)),
     pa.field("interaction", INTERACTION_TYPE),  # null when the probe did not run
+    pa.field("undecided_item_ids", pa.list_(pa.string())),  # offline judge: items no evidence spoke to
     pa.field("evidence_json", pa.string()),  # syntax/page/console errors, blocked requests (response offsets)
 ])
 

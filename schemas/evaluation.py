@@ -51,6 +51,10 @@ EVAL_RESULTS_SCHEMA = pa.schema([
     pa.field("passed", pa.bool_()),
     pa.field("items_total", pa.int64()),
     pa.field("items_failed", pa.int64()),  # rubric items with a critical or major finding
+    pa.field("items_undecided", pa.int64()),  # offline judge: items no evidence spoke to (out of rubric_score)
+    pa.field("checks_passed", pa.int64()),  # the rubric's executable checks on this response, by verdict
+    pa.field("checks_failed", pa.int64()),
+    pa.field("checks_inconclusive", pa.int64()),
     pa.field("judge_provider", pa.string()),
     pa.field("category", pa.string()),  # the benchmark's category (ours: the query's first capability category)
     pa.field("output_tokens", pa.int64()),  # generated tokens (None: a folder of responses)

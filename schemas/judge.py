@@ -53,6 +53,9 @@ class Diagnosis(BaseModel):
     static_check: Layer
     code_simulation: Layer
     rubric_alignment: Layer
+    undecided: list[str] = Field(default_factory=list, description=(
+        "Rubric ids no evidence spoke to (the offline rule only): neither met nor unmet in the reward. Not part "
+        "of the LLM judge's schema: for it, an item without a finding is met (paper B.2)."))
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> "Diagnosis":
@@ -91,6 +94,7 @@ class Diagnosis(BaseModel):
             defs[f"Layer_{name}"] = layer
             schema["properties"][name] = {"$ref": f"#/$defs/Layer_{name}"}
         del defs["Layer"]
+        schema["properties"].pop("undecided", None)
         return schema
 
     def layers(self) -> list[Layer]:

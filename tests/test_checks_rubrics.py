@@ -1,6 +1,6 @@
 """The rubric_checks stage of build-rubrics: proposed checks validated (a bad one dropped and reported),
 dry-run on an empty page (a vacuous one dropped), kept checks on rubric_items and in load_tasks; the
-offline teacher's answers pass the offline rules' checks."""
+offline teacher's answers, written from the queries, pass the checks the offline rules built from them."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,7 @@ from schemas.config_rubrics import RubricsConfig
 from schemas.rubrics import CHECKS_SCHEMA
 from tasks.rubrics import load_tasks
 from tasks.rubrics.checks import check_rows, dropped_markdown, dry_run, dry_run_verdict
-from tasks.rubrics.checks_offline import item_label, offline_checks
+from tasks.rubrics.checks_offline import offline_checks
 from tasks.stages.store import StageStore
 
 RT = RuntimeConfig(load_timeout_s=4.0, settle_s=0.2, hard_limit_s=8.0, concurrency=6)
@@ -47,12 +47,15 @@ def test_dry_run_keeps_only_checks_that_find_nothing_on_an_empty_page():
     assert dry_run_verdict({"status": "inconclusive", "reason": "check time limit"})[0] == "error"
 
 
-def test_offline_templates_parse_and_name_items_by_their_words():
-    out = offline_checks({"items": json.dumps(ITEMS)})
-    assert [c["item_id"] for c in out["checks"]] == ["I1", "D1", "D2"]
-    for c in out["checks"]:
-        parse_check(c["check"])
-    assert item_label("Clicking Increment adds one to the counter") == "increment adds counter"
+def test_offline_checks_come_from_the_query_not_from_the_items_words():
+    query = ("Build a counter miniapp. Show the count; an Increment button adds one to it. "
+             "A Reset button sets it back to zero.")
+    named = [{"id": "I1", "scope": "initial_state", "requirement": 'The page has a button labelled "Increment".'},
+             *ITEMS]
+    out = offline_checks({"items": json.dumps(named), "expanded_query": query})
+    assert [c["item_id"] for c in out["checks"]] == ["I1"]  # the only item the query's rules wrote
+    (step,) = parse_check(out["checks"][0]["check"]).steps
+    assert step.target.role == "button" and "Increment" in step.target.name
 
 
 @needs_browser
@@ -83,15 +86,15 @@ def test_offline_rubrics_carry_checks_and_the_offline_teacher_passes_them(prefec
     outs = {o.manifest.stage: o for o in build_stages(store, OfflineProvider(), RubricsConfig(chunk_size=2),
                                                       concurrency=1, runtime=RT)}
     st = outs["rubric_checks"].manifest.stats
-    assert st["checks_kept"] > 0 and st["checks_dropped"] == 0 and st["items_without_check"] == 0
+    assert st["checks_kept"] > 0 and st["checks_dropped"] == 0  # every check finds nothing on an empty page
     items = store.read("rubric_items").to_pylist()
-    assert items and all(i["check"] is not None for i in items)
+    assert items and any(i["check"] is not None for i in items)
     tasks = load_tasks(store)
-    assert all(len(x.rubric.checks()) == len(x.rubric.ids()) for x in tasks)
+    assert sum(len(x.rubric.checks()) for x in tasks) == st["checks_kept"]
     cfg = EnvConfig(runtime=RT, checks=ChecksConfig(step_timeout_ms=1000))
     results = score_batch([ScoreInput(x.query_id, x, offline_teacher_answer(x)) for x in tasks],
                           provider=OfflineProvider(), cfg=cfg)
     statuses = [c["status"] for r in results for c in r.check_results]
     print("offline teacher checks:", {s: statuses.count(s) for s in set(statuses)})
-    assert statuses.count("passed") / len(statuses) >= 0.8 and "failed" not in statuses
+    assert statuses and set(statuses) == {"passed"}
     assert all(r.runtime_valid for r in results)

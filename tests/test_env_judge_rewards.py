@@ -161,12 +161,21 @@ def test_offline_judge_is_deterministic_labelled_and_uses_our_evidence():
     assert all(q in html for f in r1.findings for q in f["code_quotes"])  # quotes are exact
 
 
-def test_offline_rubric_layer_flags_absent_features():
+def test_offline_rubric_layer_decides_from_evidence_only():
+    """No check ran and no browser saw the app: nothing speaks to the counter's items, so all are undecided
+    (a page about the weather is not judged by counting its words); an item naming an id the source lacks is
+    critical."""
     html = "<html><body><h1>Weather</h1><p>Sunny</p></body></html>"
     req = build_judge_request(TASK, html, key="w")
     out = Diagnosis.model_validate(offline_diagnosis(dict(req.variables)), context=req.validation_context)
-    ids = {f.item_id for f in out.rubric_alignment.critical + out.rubric_alignment.major}
-    assert {"D1", "D2"} <= ids
+    assert not out.rubric_alignment.findings()
+    assert out.undecided == [i.id for i in TASK.rubric.initial_state + TASK.rubric.dynamic]
+    named = TASK.model_copy(update={"rubric": TASK.rubric.model_copy(update={"initial_state": [
+        TASK.rubric.initial_state[0].model_copy(update={"requirement": "The display #count shows 0 on load"})]})})
+    req = build_judge_request(named, html, key="w")
+    out = Diagnosis.model_validate(offline_diagnosis(dict(req.variables)), context=req.validation_context)
+    assert [(f.item_id, f.description) for f in out.rubric_alignment.critical] == [
+        ("I1", "[offline] the app has no element #count")] and "I1" not in out.undecided
 
 
 def test_judge_failure_gives_missing_reward():

@@ -7,8 +7,9 @@ import pytest
 from schemas.config_env import ProbeConfig, RuntimeConfig
 from schemas.judge import Diagnosis
 from schemas.rubric import Task
-from tasks.env.judge import build_judge_request, evidence_decision, observed_facts, unique_quote, with_observed_findings
+from tasks.env.judge import build_judge_request, observed_facts, unique_quote, with_observed_findings
 from tasks.env.probe import interaction_failures, liveness, shift_offsets
+from tasks.env.rubric_evidence import evidence_decision
 
 ERR = {"action": 0, "kind": "error", "name": "TypeError", "message": "x is null", "offset": 40, "caused": True}
 ACT = {"i": 0, "kind": "click", "target_desc": "button#go", "tag": "button", "label": "Go", "handler_offset": 30,

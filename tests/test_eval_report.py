@@ -79,7 +79,7 @@ def test_html_report_renders_in_headless_chromium(report):
         assert page.locator("table.apps iframe").count() == 3 * len(tasks) - 1  # broken's first has no app
         assert page.locator("table.apps .noapp").count() == 1
         frame = page.frames[1]
-        assert frame.locator("button").count() >= 1  # the app's first paint is inside the thumbnail
+        assert frame.locator("button, canvas").count() >= 1  # the app's first paint is inside the thumbnail
         page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
 

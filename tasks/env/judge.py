@@ -8,11 +8,13 @@ drops ids still unknown (a hand-written DIAGNOSIS.json), fixes each finding's sc
 reference, and decides the gates (critical/major fail a layer, minor does not).
 
 Offline rule (the embedded default, no API key): a deterministic diagnosis built from our own
-tree-sitter and browser evidence plus keyword coverage of each requirement in the source. Every
-description starts with ``[offline]`` and the result row says provider=offline: it is a stand-in so
-the pipeline runs end to end, not a model's judgement. Rubric items the browser's interaction evidence
-speaks to are decided from it (an item about motion against no motion; an item naming a control against
-that control being dead or throwing); those findings say ``heuristic`` in their explanation.
+tree-sitter and browser evidence. Every description starts with ``[offline]`` and the result row says
+provider=offline: it is a stand-in so the pipeline runs end to end, not a model's judgement. A rubric
+item is decided by its executable check, else by the other evidence that speaks to it
+(``tasks/env/rubric_evidence.py``: an element it names missing from the source, the probe on a control it
+names, motion, input, a blank page), those findings saying ``heuristic``; an item nothing speaks to is
+listed as ``undecided`` (neither met nor unmet in the reward). The LLM judge keeps the paper's rule: an
+item without a finding is met.
 
 Observed facts (issue 12): both judges see what the browser saw. The LLM judge's prompt gets a compact
 block of them (``observed_facts``), and ``with_observed_findings`` adds each failure an interaction
@@ -25,29 +27,16 @@ Run: ``provider.complete(build_judge_request(task, html, key=..., local_evidence
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from schemas.config_env import JudgeConfig
 from schemas.judge import LAYERS, SEVERITIES, SEVERITY_RANK, Diagnosis, Finding, Layer
 from schemas.rubric import CompactRubric, Task, judge_payload
+from tasks.env.rubric_evidence import item_decision
 from tasks.llm.base import LLMRequest
 
 OFFLINE_TAG = "[offline]"
 OBSERVED_TAG = "[browser]"  # a finding the environment observed, not a judge's opinion
-HEURISTIC = "heuristic (offline, from browser evidence)"
-# Items about motion the app should show by itself (not in answer to input, which idle liveness cannot see).
-_MOTION = re.compile(r"\b(animat\w*|moves?|moving|movement|motion|rotat\w*|spin\w*|bounc\w*|orbit\w*|pulse\w*|"
-                     r"particles?|continuous(ly)?)\b", re.I)
-_INPUT = re.compile(r"\b(click\w*|press\w*|keys?|keyboard|drag\w*|tap\w*|when|after|user|select\w*|input|type[sd]?|"
-                    r"hover\w*|scroll\w*|button|arrow|mouse|touch\w*|submit\w*)\b", re.I)
-_STOP = set("""that this with from have will when then than them they their there these those into onto over
-under after before while where which what about each every other such only also must should would could
-shall user users page shows show display displays displayed using used allow allows include includes
-including within without between based first last next some more most very make makes made like into
-upon your value values current""".split())
-
-
 def judge_variables(task: Task, html: str) -> dict[str, Any]:
     payload = [i.model_dump() for i in judge_payload(task.rubric)]
     return {"query": task.query, "rubric": json.dumps(payload, ensure_ascii=False, indent=1), "application": html}
@@ -269,61 +258,12 @@ def _check_finding(html: str, it: dict[str, Any], r: dict[str, Any]) -> dict[str
                     f"{r.get('observed')}, expected {r.get('expected')}", item_id=it["id"], scope=it["scope"])
 
 
-def keyword_coverage(requirement: str, source: str) -> float:
-    """Share of the requirement's content words that occur in the source (pure, lower-cased)."""
-    words = {w for w in re.findall(r"[a-z][a-z]{3,}", requirement.lower()) if w not in _STOP}
-    if not words:
-        return 1.0
-    low = source.lower()
-    return sum(1 for w in words if w in low or w.rstrip("s") in low) / len(words)
-
-
-def _names_control(requirement: str, label: str | None) -> bool:
-    """The requirement names the control by its visible label, as a whole word or phrase (pure)."""
-    label = (label or "").strip()
-    if len(label) < 2 or len(label) > 40:
-        return False
-    return re.search(r"(?<!\w)" + re.escape(label.lower()) + r"(?!\w)", requirement.lower()) is not None
-
-
-MET = ("met", "", "")  # the evidence decided the item is met: no finding
-
-
-def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> tuple[str, str, str] | None:
-    """(severity, description, explanation) when the browser's interaction evidence decides an item (pure):
-    a dynamic item naming a control that throws or changed nothing; an item about motion the app should
-    show by itself, against whether anything moved while idle (``MET`` when it did). None: not decided."""
-    if not inter or inter.get("status") != "ok":
-        return None
-    from tasks.env.probe import interaction_failures
-
-    req = item["requirement"]
-    live = inter.get("liveness") or {}
-    if _MOTION.search(req) and not _INPUT.search(req) and live:
-        if live.get("animated"):
-            return MET
-        if live.get("visual_change") is False:
-            return ("major", "nothing moves on the page",
-                    f"{HEURISTIC}: no animation frame requested and no visual change in {live.get('gap_s')}s while idle")
-    if item.get("scope") != "dynamic":  # what a control does is dynamic behaviour; its display is not
-        return None
-    for f in interaction_failures(inter):
-        if _names_control(req, f.get("label")):
-            return ("major", f"using {f['label']!r} fails ({f['kind']}: {str(f.get('message') or '')[:120]})",
-                    f"{HEURISTIC}: the item names this control and the interaction probe saw it fail")
-    for c in inter.get("dead_controls") or []:
-        if _names_control(req, c.get("label")):
-            return ("major", f"clicking {c['label']!r} changes nothing observable",
-                    f"{HEURISTIC}: no DOM, canvas, scroll, value or dialog change after the click"
-                    + ("" if c.get("has_handler") else "; no listener is attached to it"))
-    return None
-
-
-def _rubric_layer(html: str, items: list[dict[str, Any]], inter: dict[str, Any] | None = None,
-                  checks: list[dict[str, Any]] | None = None) -> dict[str, list]:
-    """An executable check decides first (failed: a major finding; passed: met), then the interaction
-    evidence; the rest is left to the keyword heuristic, labelled as such."""
+def _rubric_layer(html: str, items: list[dict[str, Any]], runtime: dict[str, Any] | None = None,
+                  checks: list[dict[str, Any]] | None = None) -> tuple[dict[str, list], list[str]]:
+    """(layer, undecided item ids): an executable check decides first (failed: a major finding; passed: met),
+    then the other evidence (``tasks/env/rubric_evidence.py``); an item nothing speaks to is undecided."""
     layer: dict[str, list] = {s: [] for s in SEVERITIES}
+    undecided: list[str] = []
     verdict = {r["item_id"]: r for r in checks or [] if r["status"] in ("passed", "failed")}
     for it in items:
         r = verdict.get(it["id"])
@@ -331,34 +271,26 @@ def _rubric_layer(html: str, items: list[dict[str, Any]], inter: dict[str, Any] 
             if r["status"] == "failed":
                 layer["major"].append(_check_finding(html, it, r))
             continue
-        decided = evidence_decision(it, inter)
-        if decided == MET:
-            continue
-        if decided:
-            sev, desc, why = decided
-            layer[sev].append(_finding(desc, [], why, item_id=it["id"], scope=it["scope"]))
-            continue
-        cov = keyword_coverage(it["requirement"], html)
-        sev = "critical" if cov < 0.15 else "major" if cov < 0.3 else "minor" if cov < 0.45 else None
-        if sev:
-            layer[sev].append(_finding(
-                f"little sign of: {it['requirement']}", [],
-                f"offline heuristic: {cov:.0%} of the requirement's content words occur in the source; "
-                "not a model's judgement", item_id=it["id"], scope=it["scope"]))
-    return layer
+        decided = item_decision(it, runtime, html)
+        if decided is None:
+            undecided.append(it["id"])
+        elif decided[0] != "met":
+            sev, desc, why, quotes = decided
+            layer[sev].append(_finding(desc, quotes, why, item_id=it["id"], scope=it["scope"]))
+    return layer, undecided
 
 
 def offline_diagnosis(variables: dict[str, Any]) -> dict[str, Any]:
     """The offline provider's rule: a deterministic Diagnosis from our own evidence (says it is offline)."""
     html = variables["application"]
     ev = variables.get("local_evidence") or {}
+    rubric, undecided = _rubric_layer(html, variables.get("rubric_items", []), ev.get("runtime"), check_results_of(ev))
     layers = {
         "static_check": _static_layer(html, ev.get("syntax_errors", [])),
         "code_simulation": _simulation_layer(html, ev.get("runtime")),
-        "rubric_alignment": _rubric_layer(html, variables.get("rubric_items", []),
-                                          (ev.get("runtime") or {}).get("interaction"), check_results_of(ev)),
+        "rubric_alignment": rubric,
     }
-    return {name: {"name": name, **layers[name]} for name in LAYERS}
+    return {**{name: {"name": name, **layers[name]} for name in LAYERS}, "undecided": undecided}
 
 
 # -- post-processing --------------------------------------------------------------------------------
@@ -379,7 +311,8 @@ def normalize_diagnosis(diag: Diagnosis, rubric: CompactRubric) -> tuple[Diagnos
                 continue
         best[f.item_id] = (sev, f.model_copy(update={"scope": scope_of[f.item_id]}))
     rubric_layer = Layer(name="rubric_alignment", **{s: [f for (sv, f) in best.values() if sv == s] for s in SEVERITIES})
-    return diag.model_copy(update={"rubric_alignment": rubric_layer}), dropped
+    undecided = [i for i in dict.fromkeys(diag.undecided) if i in scope_of and i not in best]
+    return diag.model_copy(update={"rubric_alignment": rubric_layer, "undecided": undecided}), dropped
 
 
 def parse_diagnosis(data: Any, rubric: CompactRubric) -> tuple[Diagnosis, list[dict[str, Any]]]:

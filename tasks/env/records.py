@@ -111,6 +111,7 @@ def judgment_row(r: ScoreResult) -> dict[str, Any]:
         "environment_gaps": [g["url"] for g in ev.get("environment_gaps") or []],
         "findings": [_finding_row(f) for f in r.findings],
         "interaction": interaction_row(ev.get("interaction"), ev.get("runtime_rechecked_from")),
+        "undecided_item_ids": list(r.undecided),
         "evidence_json": json.dumps(ev, ensure_ascii=False),
     }
 

@@ -3,9 +3,11 @@
 Hierarchical: strictly ordered tiers, no HTML < source-invalid < runtime-invalid < valid; within the
 valid tier a continuous rubric score over the items, weighted by rubric_level, where a critical or
 major item counts as unmet (0), a minor item as met less ``minor_penalty``, an item without a finding
-as met (1). A clean app gets ``rubric_max``. Binary: 1 only when every gate passes and no rubric item
-is critical or major, else 0: the paper's pass (``passed``, the one pass rule; the trainer's binary
-mode, selection and evaluation rows all call it).
+as met (1). An item the offline judge lists as undecided (no evidence spoke to it) is neither: it is left
+out of the weights, so the score is over the items evidence decided; with none decided the score is 1.0
+(nothing was shown unmet). A clean app gets ``rubric_max``. Binary: 1 only when every gate passes and no rubric
+item is critical or major, else 0: the paper's pass (``passed``, the one pass rule; the trainer's binary mode,
+selection and evaluation rows all call it).
 
 A gate that is ``None`` (the judge failed and our own evidence did not decide) gives a missing reward
 (``None``): never a made-up number; the RL job drops that response from its group. A gate our own
@@ -15,6 +17,7 @@ Numbers come from ``schemas.config_env.RewardConfig``. Run: ``hierarchical_rewar
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Iterable, Mapping
 
 from schemas.config_env import RewardConfig
@@ -22,14 +25,17 @@ from schemas.config_env import RewardConfig
 UNMET = ("critical", "major")  # a rubric item with a finding of these severities is not met
 
 
-def rubric_score(levels: dict[str, str], severities: dict[str, str], cfg: RewardConfig) -> float:
+def rubric_score(levels: dict[str, str], severities: dict[str, str], cfg: RewardConfig,
+                 undecided: Collection[str] = ()) -> float:
     """Weighted share of met items in [0, 1]. ``levels``: item id -> rubric_level; ``severities``: item id ->
-    severity of its finding (items without a finding are met). No items -> 1.0 (nothing to miss)."""
-    total = sum(cfg.level_weights[lvl] for lvl in levels.values())
+    severity of its finding (items without a finding are met); ``undecided``: items left out of the weights
+    (a finding on one still counts). No items weighed -> 1.0 (nothing to miss)."""
+    weighed = {i: lvl for i, lvl in levels.items() if i not in undecided or i in severities}
+    total = sum(cfg.level_weights[lvl] for lvl in weighed.values())
     if total == 0:
         return 1.0
     got = 0.0
-    for item, lvl in levels.items():
+    for item, lvl in weighed.items():
         w = cfg.level_weights[lvl]
         sev = severities.get(item)
         got += 0.0 if sev in UNMET else w * (1.0 - cfg.minor_penalty) if sev == "minor" else w
@@ -85,11 +91,12 @@ def rubric_severities_of(findings: Iterable[Mapping[str, Any]]) -> dict[str, str
 
 
 def reward(kind: str, format_valid: bool, source_valid: bool | None, runtime_valid: bool | None,
-           levels: dict[str, str], severities: dict[str, str] | None, cfg: RewardConfig) -> float | None:
+           levels: dict[str, str], severities: dict[str, str] | None, cfg: RewardConfig,
+           undecided: Collection[str] = ()) -> float | None:
     """Dispatch on ``kind`` (``hierarchical`` | ``binary``)."""
     if kind == "binary":
         return binary_reward(format_valid, source_valid, runtime_valid, severities)
     if kind != "hierarchical":
         raise ValueError(f"reward kind {kind!r} is not supported; use 'hierarchical' or 'binary'")
-    score = rubric_score(levels, severities, cfg) if severities is not None else None
+    score = rubric_score(levels, severities, cfg, undecided) if severities is not None else None
     return hierarchical_reward(format_valid, source_valid, runtime_valid, score, cfg)

@@ -62,6 +62,7 @@ class ScoreResult:
     attribution: AttributionTrace | None = None  # spans behind the findings (paper B.3), source coordinates
     check_results: list[dict[str, Any]] = field(default_factory=list)  # per checked item; response offsets
     missing_reason: str | None = None  # why reward is None: environment_gap | browser_unavailable | judge
+    undecided: list[str] = field(default_factory=list)  # items no evidence spoke to: out of the rubric score
 
     def to_json(self) -> dict[str, Any]:
         """The ``rubricrl score`` contract (its keys first), plus the judge record and the gates."""
@@ -69,7 +70,7 @@ class ScoreResult:
                 "runtime_valid": self.runtime_valid, "reward": self.reward, "html_offset": self.html_offset,
                 "findings": self.findings, "evidence": self.evidence, "reward_kind": self.reward_kind,
                 "rubric_score": self.rubric_score, "missing_reason": self.missing_reason, "gates": self.gates,
-                "judge": self.judge}
+                "judge": self.judge, "undecided": self.undecided}
 
 
 def _shift(records: list[dict[str, Any]], h: int, keys: tuple[str, ...] = ("offset",)) -> list[dict[str, Any]]:
@@ -163,8 +164,9 @@ def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, r
     # An environment gap leaves runtime validity to nobody: the judge reads the same source the browser could not run.
     runtime_valid = None if gaps else False if rt_valid is False else gates["code_simulation"]
     severities = rubric_severities(diag) if diag else None
-    score = rubric_score(levels, severities, cfg.reward) if severities is not None else None
-    r = reward(kind, True, source_valid, runtime_valid, levels, severities, cfg.reward)
+    undecided = list(diag.undecided) if diag else []
+    score = rubric_score(levels, severities, cfg.reward, undecided) if severities is not None else None
+    r = reward(kind, True, source_valid, runtime_valid, levels, severities, cfg.reward, undecided)
     trace = attribute(inp.response, ex.offset, diag, attribution) if diag is not None else None
     spans = {f.key: {"direct_spans": f.direct_spans_response(), "context_spans": f.context_spans_response()}
              for f in trace.findings} if trace is not None else None
@@ -172,7 +174,7 @@ def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, r
     return ScoreResult(inp.key, inp.task.query_id, True, source_valid, runtime_valid, r, kind, ex.offset,
                        findings_list(diag, spans), evidence, judge, gates, score, len(ex.html), trace,
                        check_results=item_check_results(inp, rt, evidence["checks"], cfg),
-                       missing_reason=missing_reason(r, gaps, rt))
+                       missing_reason=missing_reason(r, gaps, rt), undecided=undecided)
 
 
 def missing_reason(r: float | None, gaps: list[dict[str, Any]], rt: RuntimeEvidence | None) -> str | None:
@@ -282,6 +284,8 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
             judges[j] = _judge_record(res, False)
             if res.output is not None:
                 diags[j], dropped[j] = normalize_diagnosis(res.output, inputs[j].task.rubric)  # type: ignore[arg-type]
+                if res.provider != "offline":  # a model judge keeps the paper's rule: no finding means met
+                    diags[j] = diags[j].model_copy(update={"undecided": []})  # type: ignore[union-attr]
     return [combine(inputs[j], exs[j], sts[j], rts[j], diags[j], dropped[j], judges[j], cfg, kind, attribution)
             for j in range(len(inputs))]
 

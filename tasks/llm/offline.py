@@ -9,7 +9,7 @@ import json
 
 from tasks.llm.base import LLMRequest, Provider, RawReply, Usage, is_text_output
 
-OFFLINE_MODEL = "offline-rules-v1"
+OFFLINE_MODEL = "offline-rules-v2"  # the rules' version: stage rows made by other rules are never re-used
 
 
 class OfflineProvider(Provider):

@@ -10,8 +10,9 @@ The model proposes; the program decides:
   cannot run) and is dropped too;
 - the kept checks go to ``rubric_items.check`` and travel with the reference to the environment.
 
-Offline rule: template checks for the offline decomposition's items, in the words of each requirement
-(``checks_offline``); the offline teacher builds its apps from the same words, so its answers pass.
+Offline rule: a check for each offline item where one can observe it soundly, built from what the
+expanded query states about the element the item names (``checks_offline``), never from the teacher:
+a correct app written by anyone passes it.
 """
 from __future__ import annotations
 

@@ -1,10 +1,23 @@
-"""Offline rule of the rubric_checks stage: template checks in the words of each requirement.
+"""Offline rule of the rubric_checks stage: a check for each offline item, built from what the query states.
 
-``item_label(requirement)`` names an item by its first content words; the template checks look for
-that name (visible text for an initial-state item; a button of that name whose click changes the
-app's status region for a dynamic item). The offline teacher (``tasks/sft/teacher.py``) builds its apps
-from the same labels, so its answers pass their own checks, and a policy that learned the teacher's
-apps by SFT can pass them too. Rows made by this rule say provider=offline like every offline row.
+The rule reads the expanded query again (``offline_items``) and finds each final item's spec by its
+requirement text; from it:
+- a control, output or drawing area: it is there (located by the ``#id`` the query names), shows its
+  stated default (a number within half a step, a text, checked or not; a dropdown only that it is there,
+  since its options are not visible to a check), and a slider or number input with stated bounds takes its
+  maximum and minimum; an output shows its stated text (a number as stated, give or take trailing zeros);
+- a behaviour: operating the control as a user would (fill a value within its bounds other than the default,
+  click, pick another option, press the named key) changes what the item says should change: the named
+  output's text, else the drawing (when the query has exactly one canvas), else the page's text;
+- motion: the canvas a moment apart; a short request's input: a click, a drag, Space and an arrow key on
+  its canvas (a request names no other);
+- an element a sentence names by label: a button of that name, a field of that label.
+
+A presence check counts matches, so an element that is there but hidden leaves it inconclusive, never
+failed; whether a named element is missing is the judge's call (``tasks/env/rubric_evidence.py``). Items
+with nothing a check can observe soundly (a rule stated in a sentence, what a short request draws, a drawing
+on one of several canvases or in an SVG plot) get no check. Rows made by this rule say provider=offline like
+every offline row.
 """
 from __future__ import annotations
 
@@ -12,31 +25,171 @@ import json
 import re
 from typing import Any
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z]{3,}")
-_STOP = set("""that this with from have will when then than them they their there these those into onto over
-under after before while where which what about each every other such only also must should would could
-shall page loads load shows show display displays displayed using used allow allows user users when
-clicking click clicked pressing press the value values current visible""".split())
-LABEL_WORDS = 3
-STATUS = {"role": "status"}
+from tasks.rubrics import text as T
+from tasks.rubrics.offline_items import SpecItem, items_by_requirement
+from tasks.rubrics.prompt_controls import Control
+from tasks.rubrics.prompt_spec import read_spec
+
+CANVAS = {"canvas": True}
+MOTION_WAIT_MS = 800  # how long a motion check lets the page run before comparing the canvas
+TYPED_TEXT = "Hello World"
+_CANVAS_WORDS = re.compile(r"\b(canvas|p5|three\.?js|webgl|sketch)\b", re.I)
 
 
-def item_label(requirement: str) -> str:
-    """The item's name: its first ``LABEL_WORDS`` content words, lower-case (pure; the teacher uses it too)."""
-    words = [w.lower() for w in _WORD.findall(requirement) if w.lower() not in _STOP]
-    return " ".join(words[:LABEL_WORDS]) or "item"
+def by_id(cid: str, suffix: str = "") -> dict[str, str]:
+    return {"css": "#" + re.sub(r"([^\w-])", r"\\\1", cid) + suffix}
 
 
-def template_check(item: dict[str, Any]) -> dict[str, Any]:
-    """The template check of one item (``id``, ``scope``, ``requirement``)."""
-    name = re.escape(item_label(item["requirement"]))
-    if item["scope"] == "initial_state":
-        return {"steps": [{"expect": "visible", "target": {"text": name}}]}
-    return {"steps": [{"do": "remember", "target": STATUS, "name": "before"},
-                      {"do": "click", "target": {"role": "button", "name": name}},
-                      {"expect": "text_changes", "target": STATUS, "since": "before"}]}
+def present(loc: dict[str, Any]) -> dict[str, Any]:
+    return {"expect": "count", "target": loc, "at_least": 1}
+
+
+def _tolerance(value: str, step: float | None) -> float:
+    """Half a step, else one unit of the value's last stated decimal place."""
+    if step:
+        return step * 0.51
+    decimals = len(value.split(".", 1)[1]) if "." in value else 0
+    return 10 ** -decimals
+
+
+def number_pattern(value: str) -> str:
+    """A pattern for the number as stated, written with more or fewer trailing zeros: 0.60 -> 0.6, 0.600."""
+    whole, _, frac = value.strip().partition(".")
+    frac = frac.rstrip("0")
+    tail = (r"\." + frac + "0*") if frac else r"(?:\.0*)?"
+    return r"(?<![\d.])" + re.escape(whole) + tail + r"(?![\d])"
+
+
+def _value_equals(loc: dict[str, Any], value: str, step: float | None) -> dict[str, Any]:
+    """An input's value equals a stated number, within half a step (the browser snaps values to the step)."""
+    return {"expect": "number_relation", "left": {"read": loc}, "op": "eq", "right": {"const": float(value)},
+            "tolerance": _tolerance(value.strip(), step)}
+
+
+def text_shows(loc: dict[str, Any], value: str) -> dict[str, Any]:
+    """A display shows the stated text or number ("NaN" where 22.7319 is stated fails, it is not unreadable)."""
+    if re.fullmatch(r"\s*-?\d+(?:\.\d+)?\s*", value):
+        return {"expect": "text", "target": loc, "matches": number_pattern(value)}
+    return {"expect": "text", "target": loc, "matches": r"\s*".join(re.escape(w) for w in value.split())}
+
+
+def control_check(c: Control) -> list[dict[str, Any]]:
+    loc = by_id(c.id)
+    if c.kind in ("checkbox", "radio") and c.default in ("checked", "unchecked"):
+        return [present(by_id(c.id, ":checked" if c.default == "checked" else ":not(:checked)"))]
+    steps = [present(loc)]
+    if c.kind in ("range", "number") and c.default is not None:
+        steps.append(_value_equals(loc, c.default, c.step))
+    elif c.kind == "text" and c.default:
+        steps.append({"expect": "value", "target": loc, "matches": re.escape(c.default)})
+    if c.kind in ("range", "number") and c.min is not None and c.max is not None:
+        for bound in (c.max, c.min):
+            steps += [{"do": "fill", "target": loc, "value": f"{bound:g}"}, _value_equals(loc, f"{bound:g}", c.step)]
+    return steps
+
+
+def operate(c: Control) -> dict[str, Any] | None:
+    """A user's action on ``c`` that changes its value from the stated default, or None when none is known."""
+    loc = by_id(c.id)
+    if c.kind in ("checkbox", "radio", "button"):
+        return {"do": "click", "target": loc}
+    if c.kind == "select":
+        other = [o for o in c.options if o != c.default]
+        return {"do": "select", "target": loc, "option": other[0]} if other else None
+    if c.kind == "text":
+        return {"do": "fill", "target": loc, "value": TYPED_TEXT if c.default != TYPED_TEXT else TYPED_TEXT + "!"}
+    if c.min is None or c.max is None:
+        return None
+    default = float(c.default) if c.default and re.fullmatch(r"-?\d+(?:\.\d+)?", c.default) else None
+    value = c.min if default is not None and abs(default - c.max) < 1e-9 else c.max
+    return {"do": "fill", "target": loc, "value": f"{value:g}"}
+
+
+def single_canvas(controls: list[Control]) -> bool:
+    """The query names exactly one canvas (declared, or a drawing area said to hold one): the one to watch."""
+    declared = [c for c in controls if c.kind == "canvas"]
+    held = [c for c in controls if c.kind == "area" and _CANVAS_WORDS.search(c.evidence)]
+    return len(declared) == 1 or (not declared and len(held) == 1)
+
+
+def _watched(item: SpecItem, one_canvas: bool) -> tuple[dict[str, Any], str] | None:
+    """(locator, kind) of what a behaviour's check watches: the named output, the canvas, the page's text."""
+    b, c = item.behaviour, item.control
+    assert b is not None
+    outs = [e for e in b.effects if e not in ("drawing", "text")]
+    if outs and c is not None:
+        own = [o for o in outs if set(re.split(r"[-_]", o)) & set(re.split(r"[-_]", c.id)) - {"slider", "value"}]
+        return by_id((own or outs)[0]), "text"
+    if ("drawing" in b.effects or b.motion) and one_canvas:
+        return CANVAS, "canvas"
+    if "text" in b.effects and c is not None:
+        return {"css": "body"}, "text"
+    return None
+
+
+def behaviour_check(item: SpecItem, one_canvas: bool) -> list[dict[str, Any]] | None:
+    b, c = item.behaviour, item.control
+    assert b is not None
+    watched = _watched(item, one_canvas)
+    action = {"do": "press", "key": b.key} if b.key is not None else operate(c) if c is not None else None
+    if watched is None or action is None or (b.key is not None and watched[1] != "canvas"):
+        return None
+    loc, kind = watched
+    change = {"expect": "canvas_changes" if kind == "canvas" else "text_changes", "target": loc, "since": "before"}
+    return [{"do": "remember", "target": loc, "name": "before"}, action, change]
+
+
+def motion_check() -> list[dict[str, Any]]:
+    return [{"do": "remember", "target": CANVAS, "name": "before"}, {"do": "wait", "ms": MOTION_WAIT_MS},
+            {"expect": "canvas_changes", "target": CANVAS, "since": "before"}]
+
+
+def input_check() -> list[dict[str, Any]]:
+    return [{"do": "remember", "target": CANVAS, "name": "before"},
+            {"do": "click", "target": CANVAS, "position": [0.5, 0.5]},
+            {"do": "drag", "target": CANVAS, "start": [0.3, 0.3], "end": [0.7, 0.6]}, {"do": "press", "key": "Space"},
+            {"do": "press", "key": "ArrowUp"}, {"expect": "canvas_changes", "target": CANVAS, "since": "before"}]
+
+
+def named_check(item: SpecItem) -> list[dict[str, Any]] | None:
+    n = item.named
+    assert n is not None
+    name = r"\b" + re.escape(n.label) + r"\b"
+    if n.kind == "button":
+        return [present({"role": "button", "name": name})]
+    if n.kind in ("text", "range", "select", "checkbox"):
+        return [present({"label": name})]
+    return None
+
+
+def item_steps(item: SpecItem, one_canvas: bool) -> list[dict[str, Any]] | None:
+    """The steps of ``item``'s check, or None when nothing can observe it soundly."""
+    if item.role == "control" and item.control is not None:
+        return control_check(item.control)
+    if item.role == "output" and item.control is not None and item.control.default:
+        return [text_shows(by_id(item.control.id), item.control.default)]
+    if item.role == "area" and item.control is not None:
+        return [present(by_id(item.control.id))]
+    if item.role in ("behaviour", "key"):
+        return behaviour_check(item, one_canvas)
+    if item.role in ("motion", "request_motion"):
+        return motion_check()
+    if item.role == "input":
+        return input_check()
+    if item.role == "named":
+        return named_check(item)
+    return None
 
 
 def offline_checks(v: dict[str, Any]) -> dict[str, Any]:
     items = json.loads(v["items"])
-    return {"checks": [{"item_id": i["id"], "check": template_check(i)} for i in items]}
+    spec = read_spec(v.get("expanded_query", ""))
+    spec_of = items_by_requirement(spec)
+    one_canvas = single_canvas(spec.controls) or not spec.structured  # a request's drawing is its one canvas
+    out = []
+    for it in items:
+        spec = spec_of.get(T.normalise(it["requirement"]))
+        steps = item_steps(spec, one_canvas) if spec is not None else None
+        if steps:
+            out.append({"item_id": it["id"], "check": {"steps": steps}})
+    return {"checks": out}

@@ -6,10 +6,14 @@ minimal, testable defaults written *into the expanded query*. The trace (alterna
 decisions, causal links action -> state change -> computation -> visible result) is kept for
 inspection but is never a specification: later stages read only the expanded query.
 
-Offline rule (no model): clauses of the query are classified by keyword tables
-(``tasks/rubrics/text.py``); a few high-risk gaps (a score with no points rule, a timer with no
-length, an accuracy with no definition, saving with no place) get the defaults in ``DEFAULTS``.
-Qualitative words ("random", "common", "rare") are recorded as low-risk and preserved as written.
+Offline rule (no model): the query is read by its structure (``tasks/rubrics/prompt_spec.py``). A plan
+(headings, lists) and a short request are expanded to themselves, as written: the plan already states
+its defaults, and a short request has nothing a default could make testable; the trace lists the
+elements, behaviours and format constraints read from it. A request in several sentences has its
+clauses classified by keyword tables (``tasks/rubrics/text.py``), and a few high-risk gaps (a score
+with no points rule, a timer with no length, an accuracy with no definition, saving with no place) get
+the defaults in ``DEFAULTS``. Qualitative words ("random", "common", "rare") are recorded as low-risk
+and preserved as written.
 """
 from __future__ import annotations
 
@@ -21,7 +25,9 @@ from pydantic import BaseModel
 from schemas.rubric_outputs import Expansion
 from schemas.rubrics import EXPANSIONS_SCHEMA
 from tasks.rubrics import text as T
+from tasks.rubrics.offline_items import spec_items
 from tasks.rubrics.pipeline import QueryContext, StageDef
+from tasks.rubrics.prompt_spec import SHORT_FRAME, Spec, read_spec
 
 # (trigger, already-specified, choice, alternatives, minimal testable default)
 DEFAULTS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, list[str], str], ...] = tuple(
@@ -47,8 +53,29 @@ def _uniq(items: list[str]) -> list[str]:
     return [x for x in items if x and not (x.lower() in seen or seen.add(x.lower()))]
 
 
+# A request shorter than the expansion's minimum ("Pong") is framed, never given new requirements.
+_MIN_CHARS = next(m.min_length for m in Expansion.model_fields["expanded_query"].metadata if hasattr(m, "min_length"))
+
+
+def _as_written(query: str, spec: Spec) -> dict[str, Any]:
+    """A plan or a short request: the expanded query is the query; the trace is what was read from it."""
+    items = spec_items(spec)
+    dynamic = [i for i in items if i.scope == "dynamic"]
+    links = [{"action": i.requirement, "state_change": "the state the item names changes", "computation": "",
+              "visible_result": i.requirement} for i in dynamic if i.behaviour is not None]
+    objects = [f"#{c.id}" for c in spec.controls if c.kind != "container"] or ([spec.request] if spec.request else [])
+    return {"core_objects": objects, "actions": [i.requirement for i in dynamic],
+            "states": [i.requirement for i in items if i.role == "control"],
+            "outputs": [i.requirement for i in items if i.role in ("output", "area", "scene")],
+            "hard_constraints": _uniq(spec.constraints), "underspecified": [], "causal_links": links,
+            "expanded_query": query if len(query) >= _MIN_CHARS else query + SHORT_FRAME}
+
+
 def offline_expansion(v: dict[str, Any]) -> dict[str, Any]:
     """Deterministic expansion of ``v['query']`` by rules (see module docstring)."""
+    spec = read_spec(v["query"].strip())
+    if spec.structured or spec.request is not None:
+        return _as_written(v["query"].strip(), spec)
     query = " ".join(v["query"].split())
     clauses = T.clauses_of(query)
     roles = [(c, *T.classify(c.text)) for c in clauses]

@@ -6,7 +6,8 @@ variable names or implementation steps.
 Validation context ``requirement_ids``: a module covering an id the map does not have fails
 validation, so it gets the one corrective retry.
 
-Offline rule: requirements grouped by functional role, in order of first appearance.
+Offline rule: requirements grouped by the module of their role (``offline_items.ROLES``), in order of
+first appearance.
 """
 from __future__ import annotations
 
@@ -18,37 +19,20 @@ from pydantic import BaseModel
 from schemas.rubric_outputs import ModuleMap
 from schemas.rubrics import MODULES_SCHEMA
 from tasks.rubrics import text as T
+from tasks.rubrics.offline_items import ROLES
 from tasks.rubrics.pipeline import QueryContext, StageDef
 from tasks.rubrics.requirements import requirements_json
 
-ROLE_MODULE: dict[str, tuple[str, str]] = {
-    "app": ("Application interface", "output_mechanism"),
-    "timing": ("Timing", "state_system"),
-    "scoring": ("Scoring and statistics", "state_system"),
-    "validation": ("Rule validation", "validation_category"),
-    "feedback": ("Feedback", "output_mechanism"),
-    "persistence": ("Persistence and history", "state_system"),
-    "input": ("User interaction workflow", "interaction_workflow"),
-    "display": ("Display and rendering", "output_mechanism"),
-    "state": ("Application state and modes", "state_system"),
-    "constraint": ("Delivery constraints", "validation_category"),
-    "behaviour": ("Application behaviour", "interaction_workflow"),
-}
-
 
 def offline_modules(v: dict[str, Any]) -> dict[str, Any]:
-    reqs = json.loads(v["requirements"])
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for r in reqs:
-        groups.setdefault(r["functional_role"], []).append(r)
-    modules = []
-    for role, members in groups.items():
-        name, kind = ROLE_MODULE.get(role, (role.replace("_", " ").capitalize(), "interaction_workflow"))
-        modules.append({"id": f"M{len(modules) + 1}", "name": name, "kind": kind,
-                        "description": " ".join(m["description"] for m in members)[:400],
-                        "covered_requirement_ids": [m["id"] for m in members],
-                        "query_evidence": members[0]["query_evidence"]})
-    return {"modules": modules}
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in json.loads(v["requirements"]):  # roles of one module (a behaviour and a key) share its group
+        groups.setdefault(ROLES[r["functional_role"]][3:], []).append(r)
+    return {"modules": [{"id": f"M{n + 1}", "name": name, "kind": kind,
+                         "description": " ".join(m["description"] for m in members)[:400],
+                         "covered_requirement_ids": [m["id"] for m in members],
+                         "query_evidence": members[0]["query_evidence"]}
+                        for n, ((name, kind), members) in enumerate(groups.items())]}
 
 
 def _variables(ctx: QueryContext) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """Stage 2, requirement extraction (paper B.1): an explicit map with stable ids (R1..), requirement
 type, functional role, supporting query evidence and a must_cover indicator.
 
-Offline rule: one requirement per clause of the expanded query (sentences split at top-level
-semicolons); type and role by keyword tables; the clause itself is the evidence; a clause marked
-optional ("if possible", "may") is not must_cover.
+Offline rule: one requirement per offline item of the expanded query (``tasks/rubrics/offline_items.py``:
+what a user can see or do, read from the query's structure), at most ``rubrics.max_items``; its role is
+the item's, its type the role's (``ROLES``), its evidence the item's verbatim span of the query; every one
+is must_cover.
 """
 from __future__ import annotations
 
@@ -15,21 +16,16 @@ from pydantic import BaseModel
 from schemas.rubric_outputs import RequirementMap
 from schemas.rubrics import REQUIREMENTS_SCHEMA
 from tasks.rubrics import text as T
+from tasks.rubrics.offline_items import ROLES, spec_items
 from tasks.rubrics.pipeline import QueryContext, StageDef
+from tasks.rubrics.prompt_spec import read_spec
 
 
-def offline_requirements(v: dict[str, Any]) -> dict[str, Any]:
-    reqs = []
-    for c in T.clauses_of(v["expanded_query"]):
-        role, rtype = T.classify(c.text)
-        reqs.append({"id": f"R{len(reqs) + 1}", "requirement_type": rtype, "functional_role": role,
-                     "description": T.sentence(c.text), "query_evidence": c.evidence,
-                     "must_cover": not T.is_optional(c.text)})
-    if not reqs:  # a query with no checkable clause: the whole request is the one requirement
-        q = v["expanded_query"].strip()
-        reqs.append({"id": "R1", "requirement_type": "output", "functional_role": "app",
-                     "description": T.sentence(q[:200]), "query_evidence": q[:200], "must_cover": True})
-    return {"requirements": reqs}
+def offline_requirements(v: dict[str, Any], max_items: int | None = None) -> dict[str, Any]:
+    items = spec_items(read_spec(v["expanded_query"]), max_items)
+    return {"requirements": [{"id": f"R{n + 1}", "requirement_type": ROLES[i.role][2], "functional_role": i.role,
+                              "description": i.requirement, "query_evidence": i.evidence, "must_cover": True}
+                             for n, i in enumerate(items)]}
 
 
 def _variables(ctx: QueryContext) -> dict[str, Any]:
@@ -51,6 +47,7 @@ def requirements_json(ctx: QueryContext) -> str:
                       indent=1)
 
 
-STAGE = StageDef(name="requirements", section="requirements", prompt="rubric_requirements",
-                 schema=REQUIREMENTS_SCHEMA, output_model=RequirementMap, offline_rule=offline_requirements,
-                 variables=_variables, rows=_rows)
+def make_stage(max_items: int | None = None) -> StageDef:
+    return StageDef(name="requirements", section="requirements", prompt="rubric_requirements",
+                    schema=REQUIREMENTS_SCHEMA, output_model=RequirementMap,
+                    offline_rule=lambda v: offline_requirements(v, max_items), variables=_variables, rows=_rows)

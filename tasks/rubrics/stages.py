@@ -22,8 +22,9 @@ from tasks.stages.store import StageStore
 TRACE_FIELDS = ("core_objects", "actions", "states", "outputs", "hard_constraints", "underspecified", "causal_links")
 
 
-def stage_defs(evidence_min_chars: int = 3) -> list[StageDef]:
-    return [expansion.STAGE, requirements.STAGE, modules.STAGE, decomposition.STAGE,
+def stage_defs(evidence_min_chars: int = 3, max_items: int | None = None) -> list[StageDef]:
+    """The five stages; ``max_items`` caps the offline rules' items per query (None: no cap)."""
+    return [expansion.STAGE, requirements.make_stage(max_items), modules.STAGE, decomposition.STAGE,
             filtering.make_stage(evidence_min_chars)]
 
 
@@ -91,6 +92,6 @@ def stage_part(store: StageStore, index: int, key: str, query_ids: list[str], te
     Takes light arguments on purpose: an orchestrator that inspects task parameters (Prefect walks
     them for upstream dependencies) would otherwise walk every query's context.
     """
-    sd = stage_defs(rcfg.evidence_min_chars)[index]
+    sd = stage_defs(rcfg.evidence_min_chars, rcfg.max_items)[index]
     ctxs = load_contexts(store, index, key, query_ids, texts)
     return build_part(sd, ctxs, provider, rcfg.stage_settings(sd.section), rcfg.prompt_dir, prior, concurrency)

@@ -3,9 +3,10 @@
 - ``normalise`` / ``evidence_in``: the *normalised match* that decides whether an item's
   query_evidence occurs in the expanded query (case, Unicode forms, quotes, dashes, punctuation and
   whitespace are ignored; ``...`` in a quotation means "these fragments, in this order").
-- ``clauses_of`` and the keyword tables: how the offline provider reads a query into objects,
-  actions, states, outputs and requirements. They are deterministic rules, not a model; the paper
-  uses an LLM for this, and every row they produce says provider=offline.
+- ``clauses_of`` and the keyword tables: how the offline provider reads a request written in sentences
+  (a query without headings or lists) into its clauses and their roles; the structure of a plan is
+  read by ``prompt_outline`` / ``prompt_controls`` / ``prompt_spec``. They are deterministic rules, not a
+  model; the paper uses an LLM for this, and every row they produce says provider=offline.
 """
 from __future__ import annotations
 
@@ -104,6 +105,12 @@ def app_name(query: str) -> str | None:
     return m.group("name").strip() if m else None
 
 
+def app_title(query: str) -> str | None:
+    """What the app-naming sentence asks for: "Build a Poker Hand Evaluator miniapp" -> "Poker Hand Evaluator miniapp"."""
+    m = _APP_SENTENCE.match(query.strip())
+    return f"{m.group('name').strip()} {m.group('kind')}" if m else None
+
+
 # Ordered: the first role whose pattern matches a clause decides its role and requirement type.
 ROLE_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     (role, rtype, re.compile(pat, re.I)) for role, rtype, pat in [
@@ -126,10 +133,7 @@ ROLE_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("constraint", "constraint", r"\b(only|single|self-contained|no external|without|at most|at least|"
                                      r"up to|maximum|minimum|usable|responsive|simple)\b"),
     ])
-REQUIREMENT_TYPES = ("state", "interaction", "rule", "calculation", "output", "constraint")
-_OPTIONAL = re.compile(r"\b(optional\w*|if possible|nice to have|may|could)\b", re.I)
 _CONDITIONAL = re.compile(r"\b(when|whenever|if|after|while|once|upon)\b", re.I)
-_AVAILABILITY = re.compile(r"\b(modes?|levels?|difficult\w*|options?|settings?|buttons?|controls?|fields?)\b", re.I)
 
 
 def classify(text: str) -> tuple[str, str]:
@@ -140,16 +144,8 @@ def classify(text: str) -> tuple[str, str]:
     return "behaviour", "interaction"
 
 
-def is_optional(text: str) -> bool:
-    return bool(_OPTIONAL.search(text))
-
-
 def is_conditional(text: str) -> bool:
     return bool(_CONDITIONAL.search(text))
-
-
-def mentions_availability(text: str) -> bool:
-    return bool(_AVAILABILITY.search(text))
 
 
 _VERB_OBJECT = re.compile(r"^(?P<verb>[A-Za-z-]+)\s+(?:the\s+user\s+)?(?P<rest>.+)$")

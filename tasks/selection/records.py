@@ -7,6 +7,7 @@ binary reward's "unmet", paper 3.3); the paper's pass is ``tasks.env.rewards.pas
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -125,7 +126,8 @@ def eval_rows(model: str, model_path: str, model_kind: str, rollouts: list[dict[
             "environment_gaps": (j or {}).get("environment_gaps") or [], "reward": r["reward"],
             "rubric_score": r["rubric_score"],
             "passed": passed(r, j), "items_total": items_judged(j, n_items) if j else 0,
-            "items_failed": len(failed_items(j)) if j else 0, "judge_provider": r.get("provider"),
+            "items_failed": len(failed_items(j)) if j else 0, **check_counts(j),
+            "judge_provider": r.get("provider"),
             "category": m.get("category") or "(none)", "output_tokens": ro.get("output_tokens"),
             "generation_s": ro.get("generation_s"), "top_findings": top_findings(j),
         })
@@ -134,6 +136,14 @@ def eval_rows(model: str, model_path: str, model_kind: str, rollouts: list[dict[
 
 SEVERITY_ORDER = ("critical", "major", "minor")
 TOP_FINDINGS = 3  # findings per response shown in the report
+
+
+def check_counts(judgment: dict[str, Any] | None) -> dict[str, int]:
+    """Undecided items and the executable checks' verdicts of one judgment row (evidence_json's ``checks``)."""
+    checks = (json.loads(judgment.get("evidence_json") or "{}").get("checks") or []) if judgment else []
+    statuses = [c.get("status") for c in checks]
+    return {"items_undecided": len((judgment or {}).get("undecided_item_ids") or []),
+            **{f"checks_{s}": statuses.count(s) for s in ("passed", "failed", "inconclusive")}}
 
 
 def top_findings(judgment: dict[str, Any] | None) -> list[str]:

@@ -1,40 +1,142 @@
 """Teacher answers for SFT (paper D.1): the prompt, and the offline teacher.
 
-The offline teacher writes a real, runnable single-file app from the task's rubric by rules: one
-panel per initial-state item, one control per dynamic item whose handler updates shared state and
-re-renders the status region. Panels and controls are named by ``item_label`` (the words the
-offline rubric_checks rule looks for), so the teacher's answers pass their own template checks. It
-is a demonstration that every stage and gate works without a key, not a model: its rows say
-provider=offline.
+The offline teacher writes a real, runnable single-file app from the query itself, the way a model
+following the spec would: every element the query declares by id, with its kind, label, default, range
+and options (``tasks/rubrics/prompt_spec.py`` reads them); outputs showing their stated initial text; one
+canvas drawn from the app's state, so operating any control, pressing a key the query names or clicking
+the canvas redraws it and updates the outputs; an animation when the query asks for motion (behind a
+play button when it has one). A short request gets its title, a canvas that moves and answers input.
+It never reads the rubric: it passes the checks because it does what the query says. It is a
+demonstration that every stage and gate works without a key, not a model: its rows say provider=offline.
 """
 from __future__ import annotations
 
 import html
+import json
+import re
 
 from schemas.rubric import Task
-from tasks.rubrics.checks_offline import item_label
+from tasks.rubrics.prompt_controls import Control
+from tasks.rubrics.prompt_spec import Spec, read_spec
 
 GENERATION_PROMPT = "generation"
+_SCRIPT = """
+const S = {v: {}, n: 0, t: 0, moving: %(moving)s};
+const $ = (id) => document.getElementById(id);
+const cv = document.querySelector('canvas');
+function hash(s) { let h = 7; for (const c of s) h = (h * 31 + c.charCodeAt(0)) >>> 0; return h; }
+function draw() {
+  if (!cv) return;
+  const g = cv.getContext('2d'), h = hash(JSON.stringify(S.v) + S.n);
+  g.fillStyle = '#f4f4f4'; g.fillRect(0, 0, cv.width, cv.height);
+  g.fillStyle = 'hsl(' + (h %% 360) + ',60%%,45%%)';
+  const x = 30 + (h %% (cv.width - 60) + S.t * 2) %% (cv.width - 60), y = 30 + (h >> 8) %% (cv.height - 60);
+  g.beginPath(); g.arc(x, y, 14 + (h >> 16) %% 12, 0, 2 * Math.PI); g.fill();
+}
+function changed(id, value) {
+  S.v[id] = value; S.n += 1;
+  %(outputs)s.forEach(([o, src]) => { const e = $(o); if (e) e.textContent = src && src in S.v ? String(S.v[src]) : 'update ' + S.n; });
+  draw();
+}
+document.querySelectorAll('input, select').forEach((e) => e.addEventListener('input', () => changed(e.id || e.name, e.type === 'checkbox' || e.type === 'radio' ? e.checked : e.value)));
+document.querySelectorAll('button').forEach((b) => b.addEventListener('click', () => {
+  if (%(starts)s.includes(b.id)) S.moving = true; else if (%(stops)s.includes(b.id)) S.moving = false; else changed(b.id, S.n + 1);
+}));
+document.addEventListener('keydown', (ev) => changed('key', ev.key));
+if (cv) cv.addEventListener('pointerdown', (ev) => changed('pointer', ev.offsetX + ',' + ev.offsetY));
+function tick() { if (S.moving) { S.t += 1; draw(); } requestAnimationFrame(tick); }
+draw(); requestAnimationFrame(tick);
+"""
+
+
+def _attr(name: str, value: object) -> str:
+    return f' {name}="{html.escape(str(value), quote=True)}"'
+
+
+def _num(v: float | None) -> str | None:
+    return None if v is None else f"{v:g}"
+
+
+def _group(cid: str) -> str:
+    """A radio group's name from its id: radio-euler-0 -> radio-euler, step1 -> step."""
+    return re.sub(r"[-_][^-_]*$", "", cid) if re.search(r"[-_]", cid) else re.sub(r"\d+$", "", cid) or "choice"
+
+
+def control_html(c: Control) -> str:
+    """One declared element as a model following the plan would write it."""
+    esc, label = html.escape, html.escape(c.label or c.id)
+    lab = f'<label for="{esc(c.id)}">{label}</label>'
+    if c.kind in ("range", "number"):
+        attrs = "".join(_attr(k, v) for k, v in (("min", _num(c.min)), ("max", _num(c.max)), ("step", _num(c.step)),
+                                                  ("value", c.default)) if v is not None)
+        return f'{lab}<input type="{c.kind}" id="{esc(c.id)}"{attrs}>'
+    if c.kind == "text":
+        return f'{lab}<input type="text" id="{esc(c.id)}"{_attr("value", c.default or "")}>'
+    if c.kind in ("checkbox", "radio"):
+        name = _attr("name", _group(c.id)) if c.kind == "radio" else ""
+        on = " checked" if c.default == "checked" else ""
+        return f'<input type="{c.kind}" id="{esc(c.id)}"{name}{on}>{lab}'
+    if c.kind == "select":
+        opts = c.options or (c.default or "first", "second")
+        body = "".join(f"<option{' selected' if o == c.default else ''}>{esc(o)}</option>" for o in opts)
+        return f'{lab}<select id="{esc(c.id)}">{body}</select>'
+    if c.kind == "button":
+        return f'<button id="{esc(c.id)}">{label}</button>'
+    if c.kind == "canvas":
+        return f'<canvas id="{esc(c.id)}" width="480" height="300"></canvas>'
+    if c.kind == "output":
+        return f'<span id="{esc(c.id)}">{esc(c.default or "-")}</span>'
+    return f'<div id="{esc(c.id)}" style="min-height:20px"></div>'
+
+
+def _canvas_host(spec: Spec) -> str | None:
+    """Where the one canvas goes when the plan declares none: the first drawing area said to hold it."""
+    if any(c.kind == "canvas" for c in spec.controls):
+        return None
+    areas = [c for c in spec.controls if c.kind == "area"]
+    held = [c for c in areas if re.search(r"canvas|p5|three|sketch", c.id + " " + c.evidence, re.I)]
+    pick = held or areas
+    return pick[0].id if pick else None
+
+
+def _paired(output: Control, spec: Spec) -> str | None:
+    """The control an output displays the value of (they share a word of their ids: slider-ac / value-ac)."""
+    words = set(re.split(r"[-_]", output.id)) - {"value", "label", "display", "slider", "text", "output"}
+    return next((c.id for c in spec.controls if c.is_control and words & set(re.split(r"[-_]", c.id))), None)
+
+
+def _body(spec: Spec) -> str:
+    if not spec.structured:
+        title = spec.request or next((c.evidence for c in spec.clauses), "App")
+        named = "".join(f"<button>{html.escape(n.label)}</button>" if n.kind == "button" else
+                        f"<label>{html.escape(n.label)} <input></label>" for n in spec.named)
+        return f"<h1>{html.escape(title[:120])}</h1>{named}<canvas width=\"480\" height=\"300\"></canvas>"
+    host = _canvas_host(spec)
+    parts = []
+    for c in spec.controls:
+        el = control_html(c)
+        if c.id == host:
+            el = el.replace("></div>", '><canvas width="480" height="300"></canvas></div>')
+        parts.append(f"<div>{el}</div>" if c.is_control else el)
+    if host is None and not any(c.kind == "canvas" for c in spec.controls):
+        parts.append('<canvas width="480" height="300"></canvas>')
+    return "\n".join(parts)
 
 
 def offline_app(task: Task) -> str:
-    """A complete, compact HTML document for ``task``: a panel per initial-state item and one working
-    control per dynamic item whose handler updates shared state and re-renders. Kept short on purpose:
-    the demo's tiny policy learns it by SFT, so probe samples can reach a complete app."""
-    label = lambda i: html.escape(item_label(i.requirement))  # noqa: E731
-    panels = "".join(f"<p>{label(i)}</p>" for i in task.rubric.initial_state)
-    controls = "".join(f'<button class="act">{label(i)}</button>' for i in task.rubric.dynamic)
+    """A complete, compact HTML document for ``task``, written from its query (see the module docstring)."""
+    spec = read_spec(task.query)
+    buttons = [c for c in spec.controls if c.kind == "button"]
+    starts = [c.id for c in buttons if re.search(r"play|start|run|animat|resume", f"{c.id} {c.label}", re.I)]
+    stops = [c.id for c in buttons if re.search(r"pause|stop", f"{c.id} {c.label}", re.I)]
+    outputs = [[c.id, _paired(c, spec)] for c in spec.controls if c.kind == "output"]
+    script = _SCRIPT % {"moving": "true" if spec.motions else "false", "outputs": json.dumps(outputs),
+                        "starts": json.dumps(starts), "stops": json.dumps(stops)}
     return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>App</title><style>.done{{color:green}}</style></head>
-<body>{panels}{controls}<output id="count" role="status">0</output>
-<script>
-const state = {{ count: 0 }};
-function render() {{ document.getElementById('count').textContent = String(state.count); }}
-document.querySelectorAll('.act').forEach((b) => b.addEventListener('click', () => {{
-  state.count += 1; b.classList.add('done'); render();
-}}));
-render();
-</script></body></html>"""
+<html><head><meta charset="utf-8"><title>App</title><style>canvas{{border:1px solid #ccc}}</style></head>
+<body>
+{_body(spec)}
+<script>{script}</script></body></html>"""
 
 
 def offline_teacher_answer(task: Task) -> str:

@@ -1,0 +1,114 @@
+"""How the offline judge decides one rubric item from evidence (pure): met, unmet (with a severity), or undecided.
+
+Evidence, in order; the first that speaks to the item decides it:
+1. the item's executable check: passed -> met; failed -> major (``tasks/env/judge.py`` makes the finding);
+2. an element the item names by ``#id``, or as labelled "X", whose id or label occurs nowhere in the app's
+   source -> critical (the feature is missing entirely: no markup declares it and no script creates it);
+3. the interaction probe on a control the item names (by ``#id`` or quoted label): an action on it threw or
+   hung -> major; its click changed nothing observable -> major (dynamic items only: a display is not behaviour);
+4. an item about motion the page should show by itself (it says so: "moves by itself over time",
+   "continuously") against the probe's idle liveness: something moved -> met; nothing did -> major;
+5. an item saying the page answers input (a key press, click or drag changes what is shown) against the
+   probe's actions: one changed something -> met; every action ran and none did -> major;
+6. an item saying the page draws or shows what was asked when it loads, against a blank page -> critical
+   (a page that shows something has not shown it is what was asked: that stays undecided).
+Anything else is **undecided**: no evidence speaks to it, so it is neither met nor unmet in the reward
+(``tasks/env/rewards.py`` leaves it out of the rubric score's weights). Steps 2 to 6 are heuristics and say
+so in their explanation. There is no keyword counting: the source is read only for the ids an item names.
+
+Run: ``item_decision(item, runtime_evidence_dict, html)`` for an item its check left inconclusive.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+HEURISTIC = "heuristic (offline, from browser evidence)"
+Decision = tuple[str, str, str, list[str]]  # (severity or "met", description, explanation, code quotes)
+MET: Decision = ("met", "", "", [])
+# Motion the item says happens by itself; motion in answer to input is what checks and the probe decide.
+_MOTION = re.compile(r"\b(animat\w*|moves?|moving|movement|motion|rotat\w*|spin\w*|bounc\w*|orbit\w*|pulse\w*|"
+                     r"particles?|continuous(ly)?)\b", re.I)
+_BY_ITSELF = re.compile(r"\b(by itself|on its own|over time|continuous(ly)?|automatically)\b", re.I)
+_INPUT = re.compile(r"\b(click\w*|press\w*|keys?|keyboard|drag\w*|tap\w*|when|after|user|select\w*|input|type[sd]?|"
+                    r"hover\w*|scroll\w*|button|arrow|mouse|touch\w*|submit\w*)\b", re.I)
+_ANSWERS_INPUT = re.compile(r"\banswers input\b", re.I)
+_SHOWN_ON_LOAD = re.compile(r"^the page (draws|shows) .+ when it loads\b", re.I)
+_ID = re.compile(r"(?<![\w&#])#([A-Za-z][\w-]*)")
+_LABELLED = re.compile(r"\blabell?ed\s+[\"“]([^\"”]{1,40})[\"”]")  # an element the item names by its label
+_HEX = re.compile(r"^[0-9a-fA-F]{3,8}$")
+
+
+def named_ids(requirement: str) -> list[str]:
+    """The element ids an item names as ``#id`` (a hex colour is not an id)."""
+    return [i for i in dict.fromkeys(_ID.findall(requirement)) if not _HEX.match(i)]
+
+
+def in_source(name: str, html: str, case: bool = True) -> bool:
+    """``name`` occurs in the source as a whole token (an id exactly; a label in any case)."""
+    return re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", html, 0 if case else re.I) is not None
+
+
+def names_control(requirement: str, label: str | None, target: str | None = None) -> bool:
+    """The item names the control by its id (``#id`` in the probe's target) or by its visible label, as a whole
+    word or phrase."""
+    if target and any(target.endswith("#" + i) for i in named_ids(requirement)):
+        return True
+    label = (label or "").strip()
+    if len(label) < 2 or len(label) > 40:
+        return False
+    return re.search(r"(?<!\w)" + re.escape(label.lower()) + r"(?!\w)", requirement.lower()) is not None
+
+
+def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> Decision | None:
+    """Steps 3 to 5 (the interaction probe's evidence); None when it does not speak to the item."""
+    if not inter or inter.get("status") != "ok":
+        return None
+    from tasks.env.probe import interaction_failures
+
+    req = item["requirement"]
+    live = inter.get("liveness") or {}
+    if _MOTION.search(req) and _BY_ITSELF.search(req) and not _INPUT.search(req) and live:
+        if live.get("animated"):
+            return MET
+        if live.get("visual_change") is False:
+            return ("major", "nothing moves on the page", f"{HEURISTIC}: no animation frame requested and no visual "
+                    f"change in {live.get('gap_s')}s while idle", [])
+    if item.get("scope") != "dynamic":  # what a control does is dynamic behaviour; its display is not
+        return None
+    for f in interaction_failures(inter):
+        if names_control(req, f.get("label"), f.get("target")):
+            return ("major", f"using {f['label']!r} fails ({f['kind']}: {str(f.get('message') or '')[:120]})",
+                    f"{HEURISTIC}: the item names this control and the interaction probe saw it fail", [])
+    for c in inter.get("dead_controls") or []:
+        if names_control(req, c.get("label"), c.get("target")):
+            return ("major", f"clicking {c['label']!r} changes nothing observable",
+                    f"{HEURISTIC}: no DOM, canvas, scroll, value or dialog change after the click"
+                    + ("" if c.get("has_handler") else "; no listener is attached to it"), [])
+    if _ANSWERS_INPUT.search(req):
+        acts = [a for a in inter.get("actions") or [] if a.get("outcome") == "ok"]
+        if any(a.get("changed") for a in acts):
+            return MET
+        if acts and len(acts) == inter.get("planned"):
+            return ("major", "no key press, click or drag changes what is shown",
+                    f"{HEURISTIC}: the interaction probe ran {len(acts)} actions and none changed the page", [])
+    return None
+
+
+def item_decision(item: dict[str, Any], runtime: dict[str, Any] | None, html: str) -> Decision | None:
+    """Steps 2 to 6 on one item that no executable check decided (see the module docstring); None: undecided."""
+    missing = [i for i in named_ids(item["requirement"]) if not in_source(i, html)]
+    if missing:
+        return ("critical", f"the app has no element #{missing[0]}",
+                f"{HEURISTIC}: the item names #{missing[0]} and that id occurs nowhere in the app's source", [])
+    unlabelled = [lab for lab in _LABELLED.findall(item["requirement"]) if not in_source(lab, html, case=False)]
+    if unlabelled:
+        return ("critical", f"the app has nothing labelled {unlabelled[0]!r}",
+                f"{HEURISTIC}: the item names an element labelled {unlabelled[0]!r} and that text occurs nowhere in "
+                "the app's source", [])
+    decided = evidence_decision(item, (runtime or {}).get("interaction"))
+    if decided is not None:
+        return decided
+    if _SHOWN_ON_LOAD.search(item["requirement"]) and runtime and runtime.get("blank_body"):
+        return ("critical", "the page is blank after load", f"{HEURISTIC}: nothing visible in the page", [])
+    return None

@@ -1,0 +1,190 @@
+"""The offline rubric items of a query (pure): what a user can see or do, read from its spec (``prompt_spec``).
+
+Each item names the UI element it is about the way the query does (``#id`` when the query gives an id, else
+its label) with the stated default, range and options; a behaviour item names what triggers it and what
+should change; a motion item says it is motion over time. ``query_evidence`` is a verbatim span of the
+query (the line that declares the element or states the behaviour). At most ``max_items`` items, in this
+order of priority: each control and then what operating it does; outputs with a stated initial value;
+drawing areas; keys; motion. A short request gets what is drawn, what moves by itself and what answers
+input, since it names nothing else.
+
+The stages' offline rules read these items: requirements (one per item), modules (grouped by role),
+decomposition (one candidate per item, scope and level from ``ROLES``); the rubric_checks rule finds each
+final item's spec again by its requirement text (``items_by_requirement``).
+
+Run: ``spec_items(read_spec(query), max_items=20)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tasks.rubrics import text as T
+from tasks.rubrics.prompt_controls import Control
+from tasks.rubrics.prompt_spec import Behaviour, Named, Spec, read_spec
+
+# role -> (scope, rubric_level, requirement_type, module name, module kind)
+ROLES: dict[str, tuple[str, str, str, str, str]] = {
+    "control": ("initial_state", "core_module", "state", "Controls and their defaults", "state_system"),
+    "output": ("initial_state", "correct_rule", "calculation", "Displayed values", "output_mechanism"),
+    "area": ("initial_state", "rendering_effect", "output", "Drawing areas", "output_mechanism"),
+    "scene": ("initial_state", "core_module", "output", "What is drawn", "output_mechanism"),
+    "named": ("initial_state", "core_module", "state", "Named controls", "state_system"),
+    "shown": ("initial_state", "rendering_effect", "output", "What is shown", "output_mechanism"),
+    "behaviour": ("dynamic", "core_module", "interaction", "Interactions", "interaction_workflow"),
+    "key": ("dynamic", "core_module", "interaction", "Interactions", "interaction_workflow"),
+    "input": ("dynamic", "core_module", "interaction", "Interactions", "interaction_workflow"),
+    "motion": ("dynamic", "rendering_effect", "output", "Motion", "output_mechanism"),
+    "request_motion": ("dynamic", "core_module", "output", "Motion", "output_mechanism"),
+    "rule": ("dynamic", "correct_rule", "rule", "Behaviour the request states", "interaction_workflow"),
+}
+KIND_WORDS = {"range": "slider", "number": "number input", "text": "text input", "checkbox": "checkbox",
+              "radio": "radio button", "select": "dropdown", "button": "button", "canvas": "canvas",
+              "area": "drawing area", "output": "display"}
+_TRIGGER = {"range": "Moving the slider", "number": "Entering a number in", "text": "Typing into the text input",
+            "checkbox": "Toggling the checkbox", "radio": "Choosing the radio button", "select": "Choosing another option in",
+            "button": "Clicking the button"}
+
+
+@dataclass(frozen=True)
+class SpecItem:
+    role: str
+    requirement: str
+    verification: str
+    evidence: str
+    control: Control | None = None
+    behaviour: Behaviour | None = None
+    named: Named | None = None
+
+    @property
+    def scope(self) -> str:
+        return ROLES[self.role][0]
+
+    @property
+    def level(self) -> str:
+        return ROLES[self.role][1]
+
+
+def _fmt(v: float | None) -> str:
+    return "" if v is None else f"{v:g}"
+
+
+def _labelled(c: Control) -> str:
+    return f' ("{c.label}")' if c.label else ""
+
+
+def control_item(c: Control) -> SpecItem:
+    """The initial-state item of a control: it is there, with its stated default, range and options."""
+    word, parts = KIND_WORDS[c.kind], []
+    if c.kind == "select" and c.options:
+        parts.append("offering " + ", ".join(c.options[:6]))
+    if c.default is not None:
+        parts.append({"checkbox": "checked at first", "radio": "selected at first"}.get(c.kind, f"set to {c.default}")
+                     if c.default != "unchecked" else "not selected at first")
+    if c.min is not None and c.max is not None:
+        parts.append(f"with a range of {_fmt(c.min)} to {_fmt(c.max)}")
+    req = f"The {word} #{c.id}{_labelled(c)} is on the page" + (", " + ", ".join(parts) if parts else "") + "."
+    return SpecItem("control", req, f"Load the page; find #{c.id} and read its state without operating it.",
+                    c.evidence, control=c)
+
+
+def _effect_words(b: Behaviour) -> str:
+    if b.motion:
+        return "sets the drawing in motion"
+    outs = [f"#{e}" for e in b.effects if e not in ("drawing", "text")]
+    if outs:
+        return "updates " + " and ".join(outs[:3])
+    return "changes the drawing" if "drawing" in b.effects else "changes the text shown"
+
+
+def behaviour_item(b: Behaviour) -> SpecItem:
+    if b.key is not None:
+        return SpecItem("key", f"Pressing {b.key} {_effect_words(b) if b.effects else 'changes what is shown'}.",
+                        f"Press {b.key} and compare what is shown before and after.", b.evidence, behaviour=b)
+    c = b.control
+    assert c is not None
+    trigger = f"{_TRIGGER[c.kind]} #{c.id}{_labelled(c)}"
+    return SpecItem("behaviour", f"{trigger} {_effect_words(b)}.",
+                    f"Operate #{c.id} as a user would and compare what it should change before and after.",
+                    b.evidence, control=c, behaviour=b)
+
+
+def output_item(c: Control) -> SpecItem:
+    return SpecItem("output", f'The display #{c.id} shows "{c.default}" when the page loads.',
+                    f"Load the page and read the text of #{c.id}.", c.evidence, control=c)
+
+
+def area_item(c: Control) -> SpecItem:
+    return SpecItem("area", f"The {KIND_WORDS[c.kind]} #{c.id} is visible when the page loads.",
+                    f"Load the page and look for #{c.id} on screen.", c.evidence, control=c)
+
+
+def _plan_items(spec: Spec) -> list[SpecItem]:
+    by_control = {b.control.id: b for b in spec.behaviours if b.control is not None}
+    out: list[SpecItem] = []
+    for c in spec.controls:
+        if c.is_control:
+            out.append(control_item(c))
+            if c.id in by_control:
+                out.append(behaviour_item(by_control[c.id]))
+    out += [output_item(c) for c in spec.controls if c.kind == "output" and c.default]
+    out += [area_item(c) for c in spec.controls if c.kind in ("canvas", "area")]
+    out += [behaviour_item(b) for b in spec.behaviours if b.key is not None]
+    out += [SpecItem("motion", "The drawing moves by itself over time.", "Load the page, do nothing, and compare "
+                     "the drawing a moment apart.", spec.motions[0])] if spec.motions else []
+    if not out and spec.first_line:  # a plan that declares nothing by id still asks for a page
+        out.append(SpecItem("scene", "The page shows what the plan describes when it loads.",
+                            "Load the page and look: the page is not blank.", spec.first_line))
+    return out
+
+
+def _request_items(spec: Spec) -> list[SpecItem]:
+    """A short request: what is drawn, what moves by itself, what answers input (nothing else is named)."""
+    r = spec.request or ""
+    out = [SpecItem("scene", f"The page draws the requested scene ({r}) when it loads.",
+                    "Load the page and look: something of the request is drawn, the page is not blank.", r)]
+    if spec.motions:
+        out.append(SpecItem("request_motion", f"Something on the page moves by itself over time ({r}).",
+                            "Load the page, do nothing, and compare what is shown a moment apart.", spec.motions[0]))
+    if spec.answers_input:
+        out.append(SpecItem("input", f"The scene answers input: a key press, click or drag changes what is shown ({r}).",
+                            "Press keys, click and drag on the scene; compare what is shown before and after.",
+                            spec.answers_input))
+    return out + [behaviour_item(b) for b in spec.behaviours if b.key is not None]
+
+
+def _sentence_items(spec: Spec) -> list[SpecItem]:
+    """A request in sentences: the elements they name, then each sentence a user can check."""
+    out = [SpecItem("named", f'The page has a {KIND_WORDS.get(n.kind, n.kind)} labelled "{n.label}".',
+                    f'Load the page and look for a {KIND_WORDS.get(n.kind, n.kind)} named "{n.label}".', n.evidence,
+                    named=n) for n in spec.named]
+    for c in spec.clauses:
+        role, rtype = T.classify(c.text)
+        if role == "app":
+            name = T.app_title(c.evidence) or c.text
+            out.insert(0, SpecItem("scene", f"The page shows the {name} when it loads.",
+                                   "Load the page and look: the requested app is there, the page is not blank.",
+                                   c.evidence))
+            continue
+        if role == "constraint":
+            continue
+        scoped = "shown" if rtype == "output" and not T.is_conditional(c.text) else "rule"
+        out.append(SpecItem(scoped, T.sentence(c.text), f"Check on the page: {T.lower_first(c.text)}.", c.evidence))
+    out += [SpecItem("motion", "The drawing moves by itself over time.", "Load the page, do nothing, and compare "
+                     "what is shown a moment apart.", spec.motions[0])] if spec.motions else []
+    return out + [behaviour_item(b) for b in spec.behaviours if b.key is not None]
+
+
+def spec_items(spec: Spec, max_items: int | None = None) -> list[SpecItem]:
+    """The query's items, duplicates (same requirement) dropped, at most ``max_items`` (see the docstring)."""
+    items = _plan_items(spec) if spec.structured else _request_items(spec) if spec.request is not None else \
+        _sentence_items(spec)
+    seen: set[str] = set()
+    out = [i for i in items if not (T.normalise(i.requirement) in seen or seen.add(T.normalise(i.requirement)))]
+    return out[:max_items] if max_items is not None else out
+
+
+def items_by_requirement(spec: Spec | str) -> dict[str, SpecItem]:
+    """normalised requirement -> its spec item (of a spec, or of an expanded query's), for the later stages'
+    rules to find an item's spec again by its requirement text."""
+    spec = read_spec(spec) if isinstance(spec, str) else spec
+    return {T.normalise(i.requirement): i for i in spec_items(spec)}

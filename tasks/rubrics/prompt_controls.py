@@ -1,0 +1,270 @@
+"""The UI elements a query names, with what it states about them (pure): id, kind, label, default, range.
+
+Read from the query as written (``prompt_outline``): an element is declared by ``id="..."`` (in inline code,
+a code block or plain text). Its kind comes from the HTML tag that declares it (``<input type="range">``),
+else from the id's own wording (``slider-``, ``btn-``), else from the words around it ("slider", "dropdown");
+its label from ``<label for=...>``, the button's text or a ``label: "..."`` line; its default, bounds and
+options from the lines that speak of it alone (the list item naming it and what is nested under it, and the
+item above when that names no other element).
+
+Kinds: range, number, text, checkbox, radio, select, button, canvas, output (text the app displays),
+area (a drawing or plot container), container (layout only: never an item).
+
+Run: ``controls(outline(query), query)``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from tasks.rubrics.prompt_outline import Node, Outline, plain, span
+
+ID_DECL = re.compile(r"""\bid\s*=\s*\\?["']([A-Za-z][\w\-:.]{0,60})\\?["']""")
+_TAG = re.compile(r"<([A-Za-z][\w-]*)\b([^<>]*)>")
+_ATTR = re.compile(r"""([A-Za-z_:][\w:.-]*)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]+))?""")
+_LABEL_FOR = re.compile(r"""<label\b[^>]*\bfor\s*=\s*["']([\w\-:.]+)["'][^>]*>([^<]{1,80})</label>""", re.I)
+_INNER = re.compile(r"""<(button|option|span|p|div|output|td|h\d|label|strong|b)\b[^>]*\bid\s*=\s*["']([\w\-:.]+)["']"""
+                    r"""[^>]*>([^<]{1,80})</\1>""", re.I)
+_SELECT = re.compile(r"""<select\b[^>]*\bid\s*=\s*["']([\w\-:.]+)["'][^>]*>(.*?)</select>""", re.I | re.S)
+_OPTION = re.compile(r"<option\b([^>]*)>([^<]{1,60})</option>", re.I)
+_BARE_TAG = re.compile(r"\b(input|button|select|canvas|span|div|p|output|label|textarea|svg|td|tbody|table)`?\s+"
+                       r"(?:[\w-]+=\S+\s+)*(?=id\s*=)")  # "`span id="x"`": a tag named without brackets
+_NUM = r"(-?\d+(?:\.\d+)?)"
+_TYPE_KIND = {"range": "range", "number": "number", "text": "text", "search": "text", "email": "text", "": "text",
+              "checkbox": "checkbox", "radio": "radio", "button": "button", "submit": "button"}
+_TAG_KIND = {"button": "button", "select": "select", "textarea": "text", "canvas": "canvas", "svg": "area",
+             "span": "output", "output": "output", "p": "output", "td": "output", "strong": "output", "b": "output",
+             "h1": "output", "h2": "output", "h3": "output", "h4": "output", "label": "output", "meter": "output",
+             "progress": "output", "div": "container", "section": "container", "tbody": "container",
+             "table": "container", "ul": "container", "ol": "container", "main": "container", "header": "container",
+             "footer": "container", "aside": "container", "nav": "container", "img": "area"}
+_PREFIX_KIND = [("output", r"[-_](value|display|readout|label|output|text)$|^(value|label|display|readout|result)[-_]"),
+                ("range", r"^(slider|range)[-_]|[-_](slider|range)$"), ("button", r"^(btn|button)[-_]|[-_](btn|button)$"),
+                ("checkbox", r"^(checkbox|chk|cb|check)[-_]|[-_](checkbox|chk)$"), ("radio", r"^radio[-_]|[-_]radio$"),
+                ("select", r"^(select|dropdown|sel|menu)[-_]|[-_](select|dropdown)$"), ("canvas", r"canvas"),
+                ("text", r"^(input|text|txt)[-_]|[-_](input|textbox)$")]
+_WORD_KIND = [("range", r"\bslider|\brange input"), ("checkbox", r"\bcheck ?box|\btoggle switch"),
+              ("radio", r"\bradio\b"), ("select", r"\bdrop-?down|\bselect (menu|box|element)|\bcombo ?box"),
+              ("button", r"\bbuttons?\b"), ("canvas", r"\bcanvas\b"),
+              ("number", r"\bnumber (input|field)|\bnumeric (input|field)"),
+              ("text", r"\btext ?(input|field|box|area)|\binput field"),
+              ("output", r"\b(displays?|readout|shows|value label|text content)\b"),
+              ("area", r"\b(plot|chart|graph|visuali[sz]ation|scene|diagram)\b")]
+CONTROL_KINDS = ("range", "number", "text", "checkbox", "radio", "select", "button")
+
+
+@dataclass(frozen=True)
+class Control:
+    """One element the query names and what it states about it (see the module docstring)."""
+
+    id: str
+    kind: str
+    evidence: str  # the verbatim span of the query that declares it
+    label: str | None = None
+    default: str | None = None  # a value, an option, "checked"/"unchecked", or an output's initial text
+    min: float | None = None
+    max: float | None = None
+    step: float | None = None
+    options: tuple[str, ...] = ()
+    tag: str | None = None
+
+    @property
+    def is_control(self) -> bool:
+        return self.kind in CONTROL_KINDS
+
+
+@dataclass
+class _Facts:
+    tag: str | None = None
+    attrs: dict[str, str] = field(default_factory=dict)
+    label: str | None = None
+    inner: str | None = None
+    options: list[str] = field(default_factory=list)
+    selected: str | None = None
+
+
+def _attrs(body: str) -> dict[str, str]:
+    return {m.group(1).lower(): (m.group(2) or "").strip("\"'") for m in _ATTR.finditer(body)}
+
+
+def html_facts(text: str) -> dict[str, _Facts]:
+    """id -> what the HTML in ``text`` declares about it: tag, attributes, label, inner text, options."""
+    out: dict[str, _Facts] = {}
+    for line in text.splitlines():
+        tags = [(m.start(), m.end(), m.group(1).lower(), _attrs(m.group(2))) for m in _TAG.finditer(line)]
+        for m in ID_DECL.finditer(line):
+            own = next((t for t in tags if t[0] <= m.start() < t[1]), None)
+            near = own or next((t for t in reversed(tags) if t[1] <= m.start()), None)
+            bare = next((b for b in _BARE_TAG.finditer(line) if b.end() == m.start()), None)
+            if near is None and bare is not None:
+                near = (bare.start(), bare.end(), bare.group(1).lower(), _attrs(line[bare.start():m.end() + 80]))
+            f = out.setdefault(m.group(1), _Facts())
+            if near is not None and f.tag is None:
+                f.tag, f.attrs = near[2], near[3]
+    for m in _LABEL_FOR.finditer(text):
+        out.setdefault(m.group(1), _Facts()).label = " ".join(m.group(2).split())
+    for m in _INNER.finditer(text):
+        f = out.setdefault(m.group(2), _Facts())
+        f.inner = f.inner or " ".join(m.group(3).split()) or None
+    for m in _SELECT.finditer(text):
+        f = out.setdefault(m.group(1), _Facts())
+        for o in _OPTION.finditer(m.group(2)):
+            f.options.append(" ".join(o.group(2).split()))
+            if re.search(r"\bselected\b", o.group(1)):
+                f.selected = f.options[-1]
+    return out
+
+
+def _kind(cid: str, facts: _Facts, near_text: str, far_text: str) -> str:
+    if facts.tag == "input":
+        return _TYPE_KIND.get(facts.attrs.get("type", "").lower(), "text")
+    if facts.tag in _TAG_KIND:  # a layout tag holds what it is for; _area tells drawing areas apart
+        return _TAG_KIND[facts.tag]
+    if facts.tag is not None:
+        return "container"
+    for kind, pat in _PREFIX_KIND:
+        if re.search(pat, cid, re.I):
+            return kind
+    for text in (near_text, far_text):
+        for kind, pat in _WORD_KIND:
+            if re.search(pat, text, re.I):
+                return kind
+    return "container"
+
+
+def mentions(text: str, cid: str) -> bool:
+    """``text`` names the element ``cid`` (as a whole token, with or without ``#``)."""
+    return re.search(r"(?<![\w-])#?" + re.escape(cid) + r"(?![\w-])", text) is not None
+
+
+def _context(node: Node, cid: str, ids: set[str]) -> str:
+    """What the query says about ``cid`` alone: the highest node around its mention naming no other element."""
+    others = ids - {cid}
+    alone = lambda n: not any(mentions(n.subtree_text(), o) for o in others)  # noqa: E731
+    if not alone(node):  # its own line, and the lines under it that name nothing else
+        return "\n".join([node.text] + [c.subtree_text() for c in node.children if alone(c)])
+    top = node
+    for a in node.ancestors():
+        if a.kind == "heading" or not alone(a):
+            break
+        top = a
+    return top.subtree_text()
+
+
+def _number(pattern: str, text: str) -> float | None:
+    m = re.search(pattern, text, re.I)
+    return float(m.group(1)) if m else None
+
+
+def _default(kind: str, ctx: str, f: _Facts) -> str | None:
+    """The stated default of an element of ``kind`` in its context text (plain) and HTML facts."""
+    if kind == "button":
+        on = re.search(r"\b(selected|active|highlighted|pressed)\b[^.\n]{0,20}\bby default|\bdefault\s*:?\s*(active|selected)|"
+                       r"\b(is|are) (selected|active) (by default|initially|on load)", ctx, re.I)
+        return "checked" if on else None
+    if kind in ("checkbox", "radio"):
+        if "checked" in f.attrs:
+            return "checked"
+        m = re.search(r"\b(?:default(?:\s+state)?|initial(?:ly)?(?:\s+state)?)\s*(?:is|:|=)?\s*\(?(un)?(checked|selected"
+                      r"|on|off)\b|\b(checked|selected) by default\s*:?\s*(yes|no|true|false)?|\b(not )?(checked|"
+                      r"selected) by default", ctx, re.I)
+        if not m:
+            return None
+        neg = bool(m.group(1)) or (m.group(2) or "").lower() == "off" or (m.group(4) or "").lower() in ("no", "false") \
+            or bool(m.group(5))
+        return "unchecked" if neg else "checked"
+    if kind == "select":
+        m = re.search(r"\b(?:default(?:\s+(?:value|option|selection))?|initial(?:ly)?(?:\s+value)?)\s*(?:is|:|=)\s*"
+                      r"[\"“']?([^\"”'\n,;()]{1,40}?)[\"”']?(?:[,;.()]|$)", ctx, re.I | re.M)
+        return f.selected or (m.group(1).strip() if m else None)
+    if kind in ("range", "number"):
+        if f.attrs.get("value") and re.fullmatch(_NUM, f.attrs["value"]):
+            return f.attrs["value"]
+        m = re.search(r"\b(?:initial(?:\s+value)?|default(?:\s+value)?|starts? at|value)\s*(?:is|of|:|=|to)?\s*"
+                      r"(?:its default value of\s*)?[\"“'(]?\s*" + _NUM + r"\b", ctx, re.I)
+        return m.group(1) if m else None
+    if kind == "text":
+        m = re.search(r"\b(?:initial(?:\s+value)?|default(?:\s+value)?|default text|pre-?filled with)\s*(?:is|of|:|=)?"
+                      r"\s*[\"“']([^\"”'\n]{1,60})[\"”']", ctx, re.I)
+        return f.attrs.get("value") or (m.group(1) if m else None)
+    if kind == "output":
+        lead = r"\b(?:initial|default)(?:\s+text)?(?:\s+content)?(?:\s+value)?\s*(?:is|:|=)\s*"
+        m = re.search(lead + r"[\"“']([^\"”'\n]{1,40})[\"”']", ctx, re.I) or re.search(lead + _NUM + r"\b", ctx, re.I)
+        return m.group(1) if m else None
+    return None
+
+
+def _label(ctx: str, f: _Facts) -> str | None:
+    if f.label:
+        return f.label
+    m = re.search(r"\blabel(?:led|ed)?(?:\s+text)?\s*(?:is|:|=|as)?\s*[\"“]([^\"”\n]{1,60})[\"”]", ctx, re.I)
+    if m:
+        return m.group(1).strip()
+    if f.tag == "button" and f.inner:
+        return f.inner
+    return None
+
+
+def _bounds(ctx: str, f: _Facts) -> tuple[float | None, float | None, float | None]:
+    attr = lambda k: float(f.attrs[k]) if re.fullmatch(_NUM, f.attrs.get(k, "")) else None  # noqa: E731
+    lo = attr("min") if attr("min") is not None else _number(r"\bmin(?:imum)?(?:\s+value)?\s*[:=]\s*[\"'(]?" + _NUM, ctx)
+    hi = attr("max") if attr("max") is not None else _number(r"\bmax(?:imum)?(?:\s+value)?\s*[:=]\s*[\"'(]?" + _NUM, ctx)
+    step = attr("step") if attr("step") is not None else _number(r"\bstep(?:\s+size)?\s*[:=]\s*[\"'(]?" + _NUM, ctx)
+    if lo is None or hi is None:
+        m = re.search(r"\brange\s*(?:is|of|:)?\s*(?:from\s*)?\[?\(?" + _NUM + r"\s*(?:to|-|–|,|\.\.)\s*" + _NUM, ctx, re.I)
+        if m:
+            lo, hi = float(m.group(1)), float(m.group(2))
+    if lo is not None and hi is not None and lo >= hi:
+        return None, None, step
+    return lo, hi, step
+
+
+def _options(ctx: str, f: _Facts) -> tuple[str, ...]:
+    listed = f.options or [" ".join(o.group(2).split()) for o in _OPTION.finditer(ctx)]
+    if listed:
+        return tuple(dict.fromkeys(listed))
+    m = re.search(r"\boptions?\s*(?:are|:)\s*(.+)", ctx, re.I)
+    if not m:
+        return ()
+    quoted = re.findall(r"[\"“']([^\"”'\n]{1,40})[\"”']", m.group(1))
+    parts = quoted or [p.strip(" .`*") for p in re.split(r",|\bor\b|\band\b", m.group(1).split("\n")[0])]
+    return tuple(dict.fromkeys(p for p in parts if 0 < len(p) <= 40))
+
+
+def controls(ol: Outline, query: str) -> list[Control]:
+    """Every element the query declares by id, in the order first declared, with what it states about it."""
+    facts = html_facts(query)
+    order: list[str] = []
+    for m in ID_DECL.finditer(query):
+        if m.group(1) not in order:
+            order.append(m.group(1))
+    ids = set(order)
+    out = []
+    for cid in order:
+        f = facts.get(cid, _Facts())
+        hits = [n for n in ol.nodes if mentions(n.text, cid)]
+        decl = next((n for n in hits if ID_DECL.search(n.text) and cid in n.text), hits[0] if hits else None)
+        near = plain(decl.text) if decl else ""
+        far = " ".join(plain(a.text) for a in decl.ancestors() if a.kind == "item") if decl else ""
+        kind = _kind(cid, f, near, far)
+        ctx = "\n".join(plain(line) for n in hits for line in _context(n, cid, ids).splitlines())
+        lo, hi, step = _bounds(ctx, f) if kind in ("range", "number") else (None, None, None)
+        evidence = decl.text if decl else next(m.group(0) for m in ID_DECL.finditer(query) if m.group(1) == cid)
+        label = _label(ctx, f) if kind in CONTROL_KINDS else None
+        out.append(Control(cid, kind, span(evidence), label, _default(kind, ctx, f), lo, hi, step,
+                           _options(ctx, f) if kind == "select" else (), f.tag))
+    return [_area(c) for c in out]
+
+
+_DRAWN_ID = re.compile(r"canvas|plot|chart|graph|visuali[sz]|scene|sketch|diagram|drawing", re.I)
+_HOLDS_DRAWING = re.compile(r"\b(hold|contain|host|render|draw|creat|target|place|where)\w*\b[^.]{0,60}\b(canvas|p5|"
+                            r"three|plotly|chart\.js|d3|sketch|svg)\b", re.I)
+
+
+def _area(c: Control) -> Control:
+    """A container named for a drawing, or said to hold one, is a drawing area (an item); others are layout."""
+    said = _HOLDS_DRAWING.search(c.evidence.split(":", 1)[-1]) is not None
+    if c.kind == "container" and (_DRAWN_ID.search(c.id) or said) and not re.match(r"(main|app|page|demo|control)s?-",
+                                                                                  c.id):
+        return replace(c, kind="area")
+    return c

@@ -1,0 +1,244 @@
+"""What a query asks a user to see and do, read from its structure (pure): the offline rubric rules' reading.
+
+Two shapes, both from the query as written:
+- a **plan** (headings, lists: InteractScience's implementation plans): the elements it declares by id
+  (``prompt_controls``), the behaviours its lines give them (a line naming a control with what then changes:
+  an output it names, the drawing, a text), keys it names, and motion it says happens by itself;
+- a **request** in a sentence or a few (``"a bouncing DVD logo"``): what is drawn, what moves by itself,
+  what answers input, and the UI elements its clauses name ("a Start button", "a seed field").
+
+Format constraints ("a single HTML file", "use HTML/CSS/JS", "p5.js from a CDN") and code samples are read
+too, but only to be left out: they are the format gate's business, never rubric items.
+
+Run: ``read_spec(query)``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tasks.rubrics import text as T
+from tasks.rubrics.prompt_controls import Control, controls, mentions
+from tasks.rubrics.prompt_outline import Node, Outline, outline, plain, span
+
+FORMAT = re.compile(r"\b(single[- ](?:self-contained\s+)?(?:html\s+)?file|self-contained|one\s+(?:html\s+)?file|"
+                    r"html\s*(?:/|,|and)\s*css|css\s*(?:/|and)\s*(?:js|javascript)|vanilla\s+(?:js|javascript)|"
+                    r"no\s+external|without\s+(?:any\s+)?(?:external|frameworks?|libraries|build)|from\s+a\s+cdn|"
+                    r"via\s+(?:a\s+)?cdn|cdn\b|<script|<!doctype|inline\s+(?:css|js|script)|code\s+block|markdown)",
+                    re.I)
+_TRIGGER = re.compile(r"\b(on|when(?:ever)?|changing|changes?|click\w*|press\w*|mov(?:es|ing)|drag\w*|input|select\w*|"
+                      r"toggl\w*|check\w*|uncheck\w*|switch\w*|adjust\w*|slid\w*|interaction|event|handler|"
+                      r"controls?|updates?|sets?)\b", re.I)
+_INTERACTION_SECTION = re.compile(r"interact|logic|behaviou?r|event|user action|controls? (?:logic|behaviou?r)", re.I)
+# The plan says the drawing changes right away: a redraw, or a drawn thing that is updated, moved or recomputed
+# (a "trail" that shows only once something moves is not a change a user sees on a page at rest).
+_DRAWN = r"(?:canvas|plot|chart|graph|scene|visuali[sz]ation|drawing|diagram|sketch|geometry|curve|line|marker|point|" \
+         r"shape|polygon|bars?|pendulum|piston|arrow|vector|circle|triangle|grid|image)"
+_DRAWING = re.compile(r"\b(re-?draw\w*|re-?render\w*|re-?plot\w*|" + _DRAWN + r"s?\b[^.\n]{0,40}\b(?:is|are|gets?)\s+"
+                      r"(?:updated|redrawn|re-rendered|refreshed|recomputed|recalculated|moved|changed)|"
+                      r"(?:updat\w*|chang\w*|mov\w*|recomput\w*|recalculat\w*|refresh\w*)\s+(?:the\s+)?(?:\w+\s+){0,2}"
+                      + _DRAWN + r")\b", re.I)
+# A text the plan says is shown anew (without naming its element): the page's text is then what changes.
+_TEXT = re.compile(r"\b(text\s*content|readout|<span>|`span`|(?:value|number|text|label)s?\s+(?:is|are)\s+(?:displayed|"
+                   r"shown|updated)|displays?\s+(?:the|its)\s+(?:current|new|updated)?\s*value)\b", re.I)
+_GLOBAL = re.compile(r"\b(?:any|all|every|each)\s+(?:of\s+the\s+)?(?:controls?|inputs?|sliders?|parameters?|"
+                     r"control values?)\b", re.I)
+_NO_EFFECT = re.compile(r"\b(reset\w*|restor\w*|clear\w*|undo|pause\w*|stop\w*|default values?)\b", re.I)
+_KEY = re.compile(r"\b(?:press(?:es|ing)?|hit(?:s|ting)?|tap(?:s|ping)?|using|use|with)\s+(?:the\s+)?(?:[\"'`]?"
+                  r"(?P<name>arrow\s+keys?|(?:left|right|up|down)\s+arrow(?:\s+keys?)?|space\s*(?:bar|key)?|spacebar|"
+                  r"enter\s+key|return\s+key|escape|esc\s+key|wasd)[\"'`]?|[\"'`](?P<char>[A-Za-z0-9])[\"'`]\s+key)\b", re.I)
+_KEY_NAMES = {"arrow keys": "ArrowRight", "arrow key": "ArrowRight", "left arrow": "ArrowLeft", "right arrow": "ArrowRight",
+              "up arrow": "ArrowUp", "down arrow": "ArrowDown", "space": "Space", "spacebar": "Space",
+              "space bar": "Space", "space key": "Space", "enter": "Enter", "return": "Enter", "escape": "Escape",
+              "esc": "Escape", "wasd": "d"}
+# Motion that happens by itself: the request names it (a short request), or the plan says it runs unprompted.
+MOTION = re.compile(r"\b(animat\w*|bounc\w*|orbit\w*|rotat(?:es|ing)|spin(?:s|ning)?|oscillat\w*|swing(?:s|ing)?|"
+                    r"mov(?:e|es|ing)|drift\w*|bloom\w*|fly(?:ing)?|flies|fall(?:s|ing)?|flow(?:s|ing)?|float\w*|"
+                    r"scroll(?:s|ing)|pulse\w*|pulsing|twinkl\w*|wav(?:es|ing)|rain\w*|snow\w*|swim\w*|run(?:s|ning)|"
+                    r"count(?:s|ing)?\s+down|ticking)\b", re.I)
+# In a plan, what moves by itself is said with a verb of motion ("the planet orbits"), not "animation" or a
+# "continuous" render loop, which describe how the page is drawn.
+_PLAN_MOTION = re.compile(r"\b(mov(?:es|ing)|rotat(?:es|ing)|spin(?:s|ning)|orbit(?:s|ing)|bounc(?:es|ing)|"
+                          r"oscillat(?:es|ing)|swing(?:s|ing)|fall(?:s|ing)|flow(?:s|ing)|drift(?:s|ing)|"
+                          r"travel(?:s|ing|ling)|revolv(?:es|ing)|animat(?:es|ing))\b", re.I)
+_BY_ITSELF = re.compile(r"\b(automatic\w*|by itself|on its own|on (?:page )?load|continuous\w*|over time|"
+                        r"starts? (?:playing|running|moving)|immediately (?:starts?|begins?))\b", re.I)
+_PROMPTED = re.compile(r"\b(user|mouse|click\w*|drag\w*|press\w*|slider|input|when|while|after|once)\b", re.I)
+_ANSWERS_INPUT = re.compile(r"\b(game|clone|play(?:able|er)?|interactive|control\w*|click\w*|drag\w*|keys?|keyboard|"
+                            r"steer\w*|jump\w*|shoot\w*|flap\w*|tap\w*|mouse|touch\w*|draw(?:ing)?\s+tool|paint\w*|"
+                            r"simulator|editor|calculator|piano|drum)\b", re.I)
+_NAMED_UI = re.compile(r"\b(?:an?|the)\s+(?P<label>(?:[\w'-]+\s+){0,3}?)(?P<kind>button|slider|field|input|dropdown|"
+                       r"checkbox|toggle|search box|text box|textarea|timer|counter)s?\b", re.I)
+_LABELLED_BUTTONS = re.compile(r"\b(?P<labels>[A-Z][\w-]*(?:(?:,\s*|\s+(?:and|or)\s+)[A-Z][\w-]*)*)\s+buttons?\b")
+_QUOTED = re.compile(r"[\"“']([A-Z][\w .'-]{0,24})[\"”']")
+_UI_KIND = {"button": "button", "slider": "range", "field": "text", "input": "text", "dropdown": "select",
+            "checkbox": "checkbox", "toggle": "checkbox", "search box": "text", "text box": "text",
+            "textarea": "text", "timer": "output", "counter": "output"}
+SHORT_REQUEST_CHARS = 300
+SHORT_FRAME = " (as one web page)"  # how the offline expansion frames a request under its minimum length
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """Operating ``control`` (or pressing ``key``) changes ``effects``: output ids, "drawing" or "text"."""
+
+    evidence: str
+    control: Control | None = None
+    key: str | None = None
+    effects: tuple[str, ...] = ()
+    motion: bool = False  # the line says operating it starts motion (play, start)
+
+
+@dataclass(frozen=True)
+class Named:
+    """A UI element a sentence names without an id: "a Start button", "the seed field"."""
+
+    kind: str
+    label: str
+    evidence: str
+
+
+@dataclass
+class Spec:
+    structured: bool
+    request: str | None  # the request itself, when it is a short one
+    controls: list[Control] = field(default_factory=list)  # controls, outputs, drawing areas (by id)
+    behaviours: list[Behaviour] = field(default_factory=list)
+    motions: list[str] = field(default_factory=list)  # evidence of motion that happens by itself
+    named: list[Named] = field(default_factory=list)
+    clauses: list[T.Clause] = field(default_factory=list)  # a request's other sentences, format ones left out
+    answers_input: str | None = None  # evidence that a short request is something to play or operate
+    constraints: list[str] = field(default_factory=list)  # format constraints seen (never items)
+    first_line: str | None = None  # a plan's first line that is not a heading (what it is about)
+
+
+def _effects(text: str, trigger: Control, spec_controls: list[Control]) -> tuple[str, ...]:
+    """What a behaviour's lines say changes: the outputs they name, the drawing, a text (in that order)."""
+    named = [c.id for c in spec_controls if c.kind == "output" and c.id != trigger.id and mentions(text, c.id)]
+    drawn = any(c.kind in ("canvas", "area") and mentions(text, c.id) for c in spec_controls) or \
+        bool(_DRAWING.search(text))
+    return tuple(named + (["drawing"] if drawn else []) + (["text"] if _TEXT.search(text) and not named else []))
+
+
+def _behaviour_nodes(ol: Outline, ctrls: list[Control]) -> list[tuple[Node, list[Control]]]:
+    """Lines that name a control as what the user operates, with the controls they name (at most three)."""
+    out = []
+    for n in ol.nodes:
+        named = [c for c in ctrls if c.is_control and mentions(n.text, c.id)]
+        if not named or len(named) > 3:
+            continue
+        in_logic = _INTERACTION_SECTION.search(n.section) is not None
+        if in_logic or (_TRIGGER.search(plain(n.text)) and n.children):
+            out.append((n, named))
+    return out
+
+
+def behaviours(ol: Outline, ctrls: list[Control]) -> list[Behaviour]:
+    """One behaviour per control the plan says what operating does (the first line saying so is its evidence)."""
+    by_control: dict[str, tuple[Node, str]] = {}
+    for n, named in _behaviour_nodes(ol, ctrls):
+        for c in named:
+            if c.id not in by_control:
+                by_control[c.id] = (n, n.subtree_text())
+            else:
+                first, text = by_control[c.id]
+                by_control[c.id] = (first, text + "\n" + n.subtree_text())
+    global_nodes = [n for n in ol.nodes if _GLOBAL.search(plain(n.text)) and _INTERACTION_SECTION.search(n.section)]
+    out = []
+    for c in ctrls:
+        # operating these changes nothing on a page just loaded: a reset, a pause, the option already chosen
+        if not c.is_control or c.default == "checked" or _NO_EFFECT.search(f"{c.id} {c.label or ''}"):
+            continue
+        if c.id in by_control:
+            node, text = by_control[c.id]
+        elif global_nodes:
+            node, text = global_nodes[0], "\n".join(g.subtree_text() for g in global_nodes)
+        else:
+            continue
+        effects = _effects(text, c, ctrls)
+        starts = bool(re.search(r"\b(play|start|run|animat\w*|resume)\b", (c.label or "") + " " + c.id + " " +
+                                plain(node.text), re.I))
+        if effects or starts:
+            out.append(Behaviour(span(node.text), c, effects=effects, motion=starts and c.kind == "button"))
+    return out
+
+
+def keys(ol: Outline, drawn: bool = False) -> list[Behaviour]:
+    """Keys the query says to press, each with the line that says so (one behaviour per key); ``drawn``: what
+    they change is the drawing (a request names nothing else)."""
+    out, seen = [], set()
+    for n in ol.nodes:
+        for m in _KEY.finditer(plain(n.text)):
+            name = " ".join((m.group("name") or "").lower().split())
+            key = m.group("char").lower() if m.group("char") else \
+                _KEY_NAMES.get(name) or _KEY_NAMES.get(re.sub(r"\s+keys?$", "", name))
+            if key and key not in seen and not FORMAT.search(n.text):
+                seen.add(key)
+                out.append(Behaviour(span(n.text), key=key,
+                                     effects=("drawing",) if drawn or _DRAWING.search(n.text) else ()))
+    return out
+
+
+def motions(ol: Outline, request: str | None, ctrls: list[Control] = ()) -> list[str]:
+    """Lines saying something moves by itself (a short request: its motion words are enough). A plan with a
+    play or start button has its motion behind that button, not by itself."""
+    if request is not None:
+        return [request] if MOTION.search(request) else []
+    if any(c.kind == "button" and re.search(r"play|start|run|animat", f"{c.id} {c.label or ''}", re.I) for c in ctrls):
+        return []
+    out = []
+    for n in ol.nodes:
+        p = plain(n.text)
+        around = " ".join([p] + [plain(a.text) for a in n.ancestors() if a.kind != "heading"])
+        if _PLAN_MOTION.search(p) and _BY_ITSELF.search(p) and not _PROMPTED.search(around):
+            out.append(span(n.text))
+    return out[:2]
+
+
+def named_ui(sentences: list[T.Clause]) -> list[Named]:
+    """UI elements the sentences name without an id: quoted labels of buttons, "a seed field", "the Start button"."""
+    out: list[Named] = []
+    add = lambda n: out.append(n) if not any((x.label.lower(), x.kind) == (n.label.lower(), n.kind) for x in out) \
+        else None  # noqa: E731
+    for c in sentences:
+        for m in _LABELLED_BUTTONS.finditer(c.evidence):
+            for lab in re.split(r",\s*|\s+(?:and|or)\s+", m.group("labels")):
+                add(Named("button", lab, c.evidence))
+        for m in _NAMED_UI.finditer(c.evidence):
+            kind = _UI_KIND[m.group("kind").lower()]
+            label = " ".join(w for w in m.group("label").split() if w.lower() not in ("new", "single", "short"))
+            quoted = _QUOTED.findall(c.evidence) if kind == "button" else []
+            for lab in quoted or ([label] if label else []):
+                add(Named(kind, lab.strip(), c.evidence))
+    return out
+
+
+def without_format(sentence: str) -> str:
+    """A request without the format constraint it ends with: "a Pong game in a single HTML file" -> "a Pong game"."""
+    m = FORMAT.search(sentence)
+    if not m:
+        return sentence
+    head = re.sub(r"(?:[\s,;:(-]|\b(?:in|as|using|with|on|into|via|inside|an?|the|one)\b)*$", "", sentence[:m.start()])
+    return head if len(head) >= 3 else sentence
+
+
+def read_spec(query: str) -> Spec:
+    """The query's spec (see the module docstring)."""
+    ol = outline(query)
+    text = " ".join(query.split())
+    constraints = [n.text for n in ol.nodes if FORMAT.search(n.text)]
+    if ol.structured:
+        ctrls = controls(ol, query)
+        first = next((span(n.text) for n in ol.nodes if n.kind != "heading" and not FORMAT.search(n.text)), None)
+        return Spec(True, None, ctrls, behaviours(ol, ctrls) + keys(ol), motions(ol, None, ctrls),
+                    constraints=constraints, first_line=first)
+    clauses = T.clauses_of(text)
+    sentences = [c for c in clauses if not FORMAT.search(c.evidence)]
+    named = named_ui(sentences)
+    short = len(text) <= SHORT_REQUEST_CHARS and len(sentences) <= 2 and not named  # it names nothing to operate
+    first = sentences[0].evidence if sentences else without_format(clauses[0].evidence if clauses else text)
+    request = first.removesuffix(SHORT_FRAME.strip()).strip() if short else None
+    answers = next((c.evidence for c in sentences if _ANSWERS_INPUT.search(c.evidence)), None) if short else None
+    return Spec(False, request, [], keys(ol, drawn=short), motions(ol, request) if short else
+                [c.evidence for c in sentences if MOTION.search(c.evidence) and _BY_ITSELF.search(c.evidence)][:1],
+                named, sentences, answers, constraints)
