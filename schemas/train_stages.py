@@ -60,7 +60,7 @@ def train_steps_suites() -> list[FrameSuite]:
         E.ExpectColumnValuesToBeBetween(column="step", min_value=1),
         judge_provider_expectation(),
     ), ["step", "metric"]),
-        # The streamed step's timing split and staleness (training/stream.py, README "Streamed scoring"): the
+        # The streamed step's timing split and staleness (training/stream.py, docs/training.md "Streamed scoring"): the
         # tail is part of the scoring span, and the off-policy trainer never uses a batch more than one step old.
         FrameSuite("timing", _timing, suite(
             "train_steps-timing",

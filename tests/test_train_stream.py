@@ -5,7 +5,7 @@
 - kill -9 mid-step (a score call of step 2 hanging) and resume == the uninterrupted streamed run;
 - off-policy: the run completes, ``rollout/staleness`` is 0 then 1, the importance ratios are logged (1 on the
   fresh step, off 1 on stale ones); a resume from a checkpoint taken while the next batch was in flight
-  regenerates that batch from the checkpoint's weights: staleness 0 (README, "One-step-off-policy rollouts").
+  regenerates that batch from the checkpoint's weights: staleness 0 (docs/training.md, "One-step-off-policy rollouts").
 """
 from __future__ import annotations
 

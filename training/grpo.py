@@ -231,7 +231,7 @@ class Trainer:
             if resolve_score_fn(cfg.run.score_fn) is not score_fn:
                 raise ValueError(f"env.task_runner='ray' scores with train.run.score_fn={cfg.run.score_fn!r} (Ray "
                                  "workers import it by path), not the score_fn passed in; make them the same")
-        # off-policy: the next step's batch, generated a step ahead (never checkpointed: see README)
+        # off-policy: the next step's batch, generated a step ahead (never checkpointed: see docs/training.md)
         self.pending: StepBatch | None = None
         self.staleness_now = 0
         self.rank, self.world = init_distributed(cfg.deepspeed.dist_backend)
@@ -309,7 +309,7 @@ class Trainer:
         self.pending = None
         if cfg.rollout.off_policy and step + 1 < cfg.run.steps:
             # generated now, with the weights this batch was sampled with, while its scores come in; the
-            # update below makes it one step stale (see README "One-step-off-policy rollouts")
+            # update below makes it one step stale (see docs/training.md, "One-step-off-policy rollouts")
             self.staleness_now = 1
             self.pending = self.generate(step + 1)
             self.staleness_now = 0
