@@ -29,7 +29,8 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import interactscience as corpus  # noqa: E402 - imports _safe first: the repo on sys.path, no paid call
+import _safe  # noqa: E402,F401 - the repo on sys.path, no paid call by accident
+import interactscience as corpus  # noqa: E402
 from bench_realapps import rubricrl, stage_rows  # noqa: E402
 
 from tasks.evaluation.agreement import pairwise_within, spearman  # noqa: E402

@@ -128,7 +128,9 @@ def test_an_error_confined_to_one_handler_is_a_defect_of_its_item_not_a_runtime_
     cfg, by = scored
     one = by["one_handler"]
     assert cfg.runtime.probe.error_rule == "evidence"
-    assert one.runtime_valid is True and one.reward is not None and one.reward > cfg.reward.rubric_floor
+    # runtime-valid: a rubric-tier reward (here the floor: the offline judge's evidence decided only D2, unmet)
+    assert one.runtime_valid is True and one.reward is not None and one.reward >= cfg.reward.rubric_floor
+    assert one.reward > cfg.reward.runtime_invalid and "D2" not in one.undecided
     (minor,) = _sim(one, "minor")
     assert "toFixed" in minor["description"] and "confined" in minor["explanation"] and _sim(one, "major") == []
     boost = [f for f in one.findings if f["layer"] == "rubric_alignment" and f["item_id"] == "D2"]

@@ -53,7 +53,7 @@ def test_the_sandbox_serves_the_mirror_blocks_the_rest_and_an_unserved_library_i
     assert not lib.passed and verdict_of(lib) == "unserved"
     assert any(kind == "rubricrl-unserved" and "d3-not-in-the-mirror" in url for kind, url in lib.annotations)
     # a script from a host off the CDN allowlist is a library the benchmark's own run had: not judged here either
-    assert ("rubricrl-unserved", "https://cdn.plot.ly/plotly-2.35.2.min.js") in lib.annotations
+    assert ("rubricrl-unserved", "https://cdn.plot.ly/plotly-2.9.0.min.js") in lib.annotations
     score, detail, _ = app_score(ran["unserved"])
     assert score == 1.0  # the two tests the missing library did not touch passed; the others are not judged
     assert {d["name"]: d["passed"] for d in detail}["Library From A CDN"] is None

@@ -27,12 +27,13 @@ Run: ``provider.complete(build_judge_request(task, html, key=..., local_evidence
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from schemas.config_env import JudgeConfig
 from schemas.judge import LAYERS, SEVERITIES, SEVERITY_RANK, Diagnosis, Finding, Layer
 from schemas.rubric import CompactRubric, Task, judge_payload
-from tasks.env.rubric_evidence import item_decision
+from tasks.env.rubric_evidence import item_decision, names_control
 from tasks.llm.base import LLMRequest
 
 OFFLINE_TAG = "[offline]"
@@ -119,6 +120,13 @@ def _observed_description(f: dict[str, Any]) -> str:
             "reload": f"{who} submits a form that reloads the page; the app's state is lost (no preventDefault)"}[f["kind"]]
 
 
+_STOP = set("""that this with from have will when then than them they their there these those into onto over
+under after before while where which what about each every other such only also must should would could
+shall user users page shows show display displays displayed using used allow allows include includes
+including within without between based first last next some more most very make makes made like into
+upon your value values current""".split())
+
+
 def _words(text: str) -> set[str]:
     """Content words of a label, an element description or a requirement (camelCase and ids split; pure)."""
     spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", text or "")
@@ -129,7 +137,7 @@ def item_for_control(items: list[dict[str, Any]], failure: dict[str, Any]) -> di
     """The dynamic rubric item a failing control serves: the one naming its label, else the one sharing the most
     words with its label and element (none shared: None) (pure)."""
     dynamic = [i for i in items if i.get("scope") == "dynamic"]
-    named = [i for i in dynamic if _names_control(i["requirement"], failure.get("label"))]
+    named = [i for i in dynamic if names_control(i["requirement"], failure.get("label"), failure.get("target"))]
     if named:
         return named[0]
     words = _words(f"{failure.get('label') or ''} {re.sub(r'[#._-]', ' ', failure.get('target') or '')}")

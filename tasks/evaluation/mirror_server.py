@@ -2,10 +2,11 @@
 benchmark's own specs (``tasks/evaluation/pft.py``) asks it for every request a test page makes.
 
 ``GET /resolve?url=<url>&type=<resource type>`` answers 200 with the bytes ``CdnMirror.resolve(url)`` serves
-(the exact library and file a real CDN would give), else 404 with ``x-rubricrl-refused``: ``unserved`` for a
-library the mirror lacks, that is a URL on the CDN allowlist or any script (a benchmark's own run had the
-network, so the environment cannot judge what follows), ``blocked`` for anything else: an API call, a font,
-a stylesheet (the sandbox never lets a request out, and the verdict stands). Bound to 127.0.0.1 on a free
+(the exact library and file a real CDN would give); 404 with ``x-rubricrl-not-found`` where the real CDN
+answers 404 too (the page is given that 404); else 404 with ``x-rubricrl-refused``: ``unserved`` for a library
+the mirror lacks (an environment gap by the sandbox's own rule, ``tasks.env.cdn.unserved``: a benchmark's own
+run had the network, so the environment cannot judge what follows), ``blocked`` for a request refused on
+purpose, e.g. an API call (the sandbox never lets a request out, and the verdict stands). Bound to 127.0.0.1 on a free
 port; one thread per connection.
 
 Run: ``with MirrorServer(CdnMirror(root)) as srv: srv.base_url``.
@@ -17,15 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tasks.env.cdn import CdnMirror, parse_cdn_url
-
-
-LIBRARY_TYPES = ("script",)  # resource types a page cannot work without when refused (fonts and styles mostly can)
-
-
-def refusal(url: str, resource_type: str = "") -> str:
-    """Why the sandbox refuses a request the mirror cannot serve: ``unserved`` (a library) or ``blocked``."""
-    return "unserved" if parse_cdn_url(url) is not None or resource_type in LIBRARY_TYPES else "blocked"
+from tasks.env.cdn import CdnMirror
 
 
 class _Server(ThreadingHTTPServer):
@@ -51,10 +44,19 @@ class MirrorServer:
                 parts = urlsplit(self.path)
                 query = parse_qs(parts.query)
                 url, kind = (query.get("url") or [""])[0], (query.get("type") or [""])[0]
-                served = mirror.resolve(url) if mirror is not None and parts.path == "/resolve" and url else None
+                res = mirror.resolve(url, kind or "script") if mirror is not None and parts.path == "/resolve" and url else None
+                if res is not None and res.outcome == "not_found":  # the real CDN's 404: the page sees it too
+                    self.send_response(404)
+                    self.send_header("x-rubricrl-not-found", "1")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                served = res.served if res is not None and res.outcome == "served" else None
                 if served is None:
                     self.send_response(404)
-                    self.send_header("x-rubricrl-refused", refusal(url, kind))
+                    # the sandbox's own rule (tasks/env/cdn.py: unserved) says a gap from a refusal
+                    gap = res is None or res.outcome == "environment_gap"
+                    self.send_header("x-rubricrl-refused", "unserved" if gap else "blocked")
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return

@@ -38,6 +38,10 @@ async function answer(route, testInfo) {
                  'access-control-allow-origin': '*' },
     });
   }
+  if (res && res.status === 404 && res.headers.get('x-rubricrl-not-found')) {
+    // the real CDN has no such file either: the page gets its 404, as in the benchmark's own run
+    return route.fulfill({ status: 404, body: 'Not Found', headers: { 'access-control-allow-origin': '*' } });
+  }
   const kind = (res && res.headers.get('x-rubricrl-refused')) || 'unserved';
   testInfo.annotations.push({ type: `rubricrl-${kind}`, description: url.slice(0, 500) });
   return route.abort('blockedbyclient');
