@@ -8,7 +8,7 @@
 3. a 512-response step judged through the fake Anthropic API with 1 s latency at concurrency 64:
    wall time vs the latency-bound ideal ceil(512/64) * 1 s (goal: within 15%). Needs tests/fakes.
 
-Run: ``python -m bench.bench_env [--apps 200] [--browser-apps 48] [--skip-browser] [--skip-judge]
+Run: ``python bench/bench_env.py [--apps 200] [--browser-apps 48] [--skip-browser] [--skip-judge]
 [--corpus DIR [--real-apps 45]]``.
 """
 from __future__ import annotations

@@ -17,7 +17,7 @@ Only mutants the unmutated app can reach count: its probe saw a listener of the 
 False alarms: unmutated apps with any interaction failure (goal: none), and, for information, unmutated
 apps reported with dead controls or runtime-invalid.
 
-Run: ``python -m bench.bench_mutation [--max-per-app 4] [--concurrency 0]``.
+Run: ``python bench/bench_mutation.py [--max-per-app 4] [--concurrency 0]``.
 """
 from __future__ import annotations
 
