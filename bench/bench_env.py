@@ -1,4 +1,4 @@
-"""Benchmarks of the evaluation environment (issue 8); prints figures, asserts nothing.
+"""Benchmarks of the evaluation environment; prints figures, asserts nothing.
 
 1. tree-sitter static checks on ~30 KB apps: apps per second per core (goal >= 100).
 2. browser runtime checks with isolation (fresh context per app, network blocked), with the interaction

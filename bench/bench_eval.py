@@ -1,4 +1,4 @@
-"""Benchmark of evaluate (issue 17): N queries x 3 generators with the offline judge; prints figures,
+"""Benchmark of evaluate: N queries x 3 generators with the offline judge; prints figures,
 asserts nothing.
 
 Generators: a folder of the offline teacher's apps, a folder of one small fixed app, and an API model

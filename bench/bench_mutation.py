@@ -1,4 +1,4 @@
-"""Mutation bench of the interaction probe (issue 12); prints figures, asserts nothing.
+"""Mutation bench of the interaction probe; prints figures, asserts nothing.
 
 Interaction-only faults are injected automatically into the project's own correct apps (the offline
 teacher's answers, the env fixtures and their correct twins, the ~30 KB app of ``bench_env``), and each

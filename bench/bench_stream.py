@@ -1,4 +1,4 @@
-"""Bench (issue 15): one GRPO step's wall time with serial versus streamed scoring, in one run.
+"""Bench: one GRPO step's wall time with serial versus streamed scoring, in one run.
 
 Real pieces everywhere except the judge API and the generation: responses are real apps (the project's
 fixtures and the offline teacher's answers) for tasks with rubrics from the fixtures, tokenised with the
@@ -21,7 +21,7 @@ so fresh judge draws): step period and the tail left exposed once the next batch
 
 Serial step = generation + one score call + update (the phases do not overlap, so generation is not
 slept through: its replayed time is added). Streamed step = the replay with each finished group
-submitted to a ScoreStream, then the update. Goals (issue 15): scoring tail (last generated -> last
+submitted to a ScoreStream, then the update. Goals: scoring tail (last generated -> last
 scored) <= 10% of the serial scoring time; streamed step <= 1.15 x (max(generation, scoring) + update).
 
 Run: ``python bench/bench_stream.py [--groups 8] [--group-size 8] [--latency-scale 0.25] [--workers N]
