@@ -16,6 +16,9 @@ import pyarrow.parquet as pq
 
 from schemas.layout import RUN_RECORDS
 from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
+from training.rollout import Rollout
+from training.stream import Scored
+from training.update import PackedResponse
 
 
 def atomic_parquet(path: Path, table: pa.Table) -> None:
@@ -69,3 +72,71 @@ def fraction_by_weight(weight_values: list[float]) -> dict[str, float]:
         key = f"weights/frac_{round(w, 2):g}"
         counts[key] = counts.get(key, 0) + 1
     return {k: c / len(weight_values) for k, c in counts.items()}
+
+
+def gather_sums(local: dict[str, float]) -> dict[str, float]:
+    """Sum small metric dicts over ranks (keys may differ between ranks)."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return dict(local)
+    parts: list[dict[str, float]] = [{} for _ in range(dist.get_world_size())]
+    dist.all_gather_object(parts, local)
+    out: dict[str, float] = {}
+    for p in parts:
+        for k, v in p.items():
+            out[k] = out.get(k, 0.0) + v
+    return out
+
+
+def local_sums(rollouts: list[Rollout], scored: Scored, rewards: list[float | None], adv: Any,
+               packed: list[PackedResponse]) -> dict[str, float]:
+    s: dict[str, float] = {"responses": len(rollouts), "groups": adv.n_groups, "degenerate": adv.n_degenerate_groups,
+                           "dropped": adv.n_dropped}
+    got = [r for r in rewards if r is not None]
+    s["reward_sum"], s["reward_sq"], s["rewarded"] = sum(got), sum(r * r for r in got), len(got)
+    s["passed"] = sum(bool(p) for p in scored.info.get("passed") or [])
+    s["judge_failed"] = sum(bool(f) for f in scored.info.get("judge_failed") or [])
+    for tier in scored.info.get("tier") or []:
+        if tier is not None:
+            s[f"tier:{tier}"] = s.get(f"tier:{tier}", 0) + 1
+    s["resp_tokens"] = sum(len(r.response_ids) for r in rollouts)
+    s["finished"] = sum(r.finished for r in rollouts)
+    for p in packed:
+        if p.include:
+            for key, c in fraction_by_weight(p.weights).items():
+                s[key] = s.get(key, 0.0) + c * len(p.weights)
+            s["weight_sum"] = s.get("weight_sum", 0.0) + sum(p.weights)
+    return s
+
+
+def step_metrics(sums: dict[str, float], upd: dict[str, float], times: dict[str, float]) -> dict[str, float]:
+    n, rewarded = max(sums["responses"], 1), max(sums["rewarded"], 1)
+    mean = sums["reward_sum"] / rewarded
+    tokens = max(upd.get("tokens", 0.0), 1.0)
+    m = {
+        "reward/mean": mean,
+        "reward/std": max(sums["reward_sq"] / rewarded - mean * mean, 0.0) ** 0.5,
+        "reward/pass_rate": sums["passed"] / n,
+        "reward/missing_frac": sums["dropped"] / n,
+        "rollout/zero_variance_group_frac": sums["degenerate"] / max(sums["groups"], 1),
+        "rollout/response_tokens_mean": sums["resp_tokens"] / n,
+        "rollout/finished_frac": sums["finished"] / n,
+        "rollout/entropy": upd.get("entropy_sum", 0.0) / tokens,
+        "loss/policy": upd.get("loss_sum", 0.0) / tokens,
+        "loss/clip_frac": upd.get("clipped", 0.0) / tokens,
+        "loss/kl": upd.get("kl_sum", 0.0) / tokens,
+        "loss/ratio_mean": upd.get("ratio_sum", 0.0) / tokens,  # to the behaviour logprobs (1 on-policy)
+        "loss/ratio_max": upd.get("ratio_max", 0.0),
+        "loss/tokens": upd.get("tokens", 0.0),
+        "judge/failures": sums["judge_failed"],
+        "judge/failure_rate": sums["judge_failed"] / n,
+        "weights/mean": sums.get("weight_sum", 0.0) / tokens,
+    }
+    if "grad_norm" in upd:
+        m["loss/grad_norm"] = upd["grad_norm"]
+    m.update({f"reward/tier_{k[5:]}": v / n for k, v in sums.items() if k.startswith("tier:")})
+    m.update({k: v / tokens for k, v in sums.items() if k.startswith("weights/frac_")})
+    m.update({f"time/{k}": v for k, v in times.items()})
+    m["time/tokens_per_s"] = sums["resp_tokens"] / max(times.get("step_s", 0.0), 1e-9)
+    return m
