@@ -9,7 +9,8 @@ Prints, per model and over all apps: pairwise agreement within a task between ou
 (label ties skipped, reward ties count as misses), Spearman over all apps, the mean reward of apps passing
 no PFT test and of apps passing at least 80%, tiers, items per query, the executable checks' verdicts by
 status and the items no evidence decided, and seconds per step and per app; the goals as PASS/FAIL with
-``uptime``. Asserts nothing.
+``uptime``; and the best Spearman and pass-80 mean any judge could reach with the same gate verdicts (the tiers
+bound them: a runtime-invalid app's reward is fixed whatever its label). Asserts nothing.
 
 Needs a local copy of github.com/open-compass/InteractScience (``--corpus DIR`` or
 ``RUBRICRL_INTERACTSCIENCE``); development split only (task ids A to M) unless ``--split`` says otherwise.
@@ -38,6 +39,7 @@ import _safe  # noqa: E402,F401 - the repo on sys.path, no paid call by accident
 import interactscience as corpus  # noqa: E402
 import realapps_env  # noqa: E402 - the environment's sections: runtime-invalid by cause, mirror coverage
 
+from schemas.config import load_config  # noqa: E402
 from tasks.evaluation.agreement import pairwise_within, spearman  # noqa: E402
 
 GOALS = {"pairwise": 0.75, "spearman": 0.6, "reward_pass_none_max": 0.3, "reward_pass_80_min": 0.7, "s_per_app_max": 3.0}
@@ -75,6 +77,19 @@ def figures(apps: list[tuple[str, float | None, float | None]]) -> dict:
             "reward_pass_none": mean(none), "n_pass_none": len(none),
             "reward_pass_80": mean(good), "n_pass_80": len(good),
             "missing": sum(1 for a in apps if a[1] is None)}
+
+
+def ceiling(apps: list[tuple[str, float | None, float | None]], cfg: object) -> dict:
+    """apps: (tier, reward, label). What a judge could reach at best with these gate verdicts: Spearman when
+    every valid app's reward is ``rubric_floor + (rubric_max - rubric_floor) * label`` (the valid tier ordered
+    exactly as the labels), and the mean reward of apps passing >= 80% when every valid one gets ``rubric_max``.
+    The labels only bound the figures here; no reward is made from them."""
+    ranked = [(cfg.rubric_floor + (cfg.rubric_max - cfg.rubric_floor) * lab if t == "valid" else r, lab)
+              for t, r, lab in apps if r is not None and lab is not None]
+    good = [cfg.rubric_max if t == "valid" else r for t, r, lab in apps if r is not None and lab is not None
+            and lab >= 0.8]
+    return {"spearman": spearman([a[0] for a in ranked], [a[1] for a in ranked]),
+            "reward_pass_80": sum(good) / len(good) if good else None}
 
 
 def write_short_inputs(work: Path) -> tuple[Path, dict[str, Path], dict[str, dict[str, float]]]:
@@ -154,9 +169,11 @@ def main() -> None:
     by_label = {Path(f).name: m for f, m in zip(folders, args.models)}
     apps_of: dict[str, list] = {}
     tiers: Counter = Counter()
+    tiered = []
     for r in rows:
         m = by_label.get(r["model"], r["model"])
         apps_of.setdefault(m, []).append((r["query_id"], r["reward"], labels.get(m, {}).get(r["query_id"])))
+        tiered.append((r["tier"], r["reward"], labels.get(m, {}).get(r["query_id"])))
         tiers[r["tier"]] += 1
     n_apps = len(rows)
     print(f"{title}: {len(ids)} tasks x {len(args.models)} models = {n_apps} apps; data {data}")
@@ -189,14 +206,15 @@ def main() -> None:
               ("seconds per app <= 3", s_per_app <= GOALS["s_per_app_max"])]
     for name, ok in checks:
         print(f"goal {name}: {'PASS' if ok else 'FAIL'}")
+    best = ceiling(tiered, load_config(None, sets=args.set).env.reward)
+    print(f"at best with these gate verdicts (the valid tier ordered as the labels): spearman "
+          f"{fmt(best['spearman'])}, mean reward of apps passing >= 80% {fmt(best['reward_pass_80'])}")
     env_sections(rows, by_label, labels, root, args)
 
 
 def env_sections(rows: list[dict], by_label: dict[str, str], labels: dict[str, dict], root: Path | None,
                  args: argparse.Namespace) -> None:
     """Runtime-invalid apps by cause (before and after) and, on InteractScience, the CDN mirror's coverage."""
-    from schemas.config import load_config
-
     rows = [{**r, "model_label": by_label.get(r["model"], r["model"])} for r in rows]
     label_of = {(m, q): lab for m, labs in labels.items() for q, lab in labs.items()}
     realapps_env.causes_section(rows, label_of, args.before, args.before_mirror)

@@ -23,6 +23,8 @@ FIX = Path(__file__).parent / "fixtures" / "offline_rubrics"
 PLAN = (FIX / "pendulum_plan.md").read_text()
 CORRECT = (FIX / "pendulum_correct.html").read_text()
 SLIDER_WIRING = "lengthSlider.addEventListener('input', onLength);"
+READOUT = "document.getElementById('length-value').textContent = length.toFixed(1);"
+IN_CM = READOUT.replace("length.toFixed(1)", "(length * 100).toFixed(0)")  # the display shows another number
 PROSE = ("Build a Trip Planner miniapp for a nurse who is busy. It must let the user add stops with an Add button; "
          "and work as a single self-contained HTML file with no external requests.")
 RT = RuntimeConfig(load_timeout_s=4.0, settle_s=0.2, hard_limit_s=8.0, concurrency=4)
@@ -103,10 +105,11 @@ def scored():
     from tasks.llm.offline import OfflineProvider
     from tasks.sft.teacher import offline_teacher_answer
 
-    assert SLIDER_WIRING in CORRECT
+    assert SLIDER_WIRING in CORRECT and READOUT in CORRECT
     plan, dvd, prose = offline_task("plan", PLAN), offline_task("dvd", "a bouncing DVD logo"), offline_task("prose", PROSE)
     inputs = [ScoreInput("correct", plan, f"```html\n{CORRECT}\n```"),
-              ScoreInput("twin", plan, f"```html\n{CORRECT.replace(SLIDER_WIRING, '')}\n```")]
+              ScoreInput("twin", plan, f"```html\n{CORRECT.replace(SLIDER_WIRING, '')}\n```"),
+              ScoreInput("cm", plan, f"```html\n{CORRECT.replace(READOUT, IN_CM)}\n```")]
     inputs += [ScoreInput(f"teacher-{t.query_id}", t, offline_teacher_answer(t)) for t in (plan, dvd, prose)]
     results = score_batch(inputs, provider=OfflineProvider(), cfg=EnvConfig(runtime=RT))
     return {r.key: r for r in results}, plan
@@ -120,10 +123,23 @@ def test_a_correct_app_written_by_hand_passes_and_its_broken_twin_fails_that_con
     assert {c["status"] for c in correct.check_results} == {"passed"}, correct.check_results
     assert len(correct.check_results) == len(plan.rubric.checks())
     failed = {c["item_id"] for c in twin.check_results if c["status"] == "failed"}
-    requirement = {i.id: i.requirement for i in plan.rubric.dynamic}
-    assert len(failed) == 1 and requirement[failed.pop()].startswith("Moving the slider #slider-length")
-    assert sum(c["status"] == "passed" for c in twin.check_results) == len(twin.check_results) - 1
+    requirement = {i.id: i.requirement for i in plan.rubric.initial_state + plan.rubric.dynamic}
+    # the unwired slider: what moving it changes, and its display after it is moved; nothing else
+    assert sorted(requirement[i].split(" #")[0] for i in failed) == ["Moving the slider", "The display"], failed
+    assert all("#slider-length" in requirement[i] for i in failed)
+    assert sum(c["status"] == "passed" for c in twin.check_results) == len(twin.check_results) - 2
     assert twin.reward < correct.reward == 1.0
+
+
+@needs_browser
+def test_a_display_showing_another_number_than_its_slider_fails_its_readout(scored):
+    results, plan = scored
+    requirement = {i.id: i.requirement for i in plan.rubric.initial_state + plan.rubric.dynamic}
+    failed = sorted(requirement[c["item_id"]] for c in results["cm"].check_results if c["status"] == "failed")
+    assert failed == ['The display #length-value shows "1.5" when the page loads.',
+                      'The display #length-value shows the value of the slider #slider-length ("length (m)"), when the '
+                      'page loads and after it is moved.'], failed
+    assert results["cm"].reward < results["correct"].reward
 
 
 @needs_browser
@@ -140,3 +156,77 @@ def test_a_long_declaring_line_is_cut_at_a_word_so_it_stays_evidence():
     plan = f"### 2. Components\n- `<input type=\"range\" id=\"slider-reach\">`: {words}\n- Initial value: 4\n- `<button id=\"b\">Go</button>`\n"
     (slider,) = [i for i in _items(plan) if "#slider-reach" in i["requirement"]]
     assert len(slider["query_evidence"]) <= 300 and T.evidence_in(slider["query_evidence"], plan)
+
+
+READOUT_PLAN = """### 2. HTML Components
+*   `<label for="slider-mass">mass</label>` `<input type="range" id="slider-mass">` `<span id="label-mass"></span>`
+*   `<label for="slider-speed">speed</label>` `<input type="range" id="slider-speed">` `<span id="label-speed"></span>`
+*   `<input type="range" id="slider-angle">` and `<span id="angle-note"></span>`: the word "degrees".
+*   `<input type="checkbox" id="checkbox-grid">` and `<input type="checkbox" id="checkbox-axes">`
+*   `<canvas id="scene-canvas"></canvas>`
+
+### 3. Component IDs and State
+*   `id="slider-mass"`: default: 2, min: 1, max: 5, step: 1
+*   `id="slider-speed"`: default: 0.5, min: 0, max: 1, step: 0.05
+*   `id="slider-angle"`: default: 30, min: 0, max: 90, step: 1
+*   `id="checkbox-grid"`: default: `checked = false`
+*   `id="checkbox-axes"`: default: `checked = true`
+
+Spans like `label-mass` show the current value of their slider.
+
+### 4. Interaction Logic
+*   **On `slider-mass` input:** `update()` is called.
+*   **On `slider-angle` input:** the angle is stored.
+*   **`update()` function:**
+    *   clears the canvas and redraws the ball at its new place.
+"""
+
+
+def test_a_display_the_plan_pairs_with_a_slider_shows_its_value():
+    from tasks.rubrics.prompt_spec import read_spec
+
+    spec = read_spec(READOUT_PLAN)
+    # label-speed is named like label-mass, which the plan says shows a value; angle-note is about something else
+    assert {s: o.id for s, o in spec.readouts.items()} == {"slider-mass": "label-mass", "slider-speed": "label-speed"}
+    reqs = [i["requirement"] for i in _items(READOUT_PLAN)]
+    assert 'The display #label-speed shows the value of the slider #slider-speed ("speed"), when the page loads and ' \
+           'after it is moved.' in reqs
+    assert not any("#angle-note" in r for r in reqs)
+    unsaid = READOUT_PLAN.replace("Spans like `label-mass` show the current value of their slider.\n", "")
+    assert read_spec(unsaid).readouts == {}  # nothing says the spans show a value
+
+
+def test_a_readout_check_reads_both_numbers_from_the_page():
+    from tasks.rubrics.checks_offline import readout_check, readout_tolerance
+    from tasks.rubrics.prompt_spec import read_spec
+
+    spec = read_spec(READOUT_PLAN)
+    speed = next(c for c in spec.controls if c.id == "slider-speed")
+    steps = readout_check(speed, spec.readouts["slider-speed"])
+    assert [s.get("do") or s.get("expect") for s in steps] == ["text", "number_relation", "fill", "number_relation"]
+    assert steps[1]["left"] == {"read": {"css": "#label-speed"}} and steps[1]["right"] == {"read": {"css": "#slider-speed"}}
+    assert steps[2]["value"] == "0"  # a bound with the fewest decimals, not the default
+    assert readout_tolerance(0.76, 0.01) == pytest.approx(0.05) and readout_tolerance(2, 1) == pytest.approx(0.51)
+
+
+def test_a_checkbox_default_written_as_an_assignment():
+    from tasks.rubrics.prompt_spec import read_spec
+
+    boxes = {c.id: c.default for c in read_spec(READOUT_PLAN).controls if c.kind == "checkbox"}
+    assert boxes == {"checkbox-grid": "unchecked", "checkbox-axes": "checked"}
+
+
+def test_what_a_called_function_draws_is_what_operating_the_control_changes():
+    from tasks.rubrics.prompt_spec import read_spec
+
+    effects = {b.control.id: b.effects for b in read_spec(READOUT_PLAN).behaviours if b.control is not None}
+    assert effects.get("slider-mass") == ("drawing",) and "slider-angle" not in effects, effects
+
+
+def test_what_a_plan_says_of_any_slider_holds_for_sliders_only():
+    from tasks.rubrics.prompt_spec import read_spec
+
+    plan = ("### 2. Components\n*   `<input type=\"range\" id=\"slider-a\">`\n*   `<button id=\"btn-go\">Go</button>`\n"
+            "### 4. Interaction Logic\n*   **On any slider input:** the text content of the span next to it is updated.\n")
+    effects = {b.control.id: b.effects for b in read_spec(plan).behaviours if b.control is not None}
+    assert effects == {"slider-a": ("text",)}, effects

@@ -9,6 +9,9 @@ requirement text; from it:
 - a behaviour: operating the control as a user would (fill a value within its bounds other than the default,
   click, pick another option, press the named key) changes what the item says should change: the named
   output's text, else the drawing (when the query has exactly one canvas), else the page's text;
+- a display the plan pairs with a slider (``slider-length`` / ``length-value``, said to show a value): it shows
+  a number equal to the slider's value on load, and again once the slider is moved to a bound (both read from
+  the page, within half a step or the display's rounding to one decimal place fewer);
 - motion: the canvas a moment apart; a short request's input: a click, a drag, Space and an arrow key on
   its canvas (a request names no other);
 - an element a sentence names by label: a button of that name, a field of that label.
@@ -105,6 +108,33 @@ def operate(c: Control) -> dict[str, Any] | None:
     return {"do": "fill", "target": loc, "value": f"{value:g}"}
 
 
+def _decimals(v: float) -> int:
+    text = f"{v:g}"
+    return len(text.split(".", 1)[1]) if "." in text else 0
+
+
+def readout_tolerance(v: float, step: float | None) -> float:
+    """How far a display may be from the slider's value ``v``: half a step, or half a unit of one decimal place
+    fewer than ``v`` has (a display may round 0.76 to 0.8, never show 0.5)."""
+    return max(0.51 * (step or 0.0), 0.5 * 10 ** -max(_decimals(v) - 1, 0))
+
+
+def readout_check(c: Control, display: Control) -> list[dict[str, Any]]:
+    """The display shows a number at load equal to the slider's value, and again once the slider is moved to the
+    bound with the fewest decimals (other than the default): the two read from the page, not from the plan."""
+    slider, shown = by_id(c.id), by_id(display.id)
+    default = float(c.default) if c.default and re.fullmatch(r"-?\d+(?:\.\d+)?", c.default) else None
+    same = lambda at: {"expect": "number_relation", "left": {"read": shown}, "op": "eq",  # noqa: E731
+                       "right": {"read": slider}, "tolerance": readout_tolerance(at, c.step)}
+    steps = [{"expect": "text", "target": shown, "matches": r"\d"}]
+    if default is not None:
+        steps.append(same(default))
+    bounds = sorted((b for b in (c.min, c.max) if b is not None and b != default), key=_decimals)
+    if bounds:
+        steps += [{"do": "fill", "target": slider, "value": f"{bounds[0]:g}"}, same(bounds[0])]
+    return steps if len(steps) > 1 else []
+
+
 def single_canvas(controls: list[Control]) -> bool:
     """The query names exactly one canvas (declared, or a drawing area said to hold one): the one to watch."""
     declared = [c for c in controls if c.kind == "canvas"]
@@ -172,6 +202,8 @@ def item_steps(item: SpecItem, one_canvas: bool) -> list[dict[str, Any]] | None:
         return [present(by_id(item.control.id))]
     if item.role in ("behaviour", "key"):
         return behaviour_check(item, one_canvas)
+    if item.role == "readout" and item.control is not None and item.display is not None:
+        return readout_check(item.control, item.display) or None
     if item.role in ("motion", "request_motion"):
         return motion_check()
     if item.role == "input":

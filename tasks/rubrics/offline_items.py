@@ -4,7 +4,7 @@ Each item names the UI element it is about the way the query does (``#id`` when 
 its label) with the stated default, range and options; a behaviour item names what triggers it and what
 should change; a motion item says it is motion over time. ``query_evidence`` is a verbatim span of the
 query (the line that declares the element or states the behaviour). At most ``max_items`` items, in this
-order of priority: each control and then what operating it does; outputs with a stated initial value;
+order of priority: each control and then what operating it does and the display showing its value; outputs with a stated initial value;
 drawing areas; keys; motion. A short request gets what is drawn, what moves by itself and what answers
 input, since it names nothing else.
 
@@ -32,6 +32,7 @@ ROLES: dict[str, tuple[str, str, str, str, str]] = {
     "shown": ("initial_state", "rendering_effect", "output", "What is shown", "output_mechanism"),
     "behaviour": ("dynamic", "core_module", "interaction", "Interactions", "interaction_workflow"),
     "key": ("dynamic", "core_module", "interaction", "Interactions", "interaction_workflow"),
+    "readout": ("dynamic", "core_module", "interaction", "Interactions", "interaction_workflow"),
     "input": ("dynamic", "core_module", "interaction", "Interactions", "interaction_workflow"),
     "motion": ("dynamic", "rendering_effect", "output", "Motion", "output_mechanism"),
     "request_motion": ("dynamic", "core_module", "output", "Motion", "output_mechanism"),
@@ -54,6 +55,7 @@ class SpecItem:
     control: Control | None = None
     behaviour: Behaviour | None = None
     named: Named | None = None
+    display: Control | None = None  # the display showing ``control``'s value (a readout item)
 
     @property
     def scope(self) -> str:
@@ -108,6 +110,14 @@ def behaviour_item(b: Behaviour) -> SpecItem:
                     b.evidence, control=c, behaviour=b)
 
 
+def readout_item(c: Control, display: Control) -> SpecItem:
+    """The display the plan pairs with a slider shows its value, on load and once the slider is moved."""
+    return SpecItem("readout", f"The display #{display.id} shows the value of the {KIND_WORDS[c.kind]} #{c.id}"
+                    f"{_labelled(c)}, when the page loads and after it is moved.",
+                    f"Read #{display.id} and #{c.id} on load, move #{c.id}, and read both again.", display.evidence,
+                    control=c, display=display)
+
+
 def output_item(c: Control) -> SpecItem:
     return SpecItem("output", f'The display #{c.id} shows "{c.default}" when the page loads.',
                     f"Load the page and read the text of #{c.id}.", c.evidence, control=c)
@@ -126,6 +136,8 @@ def _plan_items(spec: Spec) -> list[SpecItem]:
             out.append(control_item(c))
             if c.id in by_control:
                 out.append(behaviour_item(by_control[c.id]))
+            if c.id in spec.readouts:
+                out.append(readout_item(c, spec.readouts[c.id]))
     out += [output_item(c) for c in spec.controls if c.kind == "output" and c.default]
     out += [area_item(c) for c in spec.controls if c.kind in ("canvas", "area")]
     out += [behaviour_item(b) for b in spec.behaviours if b.key is not None]

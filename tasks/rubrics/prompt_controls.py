@@ -166,12 +166,12 @@ def _default(kind: str, ctx: str, f: _Facts) -> str | None:
         if "checked" in f.attrs:
             return "checked"
         m = re.search(r"\b(?:default(?:\s+state)?|initial(?:ly)?(?:\s+state)?)\s*(?:is|:|=)?\s*\(?(un)?(checked|selected"
-                      r"|on|off)\b|\b(checked|selected) by default\s*:?\s*(yes|no|true|false)?|\b(not )?(checked|"
-                      r"selected) by default", ctx, re.I)
+                      r"|on|off)\b(?:\s*[:=]\s*(true|false))?|\b(checked|selected) by default\s*:?\s*(yes|no|true|false)?|"
+                      r"\b(not )?(checked|selected) by default", ctx, re.I)
         if not m:
             return None
-        neg = bool(m.group(1)) or (m.group(2) or "").lower() == "off" or (m.group(4) or "").lower() in ("no", "false") \
-            or bool(m.group(5))
+        neg = bool(m.group(1)) or (m.group(2) or "").lower() == "off" or (m.group(3) or "").lower() == "false" or \
+            (m.group(5) or "").lower() in ("no", "false") or bool(m.group(6))
         return "unchecked" if neg else "checked"
     if kind == "select":
         m = re.search(r"\b(?:default(?:\s+(?:value|option|selection))?|initial(?:ly)?(?:\s+value)?)\s*(?:is|:|=)\s*"

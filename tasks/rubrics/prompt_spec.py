@@ -41,7 +41,7 @@ _DRAWING = re.compile(r"\b(re-?draw\w*|re-?render\w*|re-?plot\w*|" + _DRAWN + r"
 # A text the plan says is shown anew (without naming its element): the page's text is then what changes.
 _TEXT = re.compile(r"\b(text\s*content|readout|<span>|`span`|(?:value|number|text|label)s?\s+(?:is|are)\s+(?:displayed|"
                    r"shown|updated)|displays?\s+(?:the|its)\s+(?:current|new|updated)?\s*value)\b", re.I)
-_GLOBAL = re.compile(r"\b(?:any|all|every|each)\s+(?:of\s+the\s+)?(?:controls?|inputs?|sliders?|parameters?|"
+_GLOBAL = re.compile(r"\b(?:any|all|every|each)\s+(?:of\s+the\s+)?(?P<what>controls?|inputs?|sliders?|parameters?|"
                      r"control values?)\b", re.I)
 _NO_EFFECT = re.compile(r"\b(reset\w*|restor\w*|clear\w*|undo|pause\w*|stop\w*|default values?)\b", re.I)
 _KEY = re.compile(r"\b(?:press(?:es|ing)?|hit(?:s|ting)?|tap(?:s|ping)?|using|use|with)\s+(?:the\s+)?(?:[\"'`]?"
@@ -74,6 +74,11 @@ _QUOTED = re.compile(r"[\"“']([A-Z][\w .'-]{0,24})[\"”']")
 _UI_KIND = {"button": "button", "slider": "range", "field": "text", "input": "text", "dropdown": "select",
             "checkbox": "checkbox", "toggle": "checkbox", "search box": "text", "text box": "text",
             "textarea": "text", "timer": "output", "counter": "output"}
+# The words of an id that say what kind of element it is, not what it is about: "slider-length" and
+# "length-value" are both about the length.
+_KIND_TOKENS = frozenset("slider range input value val display label lbl readout output text txt span num number "
+                         "field box".split())
+_SHOWS_VALUE = re.compile(r"\b(values?|shows?|showing|displays?|displaying|reflects?|readouts?|current)\b", re.I)
 SHORT_REQUEST_CHARS = 300
 SHORT_FRAME = " (as one web page)"  # how the offline expansion frames a request under its minimum length
 
@@ -110,11 +115,48 @@ class Spec:
     answers_input: str | None = None  # evidence that a short request is something to play or operate
     constraints: list[str] = field(default_factory=list)  # format constraints seen (never items)
     first_line: str | None = None  # a plan's first line that is not a heading (what it is about)
+    readouts: dict[str, Control] = field(default_factory=dict)  # slider id -> the display showing its value
 
 
-def _effects(text: str, trigger: Control, spec_controls: list[Control]) -> tuple[str, ...]:
-    """What a behaviour's lines say changes: the outputs they name, the drawing, a text (in that order)."""
-    named = [c.id for c in spec_controls if c.kind == "output" and c.id != trigger.id and mentions(text, c.id)]
+def id_stem(cid: str) -> tuple[str, ...]:
+    """What an id is about, without the words saying what kind of element it is: ``slider-length`` and
+    ``length-value`` -> ``("length",)`` (camelCase split; pure)."""
+    words = re.split(r"[-_.:]+", re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", cid).lower())
+    return tuple(w for w in words if w and w not in _KIND_TOKENS)
+
+
+def readouts(ctrls: list[Control], query: str) -> dict[str, Control]:
+    """slider (or number input) id -> the one display that shows its value: an output whose id is about the
+    same thing (``slider-length`` / ``length-value``) and that the query says shows a value: its id or a line
+    naming it says so, or it is named like a display that does ("displays like ``label-radius``"). A slider
+    with two such displays, or a display two sliders could own, gets none."""
+    sliders = [c for c in ctrls if c.kind in ("range", "number") and id_stem(c.id)]
+    outputs = [c for c in ctrls if c.kind == "output" and id_stem(c.id)]
+    pairs: dict[str, Control] = {}
+    for s in sliders:
+        own = [o for o in outputs if id_stem(o.id) == id_stem(s.id)]
+        if len(own) == 1 and sum(id_stem(t.id) == id_stem(s.id) for t in sliders) == 1:
+            pairs[s.id] = own[0]
+    lines = query.splitlines()
+    said = {o.id for o in pairs.values() if set(re.split(r"[-_]", o.id.lower())) & {"value", "val", "display", "readout"}
+            or any(_SHOWS_VALUE.search(line.replace(o.id, " ")) for line in lines if mentions(line, o.id))}
+    shapes = {_shape(o) for o in pairs.values() if o.id in said}
+    return {s: o for s, o in pairs.items() if o.id in said or _shape(o) in shapes}
+
+
+def _shape(c: Control) -> str:
+    """An id with what it is about left out: ``label-radius`` -> ``label-*`` (displays named alike)."""
+    starred = re.sub(r"[a-z0-9]+", lambda m: m.group(0) if m.group(0) in _KIND_TOKENS else "*", c.id.lower())
+    return re.sub(r"\*(?:[-_.:]\*)+", "*", starred)
+
+
+def _effects(text: str, trigger: Control, spec_controls: list[Control],
+             shown: dict[str, Control] | None = None) -> tuple[str, ...]:
+    """What a behaviour's lines say changes: the outputs they name, the drawing, a text (in that order). The
+    display of another slider's value (``shown``: slider id -> display) is not what operating this one changes."""
+    others = {o.id for s, o in (shown or {}).items() if s != trigger.id}
+    named = [c.id for c in spec_controls if c.kind == "output" and c.id != trigger.id and c.id not in others
+             and mentions(text, c.id)]
     drawn = any(c.kind in ("canvas", "area") and mentions(text, c.id) for c in spec_controls) or \
         bool(_DRAWING.search(text))
     return tuple(named + (["drawing"] if drawn else []) + (["text"] if _TEXT.search(text) and not named else []))
@@ -133,8 +175,21 @@ def _behaviour_nodes(ol: Outline, ctrls: list[Control]) -> list[tuple[Node, list
     return out
 
 
-def behaviours(ol: Outline, ctrls: list[Control]) -> list[Behaviour]:
-    """One behaviour per control the plan says what operating does (the first line saying so is its evidence)."""
+_CALL = re.compile(r"`?\b([A-Za-z_]\w{2,40})\(\)`?")
+
+
+def _called(ol: Outline, text: str) -> str:
+    """What the plan says of the functions ``text`` calls (``updatePlot()``): the lines under a line naming the
+    function as what it describes (the function's own heading or list item), one call deep."""
+    names = set(_CALL.findall(text))
+    said = [n for n in ol.nodes if n.children and any(re.match(r"\W*`?" + re.escape(f) + r"\(", plain(n.text))
+                                                       for f in names)]
+    return "\n".join(n.subtree_text() for n in said if n.subtree_text() not in text)
+
+
+def behaviours(ol: Outline, ctrls: list[Control], shown: dict[str, Control] | None = None) -> list[Behaviour]:
+    """One behaviour per control the plan says what operating does (the first line saying so is its evidence);
+    what the plan says of all controls at once holds for each of them too."""
     by_control: dict[str, tuple[Node, str]] = {}
     for n, named in _behaviour_nodes(ol, ctrls):
         for c in named:
@@ -143,19 +198,24 @@ def behaviours(ol: Outline, ctrls: list[Control]) -> list[Behaviour]:
             else:
                 first, text = by_control[c.id]
                 by_control[c.id] = (first, text + "\n" + n.subtree_text())
-    global_nodes = [n for n in ol.nodes if _GLOBAL.search(plain(n.text)) and _INTERACTION_SECTION.search(n.section)]
+    said_of_all = [(n, m) for n in ol.nodes if (m := _GLOBAL.search(plain(n.text))) and
+                   _INTERACTION_SECTION.search(n.section)]
     out = []
     for c in ctrls:
         # operating these changes nothing on a page just loaded: a reset, a pause, the option already chosen
         if not c.is_control or c.default == "checked" or _NO_EFFECT.search(f"{c.id} {c.label or ''}"):
             continue
+        # what is said of "any slider" holds for the sliders, of "all controls" for every control
+        global_nodes = [n for n, m in said_of_all if c.kind == "range" or not m.group("what").lower().startswith("slider")]
+        every = "\n".join(g.subtree_text() for g in global_nodes)
         if c.id in by_control:
             node, text = by_control[c.id]
+            text += "\n" + every
         elif global_nodes:
-            node, text = global_nodes[0], "\n".join(g.subtree_text() for g in global_nodes)
+            node, text = global_nodes[0], every
         else:
             continue
-        effects = _effects(text, c, ctrls)
+        effects = _effects(text + "\n" + _called(ol, text), c, ctrls, shown)
         starts = bool(re.search(r"\b(play|start|run|animat\w*|resume)\b", (c.label or "") + " " + c.id + " " +
                                 plain(node.text), re.I))
         if effects or starts:
@@ -229,9 +289,10 @@ def read_spec(query: str) -> Spec:
     constraints = [n.text for n in ol.nodes if FORMAT.search(n.text)]
     if ol.structured:
         ctrls = controls(ol, query)
+        shown = readouts(ctrls, query)
         first = next((span(n.text) for n in ol.nodes if n.kind != "heading" and not FORMAT.search(n.text)), None)
-        return Spec(True, None, ctrls, behaviours(ol, ctrls) + keys(ol), motions(ol, None, ctrls),
-                    constraints=constraints, first_line=first)
+        return Spec(True, None, ctrls, behaviours(ol, ctrls, shown) + keys(ol), motions(ol, None, ctrls),
+                    constraints=constraints, first_line=first, readouts=shown)
     clauses = T.clauses_of(text)
     sentences = [c for c in clauses if not FORMAT.search(c.evidence)]
     named = named_ui(sentences)
