@@ -97,8 +97,8 @@ def main() -> None:
     from tasks.evaluation.report import write_report
     from tasks.selection.records import summary_rows
     from tasks.sft.teacher import offline_teacher_answer
-    from tests.fakes.fake_openai import FakeOpenAI
-    from tests.fixtures.policy_data import ANSWER
+    from fakes.fake_openai import FakeOpenAI
+    from fakes.policy_data import ANSWER
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-eval-"))
     data = tmp / "data"

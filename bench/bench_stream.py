@@ -5,7 +5,7 @@ fixtures and the offline teacher's answers) for tasks with rubrics from the fixt
 tiny policy's locally built tokenizer; scoring is the trainer's real path (``training/stream.ScoreStream``
 or one ``score_rollouts`` call) around the real ``tasks.rl.score_step.score_step``: tree-sitter, the
 headless browser with its interaction probe, the judge through the real ``anthropic`` SDK, attribution.
-The judge is the local fake API (tests/fakes) answering a diagnosis that quotes the app's code, after a
+The judge is the local fake API (fakes/) answering a diagnosis that quotes the app's code, after a
 long-tailed latency (lognormal, median 8 s, p95 30 s, times ``--latency-scale``) seeded per response, so
 both modes wait the same latency for the same response. Generation is replayed: each response takes its
 real token count / a tokens-per-second rate in one of ``--gen-slots`` sequence slots (continuous
@@ -116,7 +116,7 @@ def judge_reply(body: dict[str, Any]) -> str:
     """A diagnosis for the app in the prompt, by a rule seeded by the rollout: none, a major finding on a
     dynamic item, or a minor on an initial-state item, quoting one line of the app's script (attribution
     has real work), with the rubric's own ids."""
-    from tests.fakes.llm_fixtures import last_user_text
+    from fakes.llm_fixtures import last_user_text
 
     text = last_user_text(body)
     app = text.split("Application source:", 1)[-1].split("Executable check results", 1)[0]
@@ -193,7 +193,7 @@ class Judge:
     """The fake judge API with a peak-in-flight counter (judge concurrency actually reached)."""
 
     def __init__(self, latency) -> None:
-        from tests.fakes.fake_anthropic import FakeAnthropic
+        from fakes.fake_anthropic import FakeAnthropic
 
         outer = self
         self.inflight = self.peak = 0
@@ -417,7 +417,7 @@ def main() -> int:
     from schemas.config_llm import LLMConfig
     from tasks.llm.factory import make_provider
     from tasks.rl.judge_limit import SharedLimit
-    from tests.fakes.http_fake import LongTail
+    from fakes.http_fake import LongTail
     from training.config import demo_config
     from training.stream import score_rollouts
     from training.tiny import build_tiny_model

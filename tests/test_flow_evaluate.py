@@ -7,7 +7,7 @@ from flows.evaluate import evaluate, read_response_folder
 from tasks.rubrics import load_tasks
 from tasks.stages.store import StageStore
 from tasks.sft.teacher import offline_teacher_answer
-from tests.fixtures.policy_data import build_references, trained_policy
+from fakes.policy_data import build_references, trained_policy
 from tests.fixtures.report_page import report_page
 
 SETS = ["env.runtime.enabled=false"]

@@ -13,9 +13,9 @@ import pytest
 from tasks.llm.base import LLMRequest
 from tasks.llm.ledger import BudgetExceeded, result_summary, summarize
 from tasks.llm.retry import LLMAuthError
-from tests.fakes.http_fake import Scripted
-from tests.fakes.llm_fixtures import PROMPT_DIR, AnswerInSet, request
-from tests.fakes.llm_wire import KEY_ENV, SECRET, Wire, make_wire
+from fakes.http_fake import Scripted
+from fakes.llm_fixtures import PROMPT_DIR, AnswerInSet, request
+from fakes.llm_wire import KEY_ENV, SECRET, Wire, make_wire
 
 KINDS = ["anthropic", "openai"]
 
