@@ -8,7 +8,7 @@ import pytest
 
 from flows.evaluate import evaluate
 from tasks.rubrics import load_tasks
-from tasks.rl.checkpoints import held_out
+from tasks.queries.split import held_out
 from tasks.llm.cache import CallStore
 from tasks.stages.store import StageStore
 from tasks.sft.teacher import offline_teacher_answer

@@ -7,7 +7,7 @@ import json
 import duckdb
 
 from flows.select_rl_queries import select_rl_queries
-from tasks.rl.checkpoints import held_out
+from tasks.queries.split import held_out
 from tasks.stages.store import StageStore
 from fakes.policy_data import build_references, trained_policy
 
