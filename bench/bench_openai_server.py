@@ -38,7 +38,7 @@ JUDGED = [r for r in RESPONSES if r != "no_html.txt"]  # every one reaches the j
 def _requests(n: int, tag: str):
     from schemas.config_env import JudgeConfig
     from tasks.env.judge import build_judge_request
-    from tasks.env.records import task_from_row
+    from tasks.env.score_tables import task_from_row
 
     task = json.loads((FIX / "task_counter.json").read_text())
     t = task_from_row({"query_id": task["query_id"], "query": task["query"], "rubric": task["rubric"]})

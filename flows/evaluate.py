@@ -42,7 +42,7 @@ from tasks.queries.split import held_out
 from tasks.evaluation.generators import (api_provider, api_rollouts, benchmark_meta, benchmark_query_ids, folder_rollouts,
                                    model_label, parse_generator, read_response_folder)  # noqa: F401 (re-exported)
 from tasks.env.extract import extract_html
-from tasks.env.records import missing_counts, reward_config_hash, score_rollouts_table
+from tasks.env.score_tables import missing_counts, reward_config_hash, score_rollouts_table
 from tasks.env.runtime import BrowserRuntime, ScreenshotSpec, app_key
 from tasks.evaluation.official import (OfficialInputs, check_runner, official_columns, official_inputs,
                                        protocol_identity)

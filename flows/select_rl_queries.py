@@ -26,7 +26,7 @@ from flows.common import flow_context, forward_library_logs, publish_artifact, s
 from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
 from schemas.selection import PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_rollouts_suites, rl_queries_suites
 from tasks.queries.split import held_out
-from tasks.env.records import missing_counts, reward_config_hash, score_rollouts_table
+from tasks.env.score_tables import missing_counts, reward_config_hash, score_rollouts_table
 from tasks.llm.prompts import load_prompt
 from tasks.queries import query_meta
 from tasks.selection.candidates import build_candidates, judge_providers, rl_query_rows

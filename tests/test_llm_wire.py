@@ -214,7 +214,7 @@ def test_a_groups_judge_calls_read_the_query_and_rubric_from_the_prompt_cache(tm
     import json
 
     from tasks.env.judge import build_judge_request
-    from tasks.env.records import task_from_row
+    from tasks.env.score_tables import task_from_row
     from tests.fixtures.env_inputs import FIX
 
     empty = {k: {"name": k, "critical": [], "major": [], "minor": []}
