@@ -6,7 +6,7 @@
    local copy of InteractScience) also on real LLM-written apps (p5, three.js, Plotly, canvas simulations: the
    published answers of several models), with the probe on.
 3. a 512-response step judged through the fake Anthropic API with 1 s latency at concurrency 64:
-   wall time vs the latency-bound ideal ceil(512/64) * 1 s (goal: within 15%). Needs tests/fakes.
+   wall time vs the latency-bound ideal ceil(512/64) * 1 s (goal: within 15%). Needs the local fakes (fakes/).
 
 Run: ``python bench/bench_env.py [--apps 200] [--browser-apps 48] [--skip-browser] [--skip-judge]
 [--corpus DIR [--real-apps 45]]``.
@@ -110,7 +110,7 @@ def bench_browser(n: int, concurrency: int, probe: bool = True, mix: list[str] |
 
 def bench_judge(n: int, concurrency: int, latency_s: float) -> dict:
     try:
-        from tests.fakes.fake_anthropic import FakeAnthropic
+        from fakes.fake_anthropic import FakeAnthropic
         from schemas.config_llm import LLMConfig
         from tasks.llm.factory import make_provider
     except ImportError as e:

@@ -95,10 +95,10 @@ def main() -> None:
     from tasks.evaluation import summary as evaluation
     from tasks.evaluation.generators import api_provider, api_rollouts, folder_rollouts, parse_generator
     from tasks.evaluation.report import write_report
-    from tasks.selection.records import summary_rows
+    from tasks.evaluation.eval_results import summary_rows
     from tasks.sft.teacher import offline_teacher_answer
-    from tests.fakes.fake_openai import FakeOpenAI
-    from tests.fixtures.policy_data import ANSWER
+    from fakes.fake_openai import FakeOpenAI
+    from fakes.policy_data import ANSWER
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-eval-"))
     data = tmp / "data"

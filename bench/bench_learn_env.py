@@ -1,7 +1,7 @@
 """Bench: the learning test on the real environment reward (``tests/test_learn_env.py``), repeated over seeds,
 to choose the test's margin.
 
-Runs the test's exact configuration (``tests/fixtures/learn_env.py``: the SFT start policy built once, then
+Runs the test's exact configuration (``fakes/learn_env.py``: the SFT start policy built once, then
 the train-rl flow with the environment's score-step flow: headless Chromium, the offline judge, executable
 checks) for each seed of ``train.run.seed`` (rollout sampling), in a fresh data directory, and prints
 per seed the mean reward of the first step (the start policy) and of the last step (after the updates),
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from prefect.testing.utilities import prefect_test_harness
 
-    from tests.fixtures.learn_env import learn, rl_sets
+    from fakes.learn_env import learn, rl_sets
 
     lr = {} if args.lr is None else {"lr": args.lr}
     print("settings (train.run.seed = each seed):", " ".join(rl_sets(args.first_seed, **lr)), flush=True)

@@ -24,14 +24,14 @@ from pathlib import Path
 import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no paid call by accident
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # the fakes live under tests/ (not an installed package)
+sys.path.insert(0, str(REPO))  # the fakes (fakes/) are in no installed package
 
 KEY = "sk-bench-key"
 
 
 def _serve(latency_s: float, conn: "mp.connection.Connection") -> None:
-    from tests.fakes.fake_anthropic import FakeAnthropic
-    from tests.fakes.llm_fixtures import echo_reply
+    from fakes.fake_anthropic import FakeAnthropic
+    from fakes.llm_fixtures import echo_reply
 
     api = FakeAnthropic(reply=echo_reply, latency_s=latency_s, api_key=KEY).start()
     conn.send(api.base_url)
@@ -50,7 +50,7 @@ def main() -> None:
     from schemas.config_llm import LLMConfig
     from tasks.llm import get_provider
     from tasks.llm.ledger import result_summary
-    from tests.fakes.llm_fixtures import request
+    from fakes.llm_fixtures import request
 
     parent, child = mp.Pipe()
     server = mp.get_context("fork").Process(target=_serve, args=(args.latency, child), daemon=True)

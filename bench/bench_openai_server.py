@@ -7,7 +7,7 @@
 2. First-try schema-valid rate, from the ledger (``first_try_valid``), with and without structured
    outputs, same requests and max_tokens.
 
-Same tiny judge and schema bounds as the server test (``tests/fixtures/open_judge.py``) so a
+Same tiny judge and schema bounds as the server test (``fakes/open_judge.py``) so a
 random model's reply closes. The response cache is off (every call reaches the server). Skips, naming the
 install, where vLLM is missing. On CPU the server start takes ~85 s of the run.
 
@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # the response fixtures live under tests/
+sys.path.insert(0, str(REPO))  # the tiny judge (fakes/open_judge.py) is in no installed package
 import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no paid call by accident
 
-from tests.fixtures.open_judge import (JUDGE_MAX_TOKENS, MAX_ITEMS, MAX_LEN, MAX_STRING_CHARS, RESPONSES,  # noqa: E402
+from fakes.open_judge import (JUDGE_MAX_TOKENS, MAX_ITEMS, MAX_LEN, MAX_STRING_CHARS, RESPONSES,  # noqa: E402
                                        free_port)
 
 FIX = REPO / "tests" / "fixtures" / "env"
@@ -38,7 +38,7 @@ JUDGED = [r for r in RESPONSES if r != "no_html.txt"]  # every one reaches the j
 def _requests(n: int, tag: str):
     from schemas.config_env import JudgeConfig
     from tasks.env.judge import build_judge_request
-    from tasks.env.records import task_from_row
+    from tasks.env.score_tables import task_from_row
 
     task = json.loads((FIX / "task_counter.json").read_text())
     t = task_from_row({"query_id": task["query_id"], "query": task["query"], "rubric": task["rubric"]})

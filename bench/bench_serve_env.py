@@ -2,7 +2,7 @@
 
 The service runs as a user starts it (``rubricrl serve-env`` in its own process) over published tasks (the
 project's fixture tasks) with the judge behind the real anthropic SDK against the local fake API
-(``tests/fakes``, ``--latency-s`` per call, the LLM cache off so every item reaches the judge; nothing is
+(``fakes/``, ``--latency-s`` per call, the LLM cache off so every item reaches the judge; nothing is
 billed), or the offline judge (``--judge offline``); the browser off by default (``--browser`` on).
 
 1. Each distinct (task, response) of the pool is scored alone (one request, one item, a quiet server).
@@ -75,8 +75,8 @@ def publish_references(data: Path, tasks: list[Task]) -> None:
 
 def fake_judge(latency_s: float) -> Any:
     """The fake Anthropic API answering judge prompts (it counts its peak calls in flight)."""
-    from tests.fakes.fake_anthropic import FakeAnthropic
-    from tests.fakes.judge_replies import diagnosis_reply
+    from fakes.fake_anthropic import FakeAnthropic
+    from fakes.judge_replies import diagnosis_reply
 
     return FakeAnthropic(latency_s=latency_s, reply=diagnosis_reply).start()
 

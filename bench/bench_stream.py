@@ -5,7 +5,7 @@ fixtures and the offline teacher's answers) for tasks with rubrics from the fixt
 tiny policy's locally built tokenizer; scoring is the trainer's real path (``training/stream.ScoreStream``
 or one ``score_rollouts`` call) around the real ``tasks.rl.score_step.score_step``: tree-sitter, the
 headless browser with its interaction probe, the judge through the real ``anthropic`` SDK, attribution.
-The judge is the local fake API (tests/fakes) answering a diagnosis that quotes the app's code, after a
+The judge is the local fake API (fakes/) answering a diagnosis that quotes the app's code, after a
 long-tailed latency (lognormal, median 8 s, p95 30 s, times ``--latency-scale``) seeded per response, so
 both modes wait the same latency for the same response. Generation is replayed: each response takes its
 real token count / a tokens-per-second rate in one of ``--gen-slots`` sequence slots (continuous
@@ -37,7 +37,6 @@ import heapq
 import json
 import os
 import re
-import statistics
 import subprocess
 import tempfile
 import threading
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no paid call by accident
+from stream_figures import Arm, Call, Measured, print_calls, print_goals, print_off_policy, print_step  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures"
@@ -116,7 +116,7 @@ def judge_reply(body: dict[str, Any]) -> str:
     """A diagnosis for the app in the prompt, by a rule seeded by the rollout: none, a major finding on a
     dynamic item, or a minor on an initial-state item, quoting one line of the app's script (attribution
     has real work), with the rubric's own ids."""
-    from tests.fakes.llm_fixtures import last_user_text
+    from fakes.llm_fixtures import last_user_text
 
     text = last_user_text(body)
     app = text.split("Application source:", 1)[-1].split("Executable check results", 1)[0]
@@ -193,7 +193,7 @@ class Judge:
     """The fake judge API with a peak-in-flight counter (judge concurrency actually reached)."""
 
     def __init__(self, latency) -> None:
-        from tests.fakes.fake_anthropic import FakeAnthropic
+        from fakes.fake_anthropic import FakeAnthropic
 
         outer = self
         self.inflight = self.peak = 0
@@ -218,23 +218,6 @@ class Judge:
 
 
 _local = threading.local()
-
-
-@dataclass
-class Call:
-    """One score call, as the bench saw it (where the time goes)."""
-
-    offset: int
-    start: float
-    browser_s: float  # check_many wall time in this call
-    score_s: float  # score_step's scoring phase: static, browser, judge, rewards
-    attribute_s: float
-    end: float
-
-
-def overhead(c: Call) -> float:
-    """A call's wall time outside score_step's own phases (the scorer's wrapping: Prefect runs, records)."""
-    return c.end - c.start - c.score_s - c.attribute_s
 
 
 def time_browser() -> None:
@@ -411,16 +394,9 @@ def cpu_s() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def main() -> int:
-    from schemas.config_attribution import AttributionConfig
-    from schemas.config_env import EnvConfig, JudgeConfig, RuntimeConfig
-    from schemas.config_llm import LLMConfig
-    from tasks.llm.factory import make_provider
-    from tasks.rl.judge_limit import SharedLimit
-    from tests.fakes.http_fake import LongTail
-    from training.config import demo_config
-    from training.stream import score_rollouts
-    from training.tiny import build_tiny_model
+def parse_args() -> argparse.Namespace:
+    from schemas.config_env import EnvConfig
+    from training.stream import stream_workers
 
     env0 = EnvConfig()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -450,17 +426,76 @@ def main() -> int:
     ap.add_argument("--update-twice", action="store_true",
                     help="run the real update after the streamed scoring too (default: its measured duration)")
     args = ap.parse_args()
-    n = args.groups * args.group_size
+    if args.off_policy_steps and args.off_policy_steps < 3:
+        raise SystemExit("--off-policy-steps needs at least 3 steps: the first generates two batches and "
+                         "the last none, so only the steps between show the steady state")
+    args.n = args.groups * args.group_size
     if args.workers is None:
-        from training.stream import stream_workers
+        args.workers = stream_workers(env0.task_runner, env0.workers, args.n if args.per_response else args.groups)
+    args.slots = args.gen_slots or max(1, args.n // 4)
+    return args
 
-        args.workers = stream_workers(env0.task_runner, env0.workers, n if args.per_response else args.groups)
-    slots = args.gen_slots or max(1, n // 4)
+
+def make_scorer(args: argparse.Namespace, stack: contextlib.ExitStack, tmp: Path, tasks: dict[str, Any], judge: Judge,
+                env: Any, model_dir: Path, calls: list[Call]) -> tuple[Any, dict[str, Any]]:
+    """The score function of ``--scorer`` and the context every call gets."""
+    if args.scorer == "flow":
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")  # one line per flow and task run otherwise
+        from prefect.testing.utilities import prefect_test_harness
+
+        stack.enter_context(prefect_test_harness(server_startup_timeout=180))
+        run_dir = flow_run_dir(tmp / "data", tasks, judge.api.base_url, env)
+        return flow_score_fn(calls), {"rank": 0, "model_path": str(model_dir), "out_dir": str(run_dir)}
+    from schemas.config_attribution import AttributionConfig
+    from schemas.config_llm import LLMConfig
+    from tasks.llm.factory import make_provider
+    from tasks.rl.judge_limit import SharedLimit
+
+    # the run's one provider, judge concurrency bound process-wide, as the score-step flow builds it
+    provider = SharedLimit(make_provider("anthropic", base_url=judge.api.base_url, config=LLMConfig(
+        store_path=str(tmp / "llm.sqlite"), cache=False)), env.judge.concurrency)
+    return make_score_fn(tasks, str(model_dir), provider, env, AttributionConfig(), calls), {"rank": 0}
+
+
+def serial_arm(step: Step, score_fn, tok, base: dict[str, Any], judge: Judge, calls: list[Call], update: Update) -> Arm:
+    """One score call after the whole batch, as with rollout.stream_scoring=false; then the real update."""
+    from training.stream import score_rollouts
+
+    judge.reset_peak()
+    calls.clear()
+    c0, t0 = cpu_s(), time.perf_counter()
+    scored = score_rollouts(score_fn, step.queries, step.rollouts, step.group_ids, tok, {**base, "step": 1})
+    score_s = time.perf_counter() - t0
+    cpu, peak, own = cpu_s() - c0, judge.peak, list(calls)
+    return Arm(scored, score_s, cpu, peak, own, update(step, scored))
+
+
+def streamed_arm(args: argparse.Namespace, step: Step, score_fn, tok, parts: list[tuple[float, list[int]]],
+                 base: dict[str, Any], judge: Judge, calls: list[Call], update: Update) -> Arm:
+    """The same responses submitted as their groups are generated; the update only when ``--update-twice``."""
+    judge.reset_peak()
+    calls.clear()
+    c0 = cpu_s()
+    scored, timing, mark = run_streamed(step, score_fn, tok, parts, args.workers, calls, {**base, "step": 2})
+    own = list(calls)  # the streamed arm's own calls (the off-policy arm adds more)
+    cpu, peak = cpu_s() - c0, judge.peak
+    return Arm(scored, mark["done"] - mark["t0"], cpu, peak, own, update(step, scored, run=args.update_twice),
+               timing, mark)
+
+
+def measure(args: argparse.Namespace) -> Measured:
+    """Set up (tiny policy, DeepSpeed engine, fake judge, warm-up), then the serial, streamed and off-policy arms."""
+    from schemas.config_env import EnvConfig, JudgeConfig, RuntimeConfig
+    from fakes.http_fake import LongTail
+    from training.config import demo_config
+    from training.stream import score_rollouts
+    from training.tiny import build_tiny_model
+
     os.environ.setdefault("ANTHROPIC_API_KEY", "bench-key")  # the local fake's; _safe dropped the real ones
     lat = LongTail(median_s=args.median_s, p95_s=args.p95_s, scale=args.latency_scale, seed=args.seed, key=latency_key)
     env = EnvConfig(judge=JudgeConfig(concurrency=args.judge_concurrency),
                     runtime=RuntimeConfig(concurrency=args.browser_concurrency))
-    mb = max(d for d in range(1, 9) if n % d == 0)
+    mb = max(d for d in range(1, 9) if args.n % d == 0)
     cfg = demo_config(rollout={"queries_per_step": args.groups, "group_size": args.group_size},
                       deepspeed={"micro_batch_size": mb})
     pool = load_pool(args.checks)
@@ -475,127 +510,37 @@ def main() -> int:
         judge = Judge(lat)
         calls: list[Call] = []
         time_browser()
-        if args.scorer == "flow":
-            os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")  # one line per flow and task run otherwise
-            from prefect.testing.utilities import prefect_test_harness
-
-            stack.enter_context(prefect_test_harness(server_startup_timeout=180))
-            run_dir = flow_run_dir(Path(tmp) / "data", tasks, judge.api.base_url, env)
-            score_fn, base = flow_score_fn(calls), {"rank": 0, "model_path": str(model_dir), "out_dir": str(run_dir)}
-        else:  # the run's one provider, judge concurrency bound process-wide, as the score-step flow builds it
-            provider = SharedLimit(make_provider("anthropic", base_url=judge.api.base_url, config=LLMConfig(
-                store_path=str(Path(tmp) / "llm.sqlite"), cache=False)), env.judge.concurrency)
-            score_fn, base = make_score_fn(tasks, str(model_dir), provider, env, AttributionConfig(), calls), {"rank": 0}
+        score_fn, base = make_scorer(args, stack, Path(tmp), tasks, judge, env, model_dir, calls)
         warm = build_step(pool, tok, cfg, min(2, args.groups), 2, args.seed, 0)  # browser, SDK pool, caches
         score_rollouts(score_fn, warm.queries, warm.rollouts, warm.group_ids, tok, {**base, "step": 0})
         t_setup.append(time.perf_counter())
         step = build_step(pool, tok, cfg, args.groups, args.group_size, args.seed, 1)
         lats = [lat.draw(m) for m in step.markers]
-
-        # Serial: one score call after the whole batch, as with rollout.stream_scoring=false.
-        judge.reset_peak()
-        calls.clear()
-        c0, t0 = cpu_s(), time.perf_counter()
-        serial = score_rollouts(score_fn, step.queries, step.rollouts, step.group_ids, tok, {**base, "step": 1})
-        serial_score = time.perf_counter() - t0
-        serial_cpu, serial_peak, (serial_call,) = cpu_s() - c0, judge.peak, calls
-        upd_serial = update(step, serial)
-        gen_s = args.gen_s or args.gen_ratio * serial_score
-        parts = finish_times(step, slots, gen_s, args.per_response)
-        gen_end = max(at for at, _ in parts)
-
-        # Streamed: the same responses arrive as their groups are generated.
-        judge.reset_peak()
-        calls.clear()
-        c0 = cpu_s()
-        streamed, timing, mark = run_streamed(step, score_fn, tok, parts, args.workers, calls, {**base, "step": 2})
-        stream_calls = list(calls)  # the streamed arm's own calls (the off-policy arm adds more)
-        stream_cpu, stream_peak = cpu_s() - c0, judge.peak
-        upd_stream = update(step, streamed, run=args.update_twice)
+        serial = serial_arm(step, score_fn, tok, base, judge, calls, update)
+        gen_s = args.gen_s or args.gen_ratio * serial.score_s
+        parts = finish_times(step, args.slots, gen_s, args.per_response)
+        streamed = streamed_arm(args, step, score_fn, tok, parts, base, judge, calls, update)
         op_rows: list[dict[str, float]] = []
         if args.off_policy_steps:
-            if args.off_policy_steps < 3:
-                raise SystemExit("--off-policy-steps needs at least 3 steps: the first generates two batches and "
-                                 "the last none, so only the steps between show the steady state")
             op_steps = [build_step(pool, tok, cfg, args.groups, args.group_size, args.seed, 3 + k)
                         for k in range(args.off_policy_steps)]
-            op_parts = [finish_times(s, slots, gen_s, args.per_response) for s in op_steps]
+            op_parts = [finish_times(s, args.slots, gen_s, args.per_response) for s in op_steps]
             op_rows = run_off_policy(op_steps, op_parts, score_fn, tok, args.workers, {**base, "step": 3},
-                                     upd_serial if upd_stream is None else upd_stream)
+                                     serial.update_s if streamed.update_s is None else streamed.update_s)
         judge.api.stop()
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    return Measured(t_setup, len(pool), lats, gen_s, parts, serial, streamed, op_rows, load)
 
-    serial_step = gen_s + serial_score + upd_serial
-    streamed_step = (mark["done"] - mark["t0"]) + (upd_serial if upd_stream is None else upd_stream)
-    tail = mark["last_scored"] - mark["gen_end"]
-    update_s = upd_serial if upd_stream is None else statistics.mean([upd_serial, upd_stream])
-    bound = 1.15 * (max(gen_s, serial_score) + update_s)
-    # What the judge alone forces: a response cannot be scored before its group is generated + its own latency.
-    floor = max(at + max(lats[i] for i in idx) for at, idx in parts)
-    same_r = sum(a == b for a, b in zip(serial.rewards, streamed.rewards))
-    same_m = sum((a == b).all() for a, b in zip(serial.membership, streamed.membership))
-    missing = sum(r is None for r in streamed.rewards)
-    ok_tail, ok_step = tail <= 0.10 * serial_score, streamed_step <= bound
 
-    def row(text: str) -> None:  # every figure says its judge was the local fake (no API key, nothing billed)
-        print(f"{text}  [offline: fake judge API]")
-
-    print(f"bench_stream: B={args.groups} x G={args.group_size} = {n} responses over {len(pool)} fixture tasks; "
-          f"judge = fake Anthropic API via the real SDK (offline: no real judge), latency lognormal median "
-          f"{args.median_s:g} s / p95 {args.p95_s:g} s x {args.latency_scale:g} (drawn: median "
-          f"{statistics.median(lats):.2f} s, max {max(lats):.2f} s); judge concurrency {args.judge_concurrency}, "
-          f"browser slots {args.browser_concurrency}, stream workers {args.workers}, gen slots {slots}, "
-          f"parts: {'one per response' if args.per_response else 'one per group'}, scorer {args.scorer}")
-    row(f"setup (untimed in both modes): tiny model {t_setup[1] - t_setup[0]:.1f} s, DeepSpeed engine "
-        f"{t_setup[2] - t_setup[1]:.1f} s, browser + SDK warm-up {t_setup[3] - t_setup[2]:.1f} s")
-    unit = "responses" if args.per_response else "groups"
-    row(f"generation (replayed)        {gen_s:8.2f} s  {unit} finish at {min(at for at, _ in parts):.2f} .. {gen_end:.2f} s")
-    row(f"serial scoring               {serial_score:8.2f} s  (score {serial.time_score_s:.2f} s, attribute "
-        f"{serial.time_attribute_s:.2f} s; judge peak in flight {serial_peak}; bench process CPU {serial_cpu:.1f} s)")
-    row(f"update (real DeepSpeed)      {update_s:8.2f} s  " + (
-        "(run after the serial scoring; the streamed step adds this measured duration)" if upd_stream is None
-        else f"(serial step {upd_serial:.2f} s, streamed step {upd_stream:.2f} s)"))
-    row(f"serial step                  {serial_step:8.2f} s  = generation + scoring + update")
-    row(f"streamed step                {streamed_step:8.2f} s  (scoring busy {timing['score_busy_s']:.2f} s summed "
-        f"over calls; submit blocked {mark['blocked_s']:.2f} s; judge peak in flight {stream_peak}; "
-        f"bench process CPU {stream_cpu:.1f} s)")
-    row(f"scoring tail                 {tail:8.2f} s  = {100 * tail / serial_score:.1f}% of serial scoring "
-        f"(ScoreStream's own: {timing['score_tail_s']:.2f} s; floor set by judge latency alone: "
-        f"{max(floor - gen_end, 0):.2f} s)")
-    row(f"ratio serial / streamed      {serial_step / streamed_step:8.2f} x")
-    sc = serial_call
-    row(f"where the time goes, serial call: browser {sc.browser_s:.2f} s, judge + gates {sc.score_s - sc.browser_s:.2f} "
-        f"s, attribution {sc.attribute_s:.2f} s, outside score_step {overhead(sc):.2f} s")
-    part_at = {idx[0]: (at, idx) for at, idx in parts}
-    per = [(c, part_at[c.offset][0]) for c in stream_calls]
-    t0s = mark["t0"]
-    row(f"  streamed calls ({len(stream_calls)}): mean browser {statistics.mean(c.browser_s for c, _ in per):.2f} s, mean judge "
-        f"+ gates {statistics.mean(c.score_s - c.browser_s for c, _ in per):.2f} s, mean wait for a worker "
-        f"{statistics.mean(c.start - t0s - a for c, a in per):.2f} s, mean outside score_step "
-        f"{statistics.mean(overhead(c) for c, _ in per):.2f} s")
-    c, a = max(per, key=lambda x: x[0].end)
-    row(f"  last scored part: generated at {a:.2f} s, call started {c.start - t0s:.2f} s, browser {c.browser_s:.2f} s, "
-        f"judge + gates {c.score_s - c.browser_s:.2f} s (its max drawn latency "
-        f"{max(lats[i] for i in part_at[c.offset][1]):.2f} s), attribution {c.attribute_s:.2f} s, "
-        f"scored at {c.end - t0s:.2f} s")
-    row(f"results equal: rewards {same_r}/{n}, membership {same_m}/{n}; missing rewards (streamed) {missing}")
-    row(f"goal tail <= 10% of serial scoring: {'PASS' if ok_tail else 'FAIL'} ({100 * tail / serial_score:.1f}%)")
-    row(f"goal streamed <= 1.15 x (max(gen, scoring) + update) = {bound:.2f} s: "
-        f"{'PASS' if ok_step else 'FAIL'} ({streamed_step:.2f} s, {streamed_step / (bound / 1.15):.3f} x)")
-    if op_rows:
-        steady = op_rows[1:-1]  # the first step generates two batches, the last one none
-        for k, r in enumerate(op_rows):
-            row(f"off-policy step {k}: period {r['period']:7.2f} s, exposed tail {r['exposed']:6.2f} s (the stream's "
-                f"tail {r['tail']:.2f} s, the rest hidden behind the next batch's generation), missing rewards {int(r['missing'])}"
-                + ("" if 0 < k < len(op_rows) - 1 else "  (not steady state)"))
-        worst_exposed, worst_period = max(r["exposed"] for r in steady), max(r["period"] for r in steady)
-        row(f"goal (off-policy) exposed tail <= 10% of serial scoring: "
-            f"{'PASS' if worst_exposed <= 0.10 * serial_score else 'FAIL'} (worst steady step {worst_exposed:.2f} s, "
-            f"{100 * worst_exposed / serial_score:.1f}%)")
-        row(f"goal (off-policy) step period <= 1.15 x (max(gen, scoring) + update) = {bound:.2f} s: "
-            f"{'PASS' if worst_period <= bound else 'FAIL'} (worst steady step {worst_period:.2f} s, "
-            f"{worst_period / (bound / 1.15):.3f} x)")
-    print(f"load: {load}")
+def main() -> int:
+    args = parse_args()
+    m = measure(args)
+    print_step(args, m)
+    print_calls(m)
+    print_goals(args, m)
+    if m.off_policy:
+        print_off_policy(m)
+    print(f"load: {m.load}")
     return 0
 
 

@@ -7,7 +7,7 @@ changes timing, not results), and the off-policy run's staleness and importance 
 times. The reward is the toy score function (``--score-fn``; the real environment's streaming is measured by
 ``bench_stream.py``), because this bench is about the vLLM engine's stream and weight sync.
 
-Run: ``python bench/bench_stream_vllm.py [--steps 3] [--score-fn tests.fixtures.stream_scorers:jittery_reward]``
+Run: ``python bench/bench_stream_vllm.py [--steps 3] [--score-fn fakes.stream_scorers:jittery_reward]``
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def rows(out: Path) -> list[dict]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--score-fn", default="tests.fixtures.stream_scorers:jittery_reward",
+    ap.add_argument("--score-fn", default="fakes.stream_scorers:jittery_reward",
                     help="module:function; the default answers out of order, so a misplaced score would show")
     args = ap.parse_args()
     print(f"load: {os.getloadavg()}")

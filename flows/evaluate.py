@@ -38,11 +38,11 @@ from schemas.layout import REPORTS
 from schemas.rubric import Task
 from tasks.evaluation import summary as evaluation
 from tasks.evaluation.report import write_report
-from tasks.rl.checkpoints import held_out
+from tasks.queries.split import held_out
 from tasks.evaluation.generators import (api_provider, api_rollouts, benchmark_meta, benchmark_query_ids, folder_rollouts,
                                    model_label, parse_generator, read_response_folder)  # noqa: F401 (re-exported)
 from tasks.env.extract import extract_html
-from tasks.env.records import missing_counts, reward_config_hash, score_rollouts_table
+from tasks.env.score_tables import missing_counts, reward_config_hash, score_rollouts_table
 from tasks.env.runtime import BrowserRuntime, ScreenshotSpec, app_key
 from tasks.evaluation.official import (OfficialInputs, check_runner, official_columns, official_inputs,
                                        protocol_identity)
@@ -50,7 +50,8 @@ from tasks.evaluation.official_summary import agreement_line, official_metrics, 
 from tasks.evaluation.screenshots import FOLDER as SCREENSHOTS, off_reason, screenshot_columns
 from tasks.llm.prompts import load_prompt
 from tasks.progress import Progress
-from tasks.selection.records import eval_rows, query_meta, summary_rows, tier_rates
+from tasks.evaluation.eval_results import eval_rows, summary_rows, tier_rates
+from tasks.queries import query_meta
 from tasks.rubrics import load_tasks
 from tasks.stages.stage import StageSpec, run_stage
 from training.policy import resolve_policy, sample_policy

@@ -14,7 +14,7 @@ from flows.common import flow_context, forward_library_logs, publish_artifact, s
 from schemas.layout import EXPORTS, SFT_EXPORT
 from schemas.sft import SFT_ANSWERS_SCHEMA, sft_answers_suites
 from tasks.sft import data as sft_data
-from tasks.rl.checkpoints import held_out
+from tasks.queries.split import held_out
 from tasks.llm import get_provider
 from tasks.llm.prompts import load_prompt
 from tasks.rubrics import load_tasks

@@ -46,7 +46,7 @@ from schemas.config_train import RULE_OF_MODE
 from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
 from schemas.layout import RUN_CONFIG, RUN_QUERIES, RUN_RECORDS
 from schemas.rubric import Task
-from tasks.env.records import checks_run, missing_counts, reward_config_hash, score_rollouts_tables, task_from_row
+from tasks.env.score_tables import checks_run, missing_counts, reward_config_hash, score_rollouts_tables, task_from_row
 from tasks.llm import Provider, get_provider
 from tasks.progress import Progress
 from tasks.rl.judge_limit import SharedLimit

@@ -25,10 +25,11 @@ from prefect.cache_policies import NO_CACHE
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
 from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
 from schemas.selection import PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_rollouts_suites, rl_queries_suites
-from tasks.rl.checkpoints import held_out
-from tasks.env.records import missing_counts, reward_config_hash, score_rollouts_table
+from tasks.queries.split import held_out
+from tasks.env.score_tables import missing_counts, reward_config_hash, score_rollouts_table
 from tasks.llm.prompts import load_prompt
-from tasks.selection.records import build_candidates, judge_providers, query_meta, rl_query_rows
+from tasks.queries import query_meta
+from tasks.selection.candidates import build_candidates, judge_providers, rl_query_rows
 from tasks.rubrics import load_tasks
 from tasks.selection.select import select, selection_diff
 from tasks.stages.stage import StageSpec, chunked, run_stage

@@ -32,7 +32,7 @@ from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, rewa
 from schemas.layout import CHECKPOINTS, FINAL_MODEL, RUN_CONFIG, RUN_QUERIES, RUN_RECORDS, runs_dir
 from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
 from schemas.train_stages import JUDGE_PROVIDER, rollouts_suites, train_steps_suites, with_judge_provider
-from tasks.env.records import missing_counts
+from tasks.env.score_tables import missing_counts
 from tasks.stages.stage import StageSpec, run_stage
 from tasks.rl.checkpoints import install_policy, newest_policy
 from tasks.rl.plots import write_run_plots

@@ -175,7 +175,7 @@ def score_output(result: Any, response: str, advantage: float | None, tokenizer:
     """What ``rubricrl score`` prints for one scored response (``rubricrl serve-env`` answers the same): the
     contract of ``ScoreResult.to_json``, the tier that decided the reward, and with an advantage and a
     tokenizer the token weights by ``rule`` (the trainer's: train.objective.mode's)."""
-    from tasks.env.records import tier
+    from tasks.env.score_tables import tier
 
     out = result.to_json()
     out["tier"] = tier(result)

@@ -32,7 +32,7 @@ from schemas.validation import FrameSuite, exploded, rows, suite
 
 RUNTIME_STATUSES = ("ok", "page_error", "load_timeout", "unresponsive", "crashed", "reload_loop", "blank", "skipped",
                     "unavailable")
-# Why a response is in the missing or runtime-invalid tier (tasks.env.records.tier_cause); null in the others.
+# Why a response is in the missing or runtime-invalid tier (tasks.env.score_tables.tier_cause); null in the others.
 CAUSES_OF = {"missing": ("environment_gap", "browser_unavailable", "judge"),
              "runtime_invalid": ("time", "app_error", "judge")}
 TIER_CAUSES = tuple(dict.fromkeys(c for causes in CAUSES_OF.values() for c in causes))

@@ -4,7 +4,7 @@
 
 - ``unit``: pure logic and in-process work (no Prefect server, no browser, no training job);
 - ``property``: hypothesis properties;
-- ``wire``: the real anthropic/openai SDK against the local fakes in tests/fakes/;
+- ``wire``: the real anthropic/openai SDK against the local fakes in fakes/;
 - ``flows``: Prefect flows end to end on the offline provider (the session's test server);
 - ``browser``: real headless Chromium, or the sandbox's CDN mirror;
 - ``training``: the tiny policy trained on CPU; ``deepspeed``: through a DeepSpeed engine;

@@ -4,7 +4,8 @@ import os
 
 import pytest
 
-from tasks.rl.checkpoints import held_out, model_identity, newest_policy, policy_dirs
+from tasks.queries.split import held_out
+from tasks.rl.checkpoints import model_identity, newest_policy, policy_dirs
 
 
 def _model(root, name, mtime, weights=True):

@@ -152,7 +152,7 @@ def test_build_rubrics_keeps_given_items_and_marks_them(ingested, monkeypatch):
 
 
 def test_score_with_the_openai_provider(tmp_path):
-    from tests.fakes.fake_openai import FakeOpenAI
+    from fakes.fake_openai import FakeOpenAI
 
     fix = REPO / "tests" / "fixtures" / "env"
     with FakeOpenAI(reply=lambda body: json.dumps(EMPTY)) as api:

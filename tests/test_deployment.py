@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tasks.stages.store import StageStore
-from tests.fixtures.policy_data import build_references
+from fakes.policy_data import build_references
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -84,7 +84,7 @@ def test_judgments_stage_holds_the_interaction_evidence(scored, tmp_path):
     import duckdb
     import pyarrow.parquet as pq
 
-    from tasks.env.records import tables
+    from tasks.env.score_tables import tables
 
     judg, _ = tables(list(scored.values()), EnvConfig(runtime=CFG), "hierarchical")
     pq.write_table(judg, tmp_path / "j.parquet")

@@ -191,8 +191,8 @@ def test_judge_failure_gives_missing_reward():
 def test_judge_through_the_real_sdk_with_one_corrective_retry(monkeypatch, tmp_path):
     from schemas import config_llm
     from tasks.llm.factory import make_provider
-    from tests.fakes import fake_anthropic as fake_mod
-    from tests.fakes.http_fake import Scripted
+    from fakes import fake_anthropic as fake_mod
+    from fakes.http_fake import Scripted
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     good = json.dumps(_diag(rubric={"major": [_f("D2", "reset does nothing", code_quotes=["count = 0;"])]}))

@@ -13,7 +13,7 @@ import pytest
 
 from tasks.env.cdn import CdnMirror
 from tasks.env.mirror import library_urls, parse_spec
-from tests.fakes.fake_npm import FakeNpm
+from fakes.fake_npm import FakeNpm
 
 REPO = Path(__file__).resolve().parent.parent
 MIRROR = REPO / "vendor/cdn/node_modules"

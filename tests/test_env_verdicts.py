@@ -11,7 +11,7 @@ import pytest
 
 from schemas.config_env import EnvConfig, ProbeConfig, RuntimeConfig
 from schemas.rubric import Task
-from tasks.env.records import judgment_row, reward_row, tier_cause
+from tasks.env.score_tables import judgment_row, reward_row, tier_cause
 from tasks.env.runtime import BrowserRuntime
 from tasks.env.score import ScoreInput, score_batch
 from tasks.llm import get_provider

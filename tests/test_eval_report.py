@@ -8,12 +8,12 @@ import pytest
 
 from flows.evaluate import evaluate
 from tasks.rubrics import load_tasks
-from tasks.rl.checkpoints import held_out
+from tasks.queries.split import held_out
 from tasks.llm.cache import CallStore
 from tasks.stages.store import StageStore
 from tasks.sft.teacher import offline_teacher_answer
-from tests.fakes.fake_openai import FakeOpenAI
-from tests.fixtures.policy_data import ANSWER, build_references
+from fakes.fake_openai import FakeOpenAI
+from fakes.policy_data import ANSWER, build_references
 from tests.fixtures.report_page import report_page
 
 SETS = ["env.runtime.enabled=false", "evaluation.heldout_percent=40"]

@@ -1,4 +1,4 @@
-"""The fake judge API's long-tailed latency (tests/fakes/http_fake.LongTail), used by bench/bench_stream.py:
+"""The fake judge API's long-tailed latency (fakes/http_fake.LongTail), used by bench/bench_stream.py:
 the draws have the asked median and p95, the same request always waits the same time (serial and streamed
 runs compare fairly), and the real SDK really waits it."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.fakes.http_fake import LongTail
+from fakes.http_fake import LongTail
 
 
 def test_draws_have_the_asked_median_and_p95():
@@ -38,7 +38,7 @@ def test_bad_settings_name_the_fix(kw):
 def test_the_sdk_waits_the_drawn_latency(monkeypatch):
     import anthropic
 
-    from tests.fakes.fake_anthropic import FakeAnthropic
+    from fakes.fake_anthropic import FakeAnthropic
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     lt = LongTail(scale=0.005, key=lambda body: body["messages"][0]["content"])  # median 0.04 s

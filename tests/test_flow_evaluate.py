@@ -7,7 +7,7 @@ from flows.evaluate import evaluate, read_response_folder
 from tasks.rubrics import load_tasks
 from tasks.stages.store import StageStore
 from tasks.sft.teacher import offline_teacher_answer
-from tests.fixtures.policy_data import build_references, trained_policy
+from fakes.policy_data import build_references, trained_policy
 from tests.fixtures.report_page import report_page
 
 SETS = ["env.runtime.enabled=false"]
@@ -104,7 +104,8 @@ def test_sft_rl_and_folder_in_one_run_with_screenshots(prefect_harness, data_dir
     from flows.train_rl import train_rl
     from tasks.evaluation.screenshots import thumbnail_uri
     from tasks.evaluation.report import THUMB_W
-    from tasks.rl.checkpoints import held_out, newest_policy
+    from tasks.queries.split import held_out
+    from tasks.rl.checkpoints import newest_policy
 
     build_references(data_dir)
     sft = trained_policy(data_dir)

@@ -20,7 +20,7 @@ from schemas.config_eval import OfficialConfig
 from tasks.evaluation.official import cases_met
 from tasks.evaluation.pft import runner_problem
 from tasks.stages.store import StageStore
-from tests.fakes.fake_openai import FakeOpenAI
+from fakes.fake_openai import FakeOpenAI
 
 FIX = Path(__file__).parent / "fixtures"
 SETS = ["env.runtime.enabled=false"]

@@ -7,9 +7,9 @@ import json
 import duckdb
 
 from flows.select_rl_queries import select_rl_queries
-from tasks.rl.checkpoints import held_out
+from tasks.queries.split import held_out
 from tasks.stages.store import StageStore
-from tests.fixtures.policy_data import build_references, trained_policy
+from fakes.policy_data import build_references, trained_policy
 
 SETS = ["selection.target_size=6", "selection.probe_samples=4", "selection.max_candidates=12",
         "selection.probe_max_new_tokens=80", "selection.probe_max_prompt_tokens=768", "selection.probe_chunk_size=6",

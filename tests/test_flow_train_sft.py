@@ -8,7 +8,7 @@ import pytest
 from flows.train_sft import chat_to_examples, train_sft
 from tasks.rl.checkpoints import newest_policy
 from tasks.stages.store import StageStore
-from tests.fixtures.policy_data import build_references, write_export
+from fakes.policy_data import build_references, write_export
 
 
 def test_chat_rows_become_query_answer_examples():

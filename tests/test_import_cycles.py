@@ -10,17 +10,21 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("flows", "rubricrl", "schemas", "tasks", "training")
+# Outside the product: the fakes both tests and benches run on, the benches, the tests.
+SUPPORT = ("fakes", "bench", "tests")
 # What each package may import of ours (the layering of DESIGN.md): schemas nothing else; tasks (the
 # environment) no orchestrator and no trainer; the trainer reaches the score-step flow by its path
 # (train.run.score_fn), never by an import; flows start training jobs and read training's helpers;
-# only the CLI package imports the CLI package.
+# only the CLI package imports the CLI package. No product package imports the fakes, benches or tests;
+# the fakes import no bench or test, and a bench no test (what both need lives in fakes/).
 ALLOWED = {"schemas": {"schemas"}, "tasks": {"schemas", "tasks"}, "training": {"schemas", "tasks", "training"},
-           "flows": {"schemas", "tasks", "training", "flows"}, "rubricrl": set(PACKAGES)}
+           "flows": {"schemas", "tasks", "training", "flows"}, "rubricrl": set(PACKAGES),
+           "fakes": {*PACKAGES, "fakes"}, "bench": {*PACKAGES, "fakes", "bench"}, "tests": {*PACKAGES, *SUPPORT}}
 
 
-def project_modules(root: Path = REPO) -> dict[str, Path]:
+def project_modules(root: Path = REPO, packages: tuple[str, ...] = PACKAGES + SUPPORT) -> dict[str, Path]:
     out = {}
-    for pkg in PACKAGES:
+    for pkg in packages:
         for path in sorted((root / pkg).rglob("*.py")):
             parts = path.relative_to(root).with_suffix("").parts
             out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
@@ -144,5 +148,24 @@ def test_the_direction_check_sees_an_upward_import(tmp_path):
     graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
     assert upward_imports(graph) == ["tasks.score -> training.grpo"]
     (tmp_path / "tasks" / "score.py").write_text("from schemas import s\n")
+    graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
+    assert upward_imports(graph) == []
+
+
+def test_the_direction_check_sees_the_product_or_a_bench_reaching_past_the_fakes(tmp_path):
+    """Twin check: the product importing the fakes, and a bench importing a test, are found; a bench and a test
+    importing the fakes, and the fakes importing the product, are not."""
+    for pkg in ("tasks", "fakes", "bench", "tests"):
+        (tmp_path / pkg).mkdir()
+    (tmp_path / "tasks" / "llm.py").write_text("def f():\n    from fakes import fake_api\n")
+    (tmp_path / "fakes" / "fake_api.py").write_text("from tasks import llm\n")
+    (tmp_path / "bench" / "bench_llm.py").write_text("from fakes.fake_api import f\nfrom tests import helpers\n")
+    (tmp_path / "tests" / "helpers.py").write_text("")
+    (tmp_path / "tests" / "test_llm.py").write_text("from fakes import fake_api\nfrom tests import helpers\n")
+    modules = project_modules(tmp_path)
+    graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
+    assert upward_imports(graph) == ["bench.bench_llm -> tests.helpers", "tasks.llm -> fakes.fake_api"]
+    (tmp_path / "tasks" / "llm.py").write_text("def f():\n    pass\n")
+    (tmp_path / "bench" / "bench_llm.py").write_text("from fakes.fake_api import f\n")
     graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
     assert upward_imports(graph) == []

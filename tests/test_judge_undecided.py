@@ -12,7 +12,7 @@ from schemas.config_env import EnvConfig, RewardConfig, RuntimeConfig
 from schemas.judge import Diagnosis
 from schemas.rubric import Task
 from tasks.env import rewards as R
-from tasks.env.records import judgment_row
+from tasks.env.score_tables import judgment_row
 from tasks.env.rubric_evidence import item_decision, named_ids
 from tasks.env.score import ScoreInput, score_batch
 from tasks.llm.offline import OfflineProvider

@@ -3,7 +3,7 @@
 executable checks, attribution) for a few steps, raises its mean environment reward on a fixed set of
 queries above its start by a margin chosen from repeated runs, and every parameter changed.
 
-The configuration (start policy, query set, settings) is ``tests/fixtures/learn_env.py``; the toy-reward
+The configuration (start policy, query set, settings) is ``fakes/learn_env.py``; the toy-reward
 learning test (``tests/test_train_loop.py``) stays as well.
 """
 from pathlib import Path
@@ -12,7 +12,7 @@ import duckdb
 import pytest
 import torch
 
-from tests.fixtures.learn_env import STEPS, learn
+from fakes.learn_env import STEPS, learn
 
 # Chosen from repeated runs of this exact configuration, `bench/bench_learn_env.py` (seeds 1-4 as
 # `--seeds 1 --first-seed N`, one process each; seed 0, the test's, from an earlier steps=5 run of the same

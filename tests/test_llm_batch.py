@@ -15,8 +15,8 @@ import pytest
 
 from tasks.llm.batch import split_batches
 from tasks.llm.cache import CallStore
-from tests.fakes.llm_fixtures import request
-from tests.fakes.llm_wire import KEY_ENV, SECRET, Wire, make_wire
+from fakes.llm_fixtures import request
+from fakes.llm_wire import KEY_ENV, SECRET, Wire, make_wire
 
 REPO = Path(__file__).resolve().parent.parent
 KINDS = ["anthropic", "openai"]
@@ -78,7 +78,7 @@ def test_batches_split_by_request_limit(wire: Wire) -> None:
 def test_resume_after_kill_during_polling(wire: Wire) -> None:
     wire.api.hold.set()  # batches stay in progress until released
     env = {**os.environ, KEY_ENV[wire.kind]: SECRET, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.bulk_client", wire.kind, wire.base_url,
+    proc = subprocess.Popen([sys.executable, "-m", "fakes.bulk_client", wire.kind, wire.base_url,
                              str(wire.store_path), "8"], cwd=REPO, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     status_path = "/v1/messages/batches/" if wire.kind == "anthropic" else "/v1/batches/"

@@ -21,7 +21,7 @@ from tasks.llm.cache import CallStore, cache_key
 from tasks.llm.estimate import estimate, format_estimate
 from tasks.llm.ledger import cost_usd, format_summary, ledger_table, summarize
 from tasks.llm.retry import Fault, backoff_delay, call_with_retries, retry_after_seconds
-from tests.fakes.llm_fixtures import request
+from fakes.llm_fixtures import request
 
 REPO = Path(__file__).resolve().parent.parent
 BASE_KEY = dict(provider="anthropic", model="m", template="t1", system="s", messages=[{"role": "user", "content": "u"}],
@@ -112,7 +112,7 @@ def test_store_survives_many_threads(tmp_path: Path) -> None:
 def test_store_under_two_processes_and_kill_9(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "tests.fakes.store_writer", str(path)]
+    cmd = [sys.executable, "-m", "fakes.store_writer", str(path)]
     a = subprocess.Popen(cmd + ["a", "400"], cwd=REPO, env=env)
     b = subprocess.Popen(cmd + ["b", "400"], cwd=REPO, env=env)
     victim = subprocess.Popen(cmd + ["c", "1000000"], cwd=REPO, env=env, stdout=subprocess.PIPE)

@@ -16,10 +16,10 @@ from schemas.rubric_outputs import CandidateSet, Expansion, FinalReference, Modu
 from tasks.llm.base import LLMRequest
 from tasks.llm.replies import TextOutput
 from tasks.llm.ledger import format_summary, summarize
-from tests.fakes.http_fake import Scripted
-from tests.fakes.llm_fixtures import PROMPT_DIR, request
-from tests.fakes.llm_wire import make_wire
-from tests.fakes.structured_check import anthropic_schema, openai_schema
+from fakes.http_fake import Scripted
+from fakes.llm_fixtures import PROMPT_DIR, request
+from fakes.llm_wire import make_wire
+from fakes.structured_check import anthropic_schema, openai_schema
 from tests.fixtures.rubrics.support import Q5, STAGE_FILES
 
 VALID_IDS = {"I1", "D1"}

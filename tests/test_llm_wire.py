@@ -13,9 +13,9 @@ import pytest
 from tasks.llm.base import LLMRequest
 from tasks.llm.ledger import BudgetExceeded, result_summary, summarize
 from tasks.llm.retry import LLMAuthError
-from tests.fakes.http_fake import Scripted
-from tests.fakes.llm_fixtures import PROMPT_DIR, AnswerInSet, request
-from tests.fakes.llm_wire import KEY_ENV, SECRET, Wire, make_wire
+from fakes.http_fake import Scripted
+from fakes.llm_fixtures import PROMPT_DIR, AnswerInSet, request
+from fakes.llm_wire import KEY_ENV, SECRET, Wire, make_wire
 
 KINDS = ["anthropic", "openai"]
 
@@ -214,7 +214,7 @@ def test_a_groups_judge_calls_read_the_query_and_rubric_from_the_prompt_cache(tm
     import json
 
     from tasks.env.judge import build_judge_request
-    from tasks.env.records import task_from_row
+    from tasks.env.score_tables import task_from_row
     from tests.fixtures.env_inputs import FIX
 
     empty = {k: {"name": k, "critical": [], "major": [], "minor": []}

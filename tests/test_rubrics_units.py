@@ -117,3 +117,56 @@ def test_validation_context_names_the_unknown_ids():
 
 def test_chunks_are_sorted_and_stable():
     assert chunk_query_ids(["q3", "q1", "q2"], 2) == {"c00000": ["q1", "q2"], "c00001": ["q3"]}
+
+
+def _publish_offline(store, sd, key: str, texts: dict[str, str]):
+    """Publish one stage's part for ``texts`` on the offline provider (no GX suite: the part is the point)."""
+    from schemas.config_rubrics import RubricsConfig
+    from tasks.rubrics.stages import stage_part
+    from tasks.stages.stage import StageSpec, run_stage
+
+    index = [d.name for d in stage_defs()].index(sd.name)
+    table, _ = stage_part(store, index, key, sorted(texts), texts, OfflineProvider(), RubricsConfig(), None, 1)
+    run_stage(store, StageSpec(sd.name, sd.schema, lambda: []), part_keys=[key], make_part=lambda _k: table,
+              provider="offline", config={}, config_hash=sd.name, inputs={}, force=True)
+
+
+def test_a_stage_reads_only_the_stages_its_needs_declare(tmp_path):
+    """rubric_candidates reads modules: declared, its contexts carry them; left out of its needs, the read is
+    an error naming the stage and the fix, never an empty list the stage would build on."""
+    import dataclasses
+
+    from tasks.rubrics.pipeline import UndeclaredStage
+    from tasks.rubrics.stages import load_contexts
+    from tasks.stages.store import StageStore
+
+    store, texts = StageStore(tmp_path / "data"), {"q5": q5_text()}
+    defs = stage_defs()
+    for sd in defs[:3]:  # expansions, requirements, modules
+        _publish_offline(store, sd, "c0", texts)
+    candidates = defs[3]
+    ctx, = load_contexts(store, candidates, "c0", ["q5"], {})
+    assert ctx.modules and ctx.requirements and ctx.expanded_query
+    table, counts = build_part(candidates, [ctx], OfflineProvider(), SETTINGS, None, None, 1)
+    assert counts.computed == 1 and set(table.column("status").to_pylist()) == {"ok"}
+
+    blind = dataclasses.replace(candidates, needs=("expansions", "requirements"))
+    ctx, = load_contexts(store, blind, "c0", ["q5"], {})
+    assert ctx.requirements and ctx.input_hash  # what it declares it reads, chained to requirements
+    with pytest.raises(UndeclaredStage, match=r"rubric_candidates reads 'modules' \(rows of modules\).*needs"):
+        build_part(blind, [ctx], OfflineProvider(), SETTINGS, None, None, 1)
+
+
+def test_needs_name_earlier_stages_only_the_previous_one_last():
+    import dataclasses
+
+    from tasks.rubrics.stages import check_needs
+
+    defs = stage_defs()
+    check_needs(defs)
+    ahead = dataclasses.replace(defs[1], needs=("expansions", "modules"))
+    with pytest.raises(ValueError, match="requirements needs .*name only stages before it"):
+        check_needs([defs[0], ahead, *defs[2:]])
+    skipped = dataclasses.replace(defs[3], needs=("expansions", "requirements"))  # modules is not last
+    with pytest.raises(ValueError, match="rubric_candidates needs"):
+        check_needs([*defs[:3], skipped, defs[4]])

@@ -109,7 +109,7 @@ def test_token_weights_follow_the_training_modes_rule(files):
 def test_the_judge_provider_comes_from_the_configuration(files, tmp_path):
     """No --provider: llm.provider decides (here an OpenAI-compatible endpoint, the local fake); --provider still
     overrides it."""
-    from tests.fakes.fake_openai import FakeOpenAI
+    from fakes.fake_openai import FakeOpenAI
 
     d, _ = files
     empty = {k: {"name": k, "critical": [], "major": [], "minor": []}

@@ -83,7 +83,7 @@ def test_one_pass_rule_for_the_trainer_the_rows_and_the_binary_reward(scored):
     """The step's pass bits (binary mode's reward) are what evaluation and selection compute from the same
     step's published rows, and the binary reward's 1s: one rule (tasks/env/rewards.py: passed)."""
     from tasks.env.rewards import binary_reward, rubric_severities_of
-    from tasks.selection.records import passed
+    from tasks.evaluation.eval_results import passed
 
     _at, out, _, _ = scored
     judg = {j["rollout_id"]: j for j in out.judgments.to_pylist()}

@@ -1,5 +1,5 @@
 """Streamed scoring through the real score-step flow: the real browser, the real attribution and the real
-Anthropic SDK against the fake server (tests/fakes), one ScoreStream over three parts (one worker, so the
+Anthropic SDK against the fake server (fakes/), one ScoreStream over three parts (one worker, so the
 scripted faults land on known parts):
 
 - part 0 (two valid apps): one of its two judge calls gets a 500 -> that response's reward is missing
@@ -27,8 +27,8 @@ from schemas.layout import RUN_RECORDS
 from tasks.attribution.tokens import load_tokenizer
 from training.rollout import Rollout
 from training.stream import ScoreStream
-from tests.fakes.fake_anthropic import FakeAnthropic
-from tests.fakes.http_fake import Scripted
+from fakes.fake_anthropic import FakeAnthropic
+from fakes.http_fake import Scripted
 from tests.test_score_step_weights import APP, BROKEN, DEFAULTS
 from tests.test_score_step_weights import _run_dir as run_dir_with
 
@@ -108,7 +108,7 @@ def test_judge_concurrency_is_process_wide(monkeypatch, tmp_path):
     from schemas.config_llm import LLMConfig
     from tasks.llm.factory import make_provider
     from tasks.rl.judge_limit import SharedLimit
-    from tests.fakes.llm_fixtures import echo_reply, request
+    from fakes.llm_fixtures import echo_reply, request
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     with FakeAnthropic(reply=echo_reply, latency_s=0.3) as api:

@@ -258,8 +258,8 @@ def test_with_a_token_requests_without_it_get_401(tmp_path):
 
 
 def test_an_item_past_the_time_limit_gets_a_null_reward_with_the_reason(tmp_path, monkeypatch):
-    from tests.fakes.fake_anthropic import FakeAnthropic
-    from tests.fakes.judge_replies import diagnosis_reply
+    from fakes.fake_anthropic import FakeAnthropic
+    from fakes.judge_replies import diagnosis_reply
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     with FakeAnthropic(reply=diagnosis_reply, latency_s=3.0) as api:

@@ -23,7 +23,7 @@ import torch
 
 from training.config import demo_config
 from training.grpo import run_grpo
-from tests.fixtures.stream_scorers import jittery_reward
+from fakes.stream_scorers import jittery_reward
 
 REPO = Path(__file__).resolve().parent.parent
 ROLLOUT = {"queries_per_step": 2, "group_size": 4, "max_new_tokens": 8, "instruction": "Write one HTML file."}
@@ -32,7 +32,7 @@ RUN = {"steps": 2, "save_every": 1}
 
 def _cfg(out: Path, rollout: dict | None = None, run: dict | None = None):
     return demo_config(rollout={**ROLLOUT, **(rollout or {})}, deepspeed={"micro_batch_size": 8}, optim={"lr": 1e-2},
-                       run={**RUN, "out_dir": str(out), "score_fn": "tests.fixtures.stream_scorers:jittery_reward",
+                       run={**RUN, "out_dir": str(out), "score_fn": "fakes.stream_scorers:jittery_reward",
                             **(run or {})})
 
 
@@ -77,7 +77,7 @@ def test_kill_mid_step_then_resume_equals_uninterrupted(runs, tmp_path):
     out, marker = tmp_path / "killed", tmp_path / "stalled"
     sets = [f"train.rollout.{k}={v}" for k, v in ROLLOUT.items()] + [
         "train.deepspeed.micro_batch_size=8", "train.optim.lr=0.01", "train.run.steps=2", "train.run.save_every=1",
-        f"train.run.out_dir={out}", "train.run.score_fn=tests.fixtures.stream_scorers:stalling_reward"]
+        f"train.run.out_dir={out}", "train.run.score_fn=fakes.stream_scorers:stalling_reward"]
     cmd = [sys.executable, "-m", "training", "--profile", "demo"] + [a for s in sets for a in ("--set", s)]
     # the in-process runs of this session set a rendezvous port for their own process group; the job needs its own
     env = {k: v for k, v in os.environ.items() if k not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE",

@@ -21,7 +21,7 @@ def test_stream_through_a_local_ray_instance():
     q = {"query": "q", "query_id": "x"}
     try:
         stream = ScoreStream(pattern_reward, _Tok(), {"step": 1, "rank": 0}, workers=2, runner="ray",
-                             score_fn_path="tests.fixtures.stream_scorers:jittery_reward", timeout_s=120)
+                             score_fn_path="fakes.stream_scorers:jittery_reward", timeout_s=120)
         for g, rolls in enumerate(chunks):
             stream.submit([q] * len(rolls), rolls, [g] * len(rolls))
         scored, timing = stream.finish()

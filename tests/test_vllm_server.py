@@ -1,4 +1,4 @@
-"""serve-judge without vLLM's start-up cost: ``tests/fakes/fake_vllm_server.py`` stands in for the
+"""serve-judge without vLLM's start-up cost: ``fakes/fake_vllm_server.py`` stands in for the
 server module. Start, readiness, the printed settings (they load and build a priced provider), a
 clean stop on SIGTERM (the process group is gone), and a server that dies while starting (its log
 tail in the error, nothing left running). The real server runs in ``test_open_judge_vllm.py``."""
@@ -19,10 +19,10 @@ from schemas.config import load_config
 from schemas.config_llm import ServerConfig
 from tasks.llm import get_provider
 from tasks.llm import vllm_server as vs
-from tests.fixtures.open_judge import free_port
+from fakes.open_judge import free_port
 
 REPO = Path(__file__).resolve().parent.parent
-FAKE = "tests.fakes.fake_vllm_server"
+FAKE = "fakes.fake_vllm_server"
 
 
 def _model_dir(root: Path, name: str) -> Path:

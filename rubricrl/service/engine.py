@@ -131,7 +131,7 @@ class ScoreEngine:
         self.submitted = self.running = 0
         self.recorder = None
         if self.cfg.keep_scores:
-            from rubricrl.service.records import ScoreRecorder
+            from rubricrl.service.score_log import ScoreRecorder
 
             self.recorder = ScoreRecorder(project, self.provider.name)
 

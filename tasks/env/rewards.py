@@ -90,6 +90,16 @@ def rubric_severities_of(findings: Iterable[Mapping[str, Any]]) -> dict[str, str
     return {f["item_id"]: f["severity"] for f in findings if f["layer"] == "rubric_alignment" and f.get("item_id")}
 
 
+def failed_items(judgment: Mapping[str, Any]) -> set[str]:
+    """Rubric item ids with a critical or major rubric_alignment finding in one ``judgments`` row."""
+    return unmet_items(rubric_severities_of(judgment.get("findings") or []))
+
+
+def items_judged(judgment: Mapping[str, Any], n_items: int) -> int:
+    """The rubric's item count when the rubric layer was decided for this ``judgments`` row, else 0."""
+    return n_items if judgment.get("gate_rubric_alignment") is not None else 0
+
+
 def reward(kind: str, format_valid: bool, source_valid: bool | None, runtime_valid: bool | None,
            levels: dict[str, str], severities: dict[str, str] | None, cfg: RewardConfig,
            undecided: Collection[str] = ()) -> float | None:

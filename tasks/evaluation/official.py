@@ -35,7 +35,7 @@ from tasks.evaluation.checklist_judge import PROMPT, checklist_score, judge_requ
 from tasks.evaluation.pft import PftApp, app_score, page_path, run_pft, runner_problem, runner_version
 from tasks.llm.base import ImageInput
 from tasks.llm.prompts import load_prompt
-from tasks.selection.records import failed_items
+from tasks.env.rewards import failed_items
 
 FENCED_HTML = re.compile(r"```html\s*\n(.*?)\s*```", re.S)  # InteractScience's own extraction of the page
 OFF = "official metric not computed (evaluation.official.enabled=false)"

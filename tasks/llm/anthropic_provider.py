@@ -16,7 +16,7 @@ base64 ``image`` content blocks.
 Structured outputs (``tasks/llm/structured.py``): each structured call sends
 ``output_config.format`` (json_schema), the SDK's schema-constrained output.
 
-Run against a local fake: ``AnthropicProvider(base_url="http://127.0.0.1:PORT")`` (see tests/fakes).
+Run against a local fake: ``AnthropicProvider(base_url="http://127.0.0.1:PORT")`` (see fakes/).
 """
 from __future__ import annotations
 

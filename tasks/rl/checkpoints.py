@@ -79,11 +79,3 @@ def model_identity(path: Path) -> str:
         h.update(f"{f.relative_to(path)}:{st.st_size}:{st.st_mtime_ns};".encode())
     return h.hexdigest()[:16]
 
-
-def held_out(query_id: str, percent: float) -> bool:
-    """Whether a query belongs to the evaluation split: a stable hash of its id, so the split never
-    moves when queries are added, and select-rl-queries never trains on what evaluate scores."""
-    if not 0 <= percent <= 100:
-        raise ValueError(f"held-out percent {percent} must be within [0, 100]; set evaluation.heldout_percent")
-    bucket = int(hashlib.sha256(query_id.encode()).hexdigest()[:8], 16) % 10_000
-    return bucket < percent * 100

@@ -25,7 +25,7 @@ from schemas.config_env import EnvConfig
 from schemas.rubric import Task
 from tasks.attribution.api import AttributionTrace, trace_row
 from tasks.attribution.tokens import token_membership, token_offsets_array
-from tasks.env.records import tables
+from tasks.env.score_tables import tables
 from tasks.env.rewards import passed as pass_rule
 from tasks.env.rewards import rubric_severities_of
 from tasks.env.score import ScoreInput, score_batch

@@ -83,7 +83,7 @@ def _rows(ctx: QueryContext, out: BaseModel) -> list[dict[str, Any]]:
 
 STAGE = StageDef(name="rubric_checks", section="checks", prompt="rubric_checks", schema=CHECKS_SCHEMA,
                  output_model=CheckSet, offline_rule=offline_checks, variables=_variables, rows=_rows,
-                 validation_context=_context)
+                 validation_context=_context, needs=("rubric_references",))
 
 
 def dry_run_verdict(result: dict[str, Any]) -> tuple[str, str | None]:
@@ -143,11 +143,12 @@ def load_contexts(store: StageStore, key: str, query_ids: list[str]) -> list[Que
     for q in query_ids:
         r = refs.get(q)
         if r is None:
-            out.append(QueryContext(q, "", "absent", status="missing"))
+            out.append(QueryContext(q, "", "absent", status="missing", reader=STAGE.name, needs=STAGE.needs))
             continue
         ok = r["status"] == OK
         out.append(QueryContext(q, "", r["input_hash"], status=r["status"], expanded_query=r["expanded_query"] or "",
-                                reference=json.loads(r["reference_json"]) if ok else {}))
+                                reference=json.loads(r["reference_json"]) if ok else {}, reader=STAGE.name,
+                                needs=STAGE.needs))
     return out
 
 

@@ -66,4 +66,5 @@ def candidates_json(ctx: QueryContext) -> str:
 
 STAGE = StageDef(name="rubric_candidates", section="decomposition", prompt="rubric_decomposition",
                  schema=CANDIDATES_SCHEMA, output_model=CandidateSet, offline_rule=offline_candidates,
-                 variables=_variables, rows=_rows, validation_context=_context)
+                 variables=_variables, rows=_rows, validation_context=_context,
+                 needs=("expansions", "requirements", "modules"))

@@ -203,4 +203,5 @@ def make_stage(min_chars: int = 3) -> StageDef:
 
     return StageDef(name="rubric_references", section="filtering", prompt="rubric_filtering",
                     schema=REFERENCES_SCHEMA, output_model=FinalReference, offline_rule=offline_filtering,
-                    variables=_variables, rows=rows, validation_context=_context)
+                    variables=_variables, rows=rows, validation_context=_context,
+                    needs=("expansions", "requirements", "rubric_candidates"))

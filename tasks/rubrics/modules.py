@@ -58,4 +58,4 @@ def modules_json(ctx: QueryContext) -> str:
 
 STAGE = StageDef(name="modules", section="modules", prompt="rubric_modules", schema=MODULES_SCHEMA,
                  output_model=ModuleMap, offline_rule=offline_modules, variables=_variables, rows=_rows,
-                 validation_context=_context)
+                 validation_context=_context, needs=("expansions", "requirements"))

@@ -2,7 +2,7 @@
 unchanged rows from the previous published version, and building one part (a chunk of query ids).
 
 A stage is a ``StageDef``: its prompt, output model, offline rule, how to turn a validated answer
-into rows. ``build_part`` asks the provider only for queries whose row hash is not already in the
+into rows, and the earlier stages it reads (``needs``). ``build_part`` asks the provider only for queries whose row hash is not already in the
 previous version, so a nightly run over new queries does work only for them (paper B.1 runs once
 per query; re-running is our engineering, not the paper's).
 
@@ -31,9 +31,23 @@ log = logging.getLogger("rubricrl.rubrics")
 OK = "ok"
 
 
-@dataclass
+# The QueryContext fields each stage's rows fill; a stage reads those of the stages in its ``needs`` only.
+SUPPLIES = {"expansions": ("expanded_query", "trace"), "requirements": ("requirements",), "modules": ("modules",),
+            "rubric_candidates": ("candidates",), "rubric_references": ("expanded_query", "reference")}
+_SUPPLIED = frozenset(f for fields in SUPPLIES.values() for f in fields)
+
+
+class UndeclaredStage(RuntimeError):
+    """A stage read a context field that no stage in its ``StageDef.needs`` supplies."""
+
+
+@dataclass(eq=False, repr=False)
 class QueryContext:
-    """Everything a stage may read about one query: the upstream rows, grouped."""
+    """Everything a stage may read about one query: the upstream rows, grouped.
+
+    ``reader`` and ``needs`` (set by the stage loaders) name the stage reading it and the stages it declared:
+    reading a field of any other stage raises ``UndeclaredStage``, so a stage's needs are its real inputs.
+    A context built by hand (``needs`` None) reads everything."""
 
     query_id: str
     query: str
@@ -46,6 +60,21 @@ class QueryContext:
     candidates: list[dict[str, Any]] = field(default_factory=list)
     given: list[dict[str, Any]] = field(default_factory=list)  # a benchmark's checklist items (benchmark_queries)
     reference: dict[str, Any] = field(default_factory=dict)  # the final reference (rubric_checks reads it)
+    reader: str = ""
+    needs: tuple[str, ...] | None = None
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _SUPPLIED:
+            needs = object.__getattribute__(self, "needs")
+            if needs is not None and not any(name in SUPPLIES.get(s, ()) for s in needs):
+                stages = [s for s, fields in SUPPLIES.items() if name in fields]
+                raise UndeclaredStage(f"stage {object.__getattribute__(self, 'reader')} reads {name!r} (rows of "
+                                      f"{' or '.join(stages)}) but declares needs={needs}: add the stage to its "
+                                      "StageDef's needs")
+        return object.__getattribute__(self, name)
+
+    def __repr__(self) -> str:
+        return f"QueryContext({self.query_id!r}, reader={self.reader!r}, needs={self.needs})"
 
 
 @dataclass(frozen=True)
@@ -59,6 +88,9 @@ class StageDef:
     variables: Callable[[QueryContext], dict[str, Any]]
     rows: Callable[[QueryContext, BaseModel], list[dict[str, Any]]]
     validation_context: Callable[[QueryContext], dict[str, Any] | None] = lambda _ctx: None
+    # The earlier stages whose rows its contexts carry (fields: SUPPLIES); the last one is the stage its
+    # rows chain to (a query's status and input hash). Empty: the stage reads the queries only.
+    needs: tuple[str, ...] = ()
 
 
 @dataclass

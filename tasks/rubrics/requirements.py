@@ -50,4 +50,5 @@ def requirements_json(ctx: QueryContext) -> str:
 def make_stage(max_items: int | None = None) -> StageDef:
     return StageDef(name="requirements", section="requirements", prompt="rubric_requirements",
                     schema=REQUIREMENTS_SCHEMA, output_model=RequirementMap,
-                    offline_rule=lambda v: offline_requirements(v, max_items), variables=_variables, rows=_rows)
+                    offline_rule=lambda v: offline_requirements(v, max_items), variables=_variables, rows=_rows,
+                    needs=("expansions",))

@@ -1,5 +1,5 @@
-"""The five stages in order, and how each stage's per-query context is read from the stages
-before it (the part with the same chunk key, so a part reads only its own queries).
+"""The five stages in order, and how each stage's per-query context is read from the stages it
+declares (``StageDef.needs``; the part with the same chunk key, so a part reads only its own queries).
 
 Stage order (DuckDB views): expansions -> requirements -> modules -> rubric_candidates ->
 rubric_references (per-query final reference + reports) -> rubric_items (one row per item).
@@ -24,11 +24,19 @@ TRACE_FIELDS = ("core_objects", "actions", "states", "outputs", "hard_constraint
 
 def stage_defs(evidence_min_chars: int = 3, max_items: int | None = None) -> list[StageDef]:
     """The five stages; ``max_items`` caps the offline rules' items per query (None: no cap)."""
-    return [expansion.STAGE, requirements.make_stage(max_items), modules.STAGE, decomposition.STAGE,
+    defs = [expansion.STAGE, requirements.make_stage(max_items), modules.STAGE, decomposition.STAGE,
             filtering.make_stage(evidence_min_chars)]
+    check_needs(defs)
+    return defs
 
 
-STAGE_NAMES = [s.name for s in stage_defs()]
+def check_needs(defs: list[StageDef]) -> None:
+    """Every stage needs earlier stages only, the one just before it last (its rows chain to that stage's)."""
+    for i, sd in enumerate(defs):
+        earlier = [d.name for d in defs[:i]]
+        if any(n not in earlier for n in sd.needs) or sd.needs[-1:] != tuple(earlier[-1:]):
+            raise ValueError(f"stage {sd.name} needs {sd.needs}: name only stages before it "
+                             f"({', '.join(earlier) or 'none'}), the one just before it last")
 
 
 def _upstream(rows: list[dict[str, Any]] | None) -> tuple[str, str]:
@@ -38,27 +46,27 @@ def _upstream(rows: list[dict[str, Any]] | None) -> tuple[str, str]:
     return (OK if all(r["status"] == OK for r in rows) else rows[0]["status"]), rows[0]["input_hash"]
 
 
-def load_contexts(store: StageStore, index: int, key: str, query_ids: list[str],
+def load_contexts(store: StageStore, sd: StageDef, key: str, query_ids: list[str],
                   queries: dict[str, str]) -> list[QueryContext]:
-    """Contexts of ``query_ids`` for stage number ``index`` (0 = expansion)."""
-    if index == 0:
-        return [QueryContext(q, queries[q], query_hash(q, queries[q])) for q in query_ids]
-    need = {"expansions": True, "requirements": index >= 2, "modules": index == 3, "rubric_candidates": index >= 4}
-    read = {s: grouped(read_part(store, s, key, query_ids)) for s, on in need.items() if on}
-    upstream = read[STAGE_NAMES[index - 1]]
-    given = given_items(store, query_ids) if STAGE_NAMES[index] == "rubric_references" else {}
+    """Contexts of ``query_ids`` for stage ``sd``: the rows of the stages it needs, nothing else."""
+    if not sd.needs:
+        return [QueryContext(q, queries[q], query_hash(q, queries[q]), reader=sd.name, needs=sd.needs)
+                for q in query_ids]
+    read = {s: grouped(read_part(store, s, key, query_ids)) for s in sd.needs}
+    upstream = read[sd.needs[-1]]
+    given = given_items(store, query_ids) if sd.name == "rubric_references" else {}
     out = []
     for q in query_ids:
         status, h = _upstream(upstream.get(q))
         if given.get(q):  # a changed checklist rebuilds this query's reference, nothing else
             h = digest("given", h, json.dumps(given[q], sort_keys=True))
-        exp = (read["expansions"].get(q) or [{}])[0]
+        exp = (read.get("expansions", {}).get(q) or [{}])[0]
         ok = lambda stage: [r for r in read.get(stage, {}).get(q, []) if r["status"] == OK]  # noqa: E731
         out.append(QueryContext(
             query_id=q, query=queries.get(q, ""), input_hash=h, status=status,
             expanded_query=exp.get("expanded_query") or "", trace={k: exp.get(k) for k in TRACE_FIELDS},
             requirements=ok("requirements"), modules=ok("modules"), candidates=ok("rubric_candidates"),
-            given=given.get(q, [])))
+            given=given.get(q, []), reader=sd.name, needs=sd.needs))
     return out
 
 
@@ -93,5 +101,5 @@ def stage_part(store: StageStore, index: int, key: str, query_ids: list[str], te
     them for upstream dependencies) would otherwise walk every query's context.
     """
     sd = stage_defs(rcfg.evidence_min_chars, rcfg.max_items)[index]
-    ctxs = load_contexts(store, index, key, query_ids, texts)
+    ctxs = load_contexts(store, sd, key, query_ids, texts)
     return build_part(sd, ctxs, provider, rcfg.stage_settings(sd.section), rcfg.prompt_dir, prior, concurrency)

@@ -1,1 +1,1 @@
-"""RL query selection (paper D.2): probe records and the selection by reward discrimination and weakness."""
+"""RL query selection (paper D.2): probe candidates and the selection by reward discrimination and weakness."""

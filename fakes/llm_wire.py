@@ -12,10 +12,10 @@ from schemas.config_llm import LLMConfig, RetryConfig
 from tasks.llm import get_provider
 from tasks.llm.base import Provider
 from tasks.llm.cache import CallStore
-from tests.fakes.fake_anthropic import FakeAnthropic
-from tests.fakes.fake_openai import FakeOpenAI
-from tests.fakes.http_fake import FakeHTTPAPI
-from tests.fakes.llm_fixtures import echo_reply
+from fakes.fake_anthropic import FakeAnthropic
+from fakes.fake_openai import FakeOpenAI
+from fakes.http_fake import FakeHTTPAPI
+from fakes.llm_fixtures import echo_reply
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4.1-mini"}

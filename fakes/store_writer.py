@@ -1,5 +1,5 @@
 """A process that hammers one CallStore with cache puts and ledger rows (for the concurrency and
-kill -9 tests). Usage: python -m tests.fakes.store_writer STORE_PATH TAG N"""
+kill -9 tests). Usage: python -m fakes.store_writer STORE_PATH TAG N"""
 from __future__ import annotations
 
 import sys

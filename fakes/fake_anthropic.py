@@ -1,7 +1,7 @@
 """A fake Anthropic Messages + Message Batches API on 127.0.0.1, for the real ``anthropic`` SDK.
 
 Messages: ``POST /v1/messages``; image content blocks are checked as the API checks them
-(``tests/fakes/images.py``). Usage is simulated: input tokens = characters / 4 (+ a fixed count per image); prompt
+(``fakes/images.py``). Usage is simulated: input tokens = characters / 4 (+ a fixed count per image); prompt
 caching as the API does it: each block with ``cache_control`` (system, then the messages' blocks in order) ends a
 prefix; the longest prefix seen before is read (``cache_read_input_tokens``), the rest up to the last mark is
 written (``cache_creation_input_tokens``), the text after the last mark is plain input.
@@ -14,7 +14,7 @@ A malformed ``output_config.format`` (see ``structured_check``) is a 400, as the
 
 Usage (also for other engineers' benches)::
 
-    from tests.fakes.fake_anthropic import FakeAnthropic
+    from fakes.fake_anthropic import FakeAnthropic
     with FakeAnthropic(latency_s=1.0, reply=my_reply_fn) as api:
         provider = AnthropicProvider(base_url=api.base_url)   # with ANTHROPIC_API_KEY set to anything
 """
@@ -27,9 +27,9 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from tests.fakes.images import IMAGE_TOKENS, image_count, image_problem
-from tests.fakes.structured_check import anthropic_format_problem
-from tests.fakes.http_fake import FakeHTTPAPI, Latency, LongTail, Reply, Response, Scripted, json_response
+from fakes.images import IMAGE_TOKENS, image_count, image_problem
+from fakes.structured_check import anthropic_format_problem
+from fakes.http_fake import FakeHTTPAPI, Latency, LongTail, Reply, Response, Scripted, json_response
 
 Outcome = Callable[[str, dict[str, Any]], str]
 

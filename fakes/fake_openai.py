@@ -1,6 +1,6 @@
 """A fake OpenAI-compatible API on 127.0.0.1 (chat completions, files, batches) for the real ``openai`` SDK.
 
-Chat: ``POST /v1/chat/completions`` (image_url parts checked as the API checks them, ``tests/fakes/images.py``);
+Chat: ``POST /v1/chat/completions`` (image_url parts checked as the API checks them, ``fakes/images.py``);
 usage is simulated (prompt tokens = characters / 4; a system
 prompt seen before counts as ``prompt_tokens_details.cached_tokens``, like automatic prefix caching).
 Batch API: ``POST /v1/files`` (multipart JSONL), ``POST /v1/batches``, ``GET /v1/batches/{id}``,
@@ -11,7 +11,7 @@ Batch API: ``POST /v1/files`` (multipart JSONL), ``POST /v1/batches``, ``GET /v1
 
 Usage::
 
-    from tests.fakes.fake_openai import FakeOpenAI
+    from fakes.fake_openai import FakeOpenAI
     with FakeOpenAI(latency_s=1.0, reply=my_reply_fn) as api:
         provider = OpenAIProvider(model="judge", base_url=api.base_url + "/v1")
 """
@@ -24,9 +24,9 @@ import threading
 import time
 from typing import Any, Callable
 
-from tests.fakes.images import IMAGE_TOKENS, image_count, image_problem, text_chars
-from tests.fakes.structured_check import openai_format_problem
-from tests.fakes.http_fake import FakeHTTPAPI, Latency, Reply, Response, Scripted, json_response
+from fakes.images import IMAGE_TOKENS, image_count, image_problem, text_chars
+from fakes.structured_check import openai_format_problem
+from fakes.http_fake import FakeHTTPAPI, Latency, Reply, Response, Scripted, json_response
 
 Outcome = Callable[[str, dict[str, Any]], str]
 

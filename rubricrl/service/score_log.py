@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from schemas.config import Config
 from schemas.layout import RUN_RECORDS, runs_dir
 from schemas.service import SERVICE_SCORES_SCHEMA, service_scores_suites
-from tasks.env.records import reward_config_hash
+from tasks.env.score_tables import reward_config_hash
 from tasks.stages.stage import StageOutcome, StageSpec, run_stage
 from tasks.stages.store import StageStore, atomic_write_table
 

@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any, Callable
 
-from tests.fakes.llm_fixtures import last_user_text
+from fakes.llm_fixtures import last_user_text
 
 LAYERS = ("static_check", "code_simulation", "rubric_alignment")
 

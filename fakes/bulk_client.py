@@ -1,6 +1,6 @@
 """A separate process that runs one bulk stage through Message Batches (killed with -9 by a test).
 
-Usage: python -m tests.fakes.bulk_client KIND BASE_URL STORE_PATH N
+Usage: python -m fakes.bulk_client KIND BASE_URL STORE_PATH N
 """
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 
 from schemas.config_llm import LLMConfig, RetryConfig
 from tasks.llm import get_provider
-from tests.fakes.llm_fixtures import request
-from tests.fakes.llm_wire import MODELS
+from fakes.llm_fixtures import request
+from fakes.llm_wire import MODELS
 
 
 def main() -> None:
