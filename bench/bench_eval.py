@@ -30,7 +30,7 @@ import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no pai
 
 
 def build(root: Path, n: int) -> dict:
-    from flows.build_rubrics import build_stages
+    from tasks.rubrics.build import build_stages
     from schemas.config_rubrics import RubricsConfig
     from schemas.queries import QUERIES_SCHEMA
     from tasks.llm.offline import OfflineProvider
