@@ -56,7 +56,7 @@ def score_passes(specs: list[dict], rollouts: dict[str, list[dict]], tasks: dict
     """Every generator's rollouts scored into eval_results rows as the flow does, once per pass (a browser
     of its own that keeps screenshots or not); passes alternate per generator so load drift hits both alike.
     ``passes``: name -> screenshots on?; -> name -> (rows, scoring seconds)."""
-    from flows.evaluate import eval_table, evaluation_runtime
+    from tasks.evaluation.scoring import eval_table, evaluation_runtime
     from tasks.env.runtime import BrowserRuntime
     from tasks.llm.offline import OfflineProvider
 

@@ -2,7 +2,8 @@
 discriminative ones where it is weak, with coverage across categories, capabilities and personas.
 
 Stages: ``probe_rollouts`` (k responses per candidate from the newest policy checkpoint, which every
-row records) -> ``probe_judgments`` + ``probe_rewards`` (the environment, schemas/env.py) ->
+row records) -> ``probe_judgments`` + ``probe_rewards`` + ``probe_check_results`` (the environment,
+published by ``tasks/env/publish.py`` as every flow that scores does) ->
 ``rl_queries`` (selected queries with every score component and the reason; train-rl reads it). The
 artifact lists the selection's diff against the previous ``rl_queries`` (added, kept, dropped).
 
@@ -23,10 +24,10 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
-from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
 from schemas.selection import PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_rollouts_suites, rl_queries_suites
 from tasks.rl.checkpoints import held_out
-from tasks.env.records import missing_counts, reward_config_hash, score_rollouts_table
+from tasks.env.publish import ScoredTables, publish_scores
+from tasks.env.records import missing_counts, score_rollouts_table
 from tasks.llm.prompts import load_prompt
 from tasks.selection.records import build_candidates, judge_providers, query_meta, rl_query_rows
 from tasks.rubrics import load_tasks
@@ -107,25 +108,14 @@ def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, forc
 
     rollouts = store.read("probe_rollouts")
     task_by = {t.query_id: t for t in tasks}
-    scored: dict[str, tuple[pa.Table, pa.Table]] = {}
 
-    def scored_part(key: str) -> tuple[pa.Table, pa.Table]:
-        if key not in scored:  # one scoring pass serves both stages
-            ids = {q for q, _ in chunks[key]}
-            part = rollouts.filter(pc.is_in(rollouts.column("query_id"), value_set=pa.array(sorted(ids))))
-            scored[key] = score_chunk(part, {q: task_by[q] for q in ids}, provider=fc.provider, cfg=cfg.env)
-        return scored[key]
+    def scored_part(key: str) -> ScoredTables:
+        ids = {q for q, _ in chunks[key]}
+        part = rollouts.filter(pc.is_in(rollouts.column("query_id"), value_set=pa.array(sorted(ids))))
+        return score_chunk(part, {q: task_by[q] for q in ids}, provider=fc.provider, cfg=cfg.env)
 
-    env_hash = reward_config_hash(cfg.env, cfg.env.reward_kind)
-    score_common = dict(provider=fc.provider.name, config_hash=env_hash,
-                        extra={"judge": [fc.provider.name, fc.provider.model], "env": cfg.section_hash("env")}, **common)
-    judg = run_stage(store, StageSpec("probe_judgments", JUDGMENTS_SCHEMA, judgments_suites), part_keys=list(chunks),
-                     make_part=lambda k: scored_part(k)[0], inputs={"probe_rollouts": probes.manifest.version},
-                     **score_common)
-    rew = run_stage(store, StageSpec("probe_rewards", REWARDS_SCHEMA, lambda: reward_suites_for(cfg.env.reward)),
-                    part_keys=list(chunks), make_part=lambda k: scored_part(k)[1],
-                    inputs={"probe_rollouts": probes.manifest.version, "probe_judgments": judg.manifest.version},
-                    **score_common)
+    judg, rew, chk = publish_scores(store, list(chunks), scored_part, env=cfg.env, provider=fc.provider,
+                                    inputs={"probe_rollouts": probes.manifest.version}, prefix="probe_", force=force)
 
     previous = _previous_selection(store)
     probe_rewards = store.read("probe_rewards").to_pylist()
@@ -152,6 +142,7 @@ def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, forc
                        s.target_size)
     summaries = [stage_summary(probes, {"policy": policy.label}), stage_summary(judg),
                  stage_summary(rew, missing_counts(store.read("probe_rewards"))),
+                 stage_summary(chk, {k: v for k, v in chk.manifest.stats.items() if k != "rows"}),
                  stage_summary(sel, {"added": len(diff["added"]), "kept": len(diff["kept"]),
                                      "dropped": len(diff["dropped"])})]
     notes = (f"Policy: `{policy.path}` ({policy.kind}); {len(cands)} candidates, {flat} with all-equal probe rewards "
