@@ -22,10 +22,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
+from flows.common import flow_context, forward_library_logs, publish_artifact, scored_summaries
 from schemas.config_env import EnvConfig
 from tasks.env.publish import ScoredTables, publish_scores
-from tasks.env.records import checks_run, missing_counts, score_rollouts_table, task_from_row
+from tasks.env.records import checks_run, score_rollouts_table, task_from_row
 from tasks.llm import get_provider
 from tasks.progress import Progress
 from tasks.stages.stage import chunked
@@ -98,15 +98,12 @@ def score_rollouts(profile: str = "demo", sets: list[str] | None = None, rollout
                 chunks, task_rows, env_cfg.model_dump(mode="json"), llm))
         return results[key]
 
-    judg, rew, chk = publish_scores(fc.store, list(chunks), compute, env=env_cfg, provider=fc.provider,
-                                    inputs=inputs, extra={"chunk_size": chunk_size}, force=force)
-    table = fc.store.read("rewards")
-    counts = missing_counts(table)
-    missing = counts["missing_rewards"]
-    summaries = [stage_summary(judg), stage_summary(rew, counts),
-                 stage_summary(chk, {k: v for k, v in chk.manifest.stats.items() if k != "rows"})]
+    scored = publish_scores(fc.store, list(chunks), compute, env=env_cfg, provider=fc.provider, inputs=inputs,
+                            extra={"chunk_size": chunk_size}, force=force)
+    summaries = scored_summaries(scored, fc.store)
+    rew = summaries[1]
     publish_artifact("score-rollouts", summaries, fc=fc)
-    print(f"rewards: {table.num_rows} rows, {missing} missing ({counts['environment_gaps']} of them environment gaps: "
-          "libraries the sandbox's CDN mirror lacks)")
-    return {"stages": summaries, "missing_rewards": missing}
+    print(f"rewards: {rew['rows']} rows, {rew['missing_rewards']} missing ({rew['environment_gaps']} of them "
+          "environment gaps: libraries the sandbox's CDN mirror lacks)")
+    return {"stages": summaries, "missing_rewards": rew["missing_rewards"]}
 

@@ -23,16 +23,16 @@ import pyarrow.compute as pc
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
+from flows.common import flow_context, forward_library_logs, publish_artifact, scored_summaries, stage_summary
 from schemas.selection import PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_rollouts_suites, rl_queries_suites
 from tasks.rl.checkpoints import held_out
 from tasks.env.publish import ScoredTables, publish_scores
-from tasks.env.records import missing_counts, score_rollouts_table
+from tasks.env.records import score_rollouts_table
 from tasks.llm.prompts import load_prompt
 from tasks.selection.records import build_candidates, judge_providers, query_meta, rl_query_rows
 from tasks.rubrics import load_tasks
 from tasks.selection.select import select, selection_diff
-from tasks.stages.stage import StageSpec, chunked, run_stage
+from tasks.stages.stage import StageOutcome, StageSpec, chunked, run_stage
 from tasks.stages.store import StageStore, fingerprint
 from training.policy import PolicyRef, resolve_policy, sample_policy
 
@@ -77,6 +77,27 @@ def _diff_markdown(diff: dict[str, list[str]], rows: list[dict[str, Any]], shown
     return "\n".join(lines)
 
 
+def _probe_stage(store: StageStore, chunks: dict[str, list[tuple[str, str]]], policy: PolicyRef, s: Any,
+                 tasks: list[Any], common: dict[str, Any]) -> StageOutcome:
+    """``probe_rollouts``: ``s.probe_samples`` responses of ``policy`` per candidate, a part per chunk."""
+    inputs = {"rubric_references": store.version("rubric_references"), "queries": store.version("queries")}
+    return run_stage(
+        store, StageSpec("probe_rollouts", PROBE_ROLLOUTS_SCHEMA, probe_rollouts_suites), part_keys=list(chunks),
+        make_part=lambda k: probe_chunk(chunks[k], policy, s.probe_samples, s.probe_max_new_tokens,
+                                        s.probe_max_prompt_tokens, s.probe_temperature, s.seed + list(chunks).index(k)),
+        provider="policy", config_hash=probe_hash(s), inputs=inputs,
+        extra={"policy": str(policy.path), "policy_identity": policy.identity, "candidates": [t.query_id for t in tasks],
+               "prompt": load_prompt("generation").fingerprint}, **common)
+
+
+def _warn_short(logger: Any, selected: int, candidates: int, target: int) -> None:
+    if not selected:
+        logger.warning("no candidate is discriminative (all %d have equal probe rewards): rl_queries is empty; a "
+                       "stronger policy (train-sft) or more probe_samples / longer probe_max_new_tokens help", candidates)
+    elif selected < target:
+        logger.warning("only %d discriminative queries for a target of %d: probe more candidates", selected, target)
+
+
 @flow(name="select-rl-queries", log_prints=True)
 def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, force: bool = False,
                       checkpoint: str | None = None) -> dict[str, Any]:
@@ -93,19 +114,9 @@ def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, forc
     policy = resolve_policy(cfg.data_dir, checkpoint, cfg.train.model, cfg.train.run.seed)
     logger.info("probing %d candidate queries x %d samples with policy %s (%s, %s)", len(tasks), s.probe_samples,
                 policy.path, policy.kind, policy.identity)
-    cs = s.probe_chunk_size
-    chunks = chunked([(t.query_id, t.query) for t in tasks], cs)
-    inputs = {"rubric_references": store.version("rubric_references"), "queries": store.version("queries")}
+    chunks = chunked([(t.query_id, t.query) for t in tasks], s.probe_chunk_size)
     common = dict(config=cfg.model_dump(mode="json"), force=force)
-
-    probes = run_stage(
-        store, StageSpec("probe_rollouts", PROBE_ROLLOUTS_SCHEMA, probe_rollouts_suites), part_keys=list(chunks),
-        make_part=lambda k: probe_chunk(chunks[k], policy, s.probe_samples, s.probe_max_new_tokens,
-                                        s.probe_max_prompt_tokens, s.probe_temperature, s.seed + list(chunks).index(k)),
-        provider="policy", config_hash=probe_hash(s), inputs=inputs,
-        extra={"policy": str(policy.path), "policy_identity": policy.identity, "candidates": [t.query_id for t in tasks],
-               "prompt": load_prompt("generation").fingerprint}, **common)
-
+    probes = _probe_stage(store, chunks, policy, s, tasks, common)
     rollouts = store.read("probe_rollouts")
     task_by = {t.query_id: t for t in tasks}
 
@@ -114,8 +125,8 @@ def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, forc
         part = rollouts.filter(pc.is_in(rollouts.column("query_id"), value_set=pa.array(sorted(ids))))
         return score_chunk(part, {q: task_by[q] for q in ids}, provider=fc.provider, cfg=cfg.env)
 
-    judg, rew, chk = publish_scores(store, list(chunks), scored_part, env=cfg.env, provider=fc.provider,
-                                    inputs={"probe_rollouts": probes.manifest.version}, prefix="probe_", force=force)
+    scored = publish_scores(store, list(chunks), scored_part, env=cfg.env, provider=fc.provider,
+                            inputs={"probe_rollouts": probes.manifest.version}, prefix="probe_", force=force)
 
     previous = _previous_selection(store)
     probe_rewards = store.read("probe_rewards").to_pylist()
@@ -127,22 +138,16 @@ def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, forc
     sel = run_stage(store, StageSpec("rl_queries", RL_QUERIES_SCHEMA, rl_queries_suites), part_keys=["all"],
                     make_part=lambda _k: pa.Table.from_pylist(rows, schema=RL_QUERIES_SCHEMA),
                     provider=fc.provider.name, config_hash=cfg.section_hash("selection"),
-                    inputs={"probe_rewards": rew.manifest.version, "probe_judgments": judg.manifest.version},
+                    inputs={"probe_rewards": scored.rewards.manifest.version,
+                            "probe_judgments": scored.judgments.manifest.version},
                     extra={"policy_identity": policy.identity},
                     stats=lambda t: {"policy_checkpoint": str(policy.path), "policy_kind": policy.kind,
                                      "candidates": len(cands)}, **common)
     current = {r["query_id"] for r in rows}
     diff = selection_diff(previous, current)
     flat = sum(1 for x in result if x.base_score == 0)
-    if not rows:
-        logger.warning("no candidate is discriminative (all %d have equal probe rewards): rl_queries is empty; a "
-                       "stronger policy (train-sft) or more probe_samples / longer probe_max_new_tokens help", len(cands))
-    elif len(rows) < s.target_size:
-        logger.warning("only %d discriminative queries for a target of %d: probe more candidates", len(rows),
-                       s.target_size)
-    summaries = [stage_summary(probes, {"policy": policy.label}), stage_summary(judg),
-                 stage_summary(rew, missing_counts(store.read("probe_rewards"))),
-                 stage_summary(chk, {k: v for k, v in chk.manifest.stats.items() if k != "rows"}),
+    _warn_short(logger, len(rows), len(cands), s.target_size)
+    summaries = [stage_summary(probes, {"policy": policy.label}), *scored_summaries(scored, store),
                  stage_summary(sel, {"added": len(diff["added"]), "kept": len(diff["kept"]),
                                      "dropped": len(diff["dropped"])})]
     notes = (f"Policy: `{policy.path}` ({policy.kind}); {len(cands)} candidates, {flat} with all-equal probe rewards "
