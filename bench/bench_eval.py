@@ -30,7 +30,7 @@ import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no pai
 
 
 def build(root: Path, n: int) -> dict:
-    from flows.build_rubrics import build_stages
+    from tasks.rubrics.build import build_stages
     from schemas.config_rubrics import RubricsConfig
     from schemas.queries import QUERIES_SCHEMA
     from tasks.llm.offline import OfflineProvider
@@ -56,7 +56,7 @@ def score_passes(specs: list[dict], rollouts: dict[str, list[dict]], tasks: dict
     """Every generator's rollouts scored into eval_results rows as the flow does, once per pass (a browser
     of its own that keeps screenshots or not); passes alternate per generator so load drift hits both alike.
     ``passes``: name -> screenshots on?; -> name -> (rows, scoring seconds)."""
-    from flows.evaluate import eval_table, evaluation_runtime
+    from tasks.evaluation.scoring import eval_table, evaluation_runtime
     from tasks.env.runtime import BrowserRuntime
     from tasks.llm.offline import OfflineProvider
 

@@ -267,7 +267,7 @@ def make_score_fn(tasks, tokenizer_path: str, provider, env, attribution, calls:
 
 def flow_score_fn(calls: list[Call]):
     """The train-rl job's real scorer, the ``score-step`` Prefect flow, timed per call like ``make_score_fn``."""
-    from flows.score_rollouts import score_step_flow
+    from flows.score_step import score_step_flow
 
     def score_fn(prompts, responses, token_ids, **kw):
         _local.browser, start = [], time.perf_counter()

@@ -13,6 +13,8 @@ from prefect.artifacts import create_markdown_artifact
 from schemas.config import Config, load_config
 from schemas.config_llm import LLMConfig
 from schemas.layout import VALIDATION
+from tasks.env.publish import ScoredStages
+from tasks.env.score_tables import missing_counts
 from tasks.llm import Provider, get_provider
 from tasks.stages.stage import StageOutcome
 from tasks.stages.store import StageStore
@@ -75,6 +77,14 @@ def stage_summary(outcome: StageOutcome, extra: dict[str, Any] | None = None) ->
     return {"stage": m.stage, "rows": m.row_count, "version": m.version, "skipped": outcome.skipped,
             "resumed_parts": outcome.resumed_parts, "made_parts": outcome.made_parts, "provider": m.provider,
             "validation": m.validation.get("summary", ""), **(extra or {})}
+
+
+def scored_summaries(stages: ScoredStages, store: StageStore) -> list[dict[str, Any]]:
+    """The artifact rows of the three scored stages: the rewards with their missing ones counted, the checks
+    with their statuses."""
+    rew, chk = stages.rewards, stages.check_results
+    return [stage_summary(stages.judgments), stage_summary(rew, missing_counts(store.read(rew.manifest.stage))),
+            stage_summary(chk, {k: v for k, v in chk.manifest.stats.items() if k != "rows"})]
 
 
 def publish_ledger(fc: FlowContext) -> dict[str, Any] | None:

@@ -32,29 +32,26 @@ from prefect.artifacts import create_link_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
-from schemas.env import TIERS as ENV_TIERS
 from schemas.evaluation import EVAL_RESULTS_SCHEMA, STAGE as EVAL_STAGE, eval_results_suites
 from schemas.layout import REPORTS
 from schemas.rubric import Task
+from tasks.env.publish import env_fingerprint
+from tasks.env.score_tables import missing_counts
+from tasks.env.runtime import BrowserRuntime
 from tasks.evaluation import summary as evaluation
+from tasks.evaluation.generators import (api_provider, api_rollouts, benchmark_meta, benchmark_query_ids,
+                                         folder_rollouts, parse_generator)
+from tasks.evaluation.official import OfficialInputs, check_runner, official_inputs, protocol_identity
+from tasks.evaluation.official_summary import agreement_line, official_plot, pooled_agreement
 from tasks.evaluation.report import write_report
-from tasks.queries.split import held_out
-from tasks.evaluation.generators import (api_provider, api_rollouts, benchmark_meta, benchmark_query_ids, folder_rollouts,
-                                   model_label, parse_generator, read_response_folder)  # noqa: F401 (re-exported)
-from tasks.env.extract import extract_html
-from tasks.env.score_tables import missing_counts, reward_config_hash, score_rollouts_table
-from tasks.env.runtime import BrowserRuntime, ScreenshotSpec, app_key
-from tasks.evaluation.official import (OfficialInputs, check_runner, official_columns, official_inputs,
-                                       protocol_identity)
-from tasks.evaluation.official_summary import agreement_line, official_metrics, official_plot, pooled_agreement
-from tasks.evaluation.screenshots import FOLDER as SCREENSHOTS, off_reason, screenshot_columns
+from tasks.evaluation.scoring import eval_table, evaluation_runtime, summarize_rows
 from tasks.llm.prompts import load_prompt
-from tasks.progress import Progress
-from tasks.evaluation.eval_results import eval_rows, summary_rows, tier_rates
-from tasks.queries import query_meta
+from tasks.queries.split import held_out
 from tasks.rubrics import load_tasks
+from tasks.queries import query_meta
 from tasks.stages.stage import StageSpec, run_stage
 from training.policy import resolve_policy, sample_policy
+
 
 def _model_rollouts(spec: dict[str, Any], queries: list[Task], ev: Any, llm: Any) -> list[dict[str, Any]]:
     """Rollout rows (rollout_id, query_id, run, response, output_tokens, generation_s) of one generator."""
@@ -82,46 +79,6 @@ def _evaluate_model(spec: dict[str, Any], queries: list[Task], all_tasks: dict[s
                       official)
 
 
-def evaluation_runtime(cfg: Any, data_dir: Path) -> BrowserRuntime | None:
-    """The browser evaluate scores with: its own, keeping screenshots beside eval_results. None (screenshots
-    off, or no browser): the environment's shared one, as training's, or none."""
-    ev, rt = cfg.evaluation, cfg.env.runtime
-    if not (ev.screenshots and rt.enabled):
-        return None
-    return BrowserRuntime(rt, screenshots=ScreenshotSpec(Path(data_dir) / SCREENSHOTS, ev.screenshot_timeout_s))
-
-
-def eval_table(spec: dict[str, Any], rollouts: list[dict[str, Any]], all_tasks: dict[str, Task],
-               meta: dict[str, Any], env: Any, provider: Any, runtime: BrowserRuntime | None,
-               data_dir: Path | None, official: OfficialInputs | None = None) -> pa.Table:
-    """``eval_results`` rows of one generator's rollouts: scored by the environment (with ``runtime``, else
-    the shared browser), with the screenshots ``runtime`` kept (paths relative to ``data_dir``), and by the
-    ingested benchmark's own protocol (``official``; None: off)."""
-    unknown = sorted({r["query_id"] for r in rollouts} - set(all_tasks))
-    if unknown:
-        raise ValueError(f"{spec['path']}: responses for queries without a rubric reference {unknown[:10]}; remove "
-                         "those files or run build-rubrics for them")
-    table = pa.Table.from_pylist([{k: r[k] for k in ("rollout_id", "query_id", "response")} for r in rollouts])
-    with Progress(f"evaluate {spec['label']}", len(rollouts), unit="apps", verb="scored") as progress:
-        judg, rew = score_rollouts_table(table, {q: all_tasks[q] for q in {r["query_id"] for r in rollouts}},
-                                         provider=provider, cfg=env, runtime=runtime, progress=progress)
-    verdicts = judg.select(["rollout_id", "gate_rubric_alignment", "findings", "environment_gaps",
-                            "undecided_item_ids", "evidence_json"]).to_pylist()
-    rows = eval_rows(spec["label"], spec["path"], spec["kind"], rollouts, rew.to_pylist(), verdicts, all_tasks, meta)
-    status = dict(zip(judg.column("rollout_id").to_pylist(), judg.column("runtime_status").to_pylist()))
-    off = off_reason(runtime is not None and runtime.screenshots is not None, env.runtime.enabled)
-    for row, ro in zip(rows, rollouts):
-        ext = extract_html(ro["response"] or "")  # the application the browser loaded (score_batch extracts alike)
-        row.update(screenshot_columns(
-            ext.html if ext else None, status.get(ro["rollout_id"]),
-            runtime.shots.get(app_key(ext.html)) if runtime is not None and ext else None, off=off,
-            probe_enabled=env.runtime.probe.enabled, exists=lambda rel: (Path(data_dir or ".") / rel).is_file()))
-    by_id = {v["rollout_id"]: v for v in verdicts}
-    for row, cols in zip(rows, official_columns(rows, [by_id.get(ro["rollout_id"]) for ro in rollouts], official)):
-        row.update(cols)
-    return pa.Table.from_pylist(rows, schema=EVAL_RESULTS_SCHEMA)
-
-
 evaluate_model = task(_evaluate_model, name="evaluate-model", cache_policy=NO_CACHE)
 
 
@@ -136,23 +93,13 @@ def resolve_models(paths: list[str], data_dir: Path, cfg: Any) -> list[dict[str,
     return specs
 
 
-def summarize_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
-    """Table 1 per model; tier rates recounted with ``missing`` (judge failed) as its own tier."""
-    summary = evaluation.summarize(summary_rows(rows))
-    for model, rates in tier_rates(rows, tuple(t for t in ENV_TIERS)).items():
-        summary[model].update(rates)
-    for model, figures in official_metrics(rows).items():  # the benchmark's own metric beside ours
-        summary[model].update(figures)
-    return summary
-
-
 def _run_eval_stage(store: Any, keys: dict[str, Any], make_part: Any, cfg: Any, fc: Any, specs: list[dict[str, Any]],
                     ev: Any, queries: list[Task], ingested: list[str] | None, force: bool) -> Any:
     return run_stage(
         store, StageSpec(EVAL_STAGE, EVAL_RESULTS_SCHEMA, eval_results_suites), part_keys=list(keys),
         make_part=make_part,
         provider=fc.provider.name, config=cfg.model_dump(mode="json"),
-        config_hash=reward_config_hash(cfg.env, cfg.env.reward_kind),
+        config_hash=env_fingerprint(cfg.env),
         inputs={"rubric_references": store.version("rubric_references"), "queries": store.version("queries"),
                 **({"benchmark_queries": store.version("benchmark_queries")} if ingested is not None else {})},
         extra={"models": [[s["label"], s["path"], s["identity"]] for s in specs], "eval": ev.model_dump(mode="json"),

@@ -2,7 +2,8 @@
 discriminative ones where it is weak, with coverage across categories, capabilities and personas.
 
 Stages: ``probe_rollouts`` (k responses per candidate from the newest policy checkpoint, which every
-row records) -> ``probe_judgments`` + ``probe_rewards`` (the environment, schemas/env.py) ->
+row records) -> ``probe_judgments`` + ``probe_rewards`` + ``probe_check_results`` (the environment,
+published by ``tasks/env/publish.py`` as every flow that scores does) ->
 ``rl_queries`` (selected queries with every score component and the reason; train-rl reads it). The
 artifact lists the selection's diff against the previous ``rl_queries`` (added, kept, dropped).
 
@@ -22,17 +23,17 @@ import pyarrow.compute as pc
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
-from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
+from flows.common import flow_context, forward_library_logs, publish_artifact, scored_summaries, stage_summary
 from schemas.selection import PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_rollouts_suites, rl_queries_suites
 from tasks.queries.split import held_out
-from tasks.env.score_tables import missing_counts, reward_config_hash, score_rollouts_table
+from tasks.env.publish import ScoredTables, publish_scores
+from tasks.env.score_tables import score_rollouts_table
 from tasks.llm.prompts import load_prompt
 from tasks.queries import query_meta
 from tasks.selection.candidates import build_candidates, judge_providers, rl_query_rows
 from tasks.rubrics import load_tasks
 from tasks.selection.select import select, selection_diff
-from tasks.stages.stage import StageSpec, chunked, run_stage
+from tasks.stages.stage import StageOutcome, StageSpec, chunked, run_stage
 from tasks.stages.store import StageStore, fingerprint
 from training.policy import PolicyRef, resolve_policy, sample_policy
 
@@ -77,6 +78,27 @@ def _diff_markdown(diff: dict[str, list[str]], rows: list[dict[str, Any]], shown
     return "\n".join(lines)
 
 
+def _probe_stage(store: StageStore, chunks: dict[str, list[tuple[str, str]]], policy: PolicyRef, s: Any,
+                 tasks: list[Any], common: dict[str, Any]) -> StageOutcome:
+    """``probe_rollouts``: ``s.probe_samples`` responses of ``policy`` per candidate, a part per chunk."""
+    inputs = {"rubric_references": store.version("rubric_references"), "queries": store.version("queries")}
+    return run_stage(
+        store, StageSpec("probe_rollouts", PROBE_ROLLOUTS_SCHEMA, probe_rollouts_suites), part_keys=list(chunks),
+        make_part=lambda k: probe_chunk(chunks[k], policy, s.probe_samples, s.probe_max_new_tokens,
+                                        s.probe_max_prompt_tokens, s.probe_temperature, s.seed + list(chunks).index(k)),
+        provider="policy", config_hash=probe_hash(s), inputs=inputs,
+        extra={"policy": str(policy.path), "policy_identity": policy.identity, "candidates": [t.query_id for t in tasks],
+               "prompt": load_prompt("generation").fingerprint}, **common)
+
+
+def _warn_short(logger: Any, selected: int, candidates: int, target: int) -> None:
+    if not selected:
+        logger.warning("no candidate is discriminative (all %d have equal probe rewards): rl_queries is empty; a "
+                       "stronger policy (train-sft) or more probe_samples / longer probe_max_new_tokens help", candidates)
+    elif selected < target:
+        logger.warning("only %d discriminative queries for a target of %d: probe more candidates", selected, target)
+
+
 @flow(name="select-rl-queries", log_prints=True)
 def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, force: bool = False,
                       checkpoint: str | None = None) -> dict[str, Any]:
@@ -93,40 +115,19 @@ def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, forc
     policy = resolve_policy(cfg.data_dir, checkpoint, cfg.train.model, cfg.train.run.seed)
     logger.info("probing %d candidate queries x %d samples with policy %s (%s, %s)", len(tasks), s.probe_samples,
                 policy.path, policy.kind, policy.identity)
-    cs = s.probe_chunk_size
-    chunks = chunked([(t.query_id, t.query) for t in tasks], cs)
-    inputs = {"rubric_references": store.version("rubric_references"), "queries": store.version("queries")}
+    chunks = chunked([(t.query_id, t.query) for t in tasks], s.probe_chunk_size)
     common = dict(config=cfg.model_dump(mode="json"), force=force)
-
-    probes = run_stage(
-        store, StageSpec("probe_rollouts", PROBE_ROLLOUTS_SCHEMA, probe_rollouts_suites), part_keys=list(chunks),
-        make_part=lambda k: probe_chunk(chunks[k], policy, s.probe_samples, s.probe_max_new_tokens,
-                                        s.probe_max_prompt_tokens, s.probe_temperature, s.seed + list(chunks).index(k)),
-        provider="policy", config_hash=probe_hash(s), inputs=inputs,
-        extra={"policy": str(policy.path), "policy_identity": policy.identity, "candidates": [t.query_id for t in tasks],
-               "prompt": load_prompt("generation").fingerprint}, **common)
-
+    probes = _probe_stage(store, chunks, policy, s, tasks, common)
     rollouts = store.read("probe_rollouts")
     task_by = {t.query_id: t for t in tasks}
-    scored: dict[str, tuple[pa.Table, pa.Table]] = {}
 
-    def scored_part(key: str) -> tuple[pa.Table, pa.Table]:
-        if key not in scored:  # one scoring pass serves both stages
-            ids = {q for q, _ in chunks[key]}
-            part = rollouts.filter(pc.is_in(rollouts.column("query_id"), value_set=pa.array(sorted(ids))))
-            scored[key] = score_chunk(part, {q: task_by[q] for q in ids}, provider=fc.provider, cfg=cfg.env)
-        return scored[key]
+    def scored_part(key: str) -> ScoredTables:
+        ids = {q for q, _ in chunks[key]}
+        part = rollouts.filter(pc.is_in(rollouts.column("query_id"), value_set=pa.array(sorted(ids))))
+        return score_chunk(part, {q: task_by[q] for q in ids}, provider=fc.provider, cfg=cfg.env)
 
-    env_hash = reward_config_hash(cfg.env, cfg.env.reward_kind)
-    score_common = dict(provider=fc.provider.name, config_hash=env_hash,
-                        extra={"judge": [fc.provider.name, fc.provider.model], "env": cfg.section_hash("env")}, **common)
-    judg = run_stage(store, StageSpec("probe_judgments", JUDGMENTS_SCHEMA, judgments_suites), part_keys=list(chunks),
-                     make_part=lambda k: scored_part(k)[0], inputs={"probe_rollouts": probes.manifest.version},
-                     **score_common)
-    rew = run_stage(store, StageSpec("probe_rewards", REWARDS_SCHEMA, lambda: reward_suites_for(cfg.env.reward)),
-                    part_keys=list(chunks), make_part=lambda k: scored_part(k)[1],
-                    inputs={"probe_rollouts": probes.manifest.version, "probe_judgments": judg.manifest.version},
-                    **score_common)
+    scored = publish_scores(store, list(chunks), scored_part, env=cfg.env, provider=fc.provider,
+                            inputs={"probe_rollouts": probes.manifest.version}, prefix="probe_", force=force)
 
     previous = _previous_selection(store)
     probe_rewards = store.read("probe_rewards").to_pylist()
@@ -138,21 +139,16 @@ def select_rl_queries(profile: str = "demo", sets: list[str] | None = None, forc
     sel = run_stage(store, StageSpec("rl_queries", RL_QUERIES_SCHEMA, rl_queries_suites), part_keys=["all"],
                     make_part=lambda _k: pa.Table.from_pylist(rows, schema=RL_QUERIES_SCHEMA),
                     provider=fc.provider.name, config_hash=cfg.section_hash("selection"),
-                    inputs={"probe_rewards": rew.manifest.version, "probe_judgments": judg.manifest.version},
+                    inputs={"probe_rewards": scored.rewards.manifest.version,
+                            "probe_judgments": scored.judgments.manifest.version},
                     extra={"policy_identity": policy.identity},
                     stats=lambda t: {"policy_checkpoint": str(policy.path), "policy_kind": policy.kind,
                                      "candidates": len(cands)}, **common)
     current = {r["query_id"] for r in rows}
     diff = selection_diff(previous, current)
     flat = sum(1 for x in result if x.base_score == 0)
-    if not rows:
-        logger.warning("no candidate is discriminative (all %d have equal probe rewards): rl_queries is empty; a "
-                       "stronger policy (train-sft) or more probe_samples / longer probe_max_new_tokens help", len(cands))
-    elif len(rows) < s.target_size:
-        logger.warning("only %d discriminative queries for a target of %d: probe more candidates", len(rows),
-                       s.target_size)
-    summaries = [stage_summary(probes, {"policy": policy.label}), stage_summary(judg),
-                 stage_summary(rew, missing_counts(store.read("probe_rewards"))),
+    _warn_short(logger, len(rows), len(cands), s.target_size)
+    summaries = [stage_summary(probes, {"policy": policy.label}), *scored_summaries(scored, store),
                  stage_summary(sel, {"added": len(diff["added"]), "kept": len(diff["kept"]),
                                      "dropped": len(diff["dropped"])})]
     notes = (f"Policy: `{policy.path}` ({policy.kind}); {len(cands)} candidates, {flat} with all-equal probe rewards "

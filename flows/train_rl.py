@@ -4,10 +4,11 @@ The flow writes the whole resolved configuration once into the run folder
 (``<data_dir>/runs/train-rl/<run>/config.json``; its ``llm.provider`` is the provider this flow
 resolved, never ``auto``) and starts the job (``python -m training --config``
 that file, or torchrun for several processes) as a process. Every step the job calls the
-``score-step`` flow (``flows/score_rollouts.py``), which reads the same file: the environment (gates,
+``score-step`` flow (``flows/score_step.py``), which reads the same file: the environment (gates,
 judge, hierarchical reward) and attribution (direct/context spans -> token membership) run as flow
 tasks, never inside the trainer. Afterwards the flow publishes the per-step records as the
-``rollouts``, ``judgments``, ``rewards``, ``attributions`` and ``train_steps`` stages.
+``rollouts``, ``train_steps`` and ``attributions`` stages, and the ``judgments``, ``rewards`` and
+``check_results`` stages by ``tasks/env/publish.py`` (the one seam of every flow that scores).
 
 Run: ``rubricrl run --only train-rl`` or ``prefect deployment run train-rl/demo``.
 """
@@ -28,14 +29,16 @@ from prefect import flow, get_run_logger
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
 from schemas.attribution import ATTRIBUTIONS_SCHEMA, attributions_suites
 from schemas.config import write_config
-from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
 from schemas.layout import CHECKPOINTS, FINAL_MODEL, RUN_CONFIG, RUN_QUERIES, RUN_RECORDS, runs_dir
 from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
 from schemas.train_stages import JUDGE_PROVIDER, rollouts_suites, train_steps_suites, with_judge_provider
+from schemas.config_env import EnvConfig
+from tasks.env.publish import publish_scores
 from tasks.env.score_tables import missing_counts
-from tasks.stages.stage import StageSpec, run_stage
 from tasks.rl.checkpoints import install_policy, newest_policy
 from tasks.rl.plots import write_run_plots
+from tasks.rl.step_run import read_step_scores
+from tasks.stages.stage import StageOutcome, StageSpec, run_stage
 from training.config import with_mode_reward
 
 REPO = Path(__file__).resolve().parent.parent
@@ -77,28 +80,29 @@ def _with_lineage(table: pa.Table, provider: str | None) -> pa.Table:
     return table.append_column(JUDGE_PROVIDER, pa.array([provider] * table.num_rows, pa.string()))
 
 
-def _publish_records(fc: Any, run_dir: Path, inputs: dict[str, str]) -> list[Any]:
-    lineage = step_judge_providers(run_dir / RUN_RECORDS)
-    specs = [("rollouts", TRAIN_ROLLOUTS_SCHEMA, rollouts_suites, True),
-             ("train_steps", TRAIN_STEPS_SCHEMA, train_steps_suites, True),
-             ("judgments", JUDGMENTS_SCHEMA, judgments_suites, False),
-             ("rewards", REWARDS_SCHEMA, lambda: reward_suites_for(fc.cfg.env.reward), False),
-             ("attributions", ATTRIBUTIONS_SCHEMA, attributions_suites, True)]
-    outcomes = []
-    for name, schema, suites, derived in specs:
-        files = {p.stem: p for p in sorted((run_dir / RUN_RECORDS / name).glob("*.parquet"))}
+def _publish_records(fc: Any, env: EnvConfig, run_dir: Path, inputs: dict[str, str]) -> list[StageOutcome]:
+    """The run's records as stages: the scored ones by the one seam, the rest with their judges' lineage."""
+    records = run_dir / RUN_RECORDS
+    lineage = step_judge_providers(records)
+    inputs = {**inputs, "run": run_dir.name}
+    keys = sorted(p.stem for p in (records / "judgments").glob("*.parquet"))
+    scored = publish_scores(fc.store, keys, lambda k: read_step_scores(records, k), env=env, provider=fc.provider,
+                            inputs=inputs, extra={"files": keys})
+    derived = {}
+    for name, schema, suites in (("rollouts", TRAIN_ROLLOUTS_SCHEMA, rollouts_suites),
+                                 ("train_steps", TRAIN_STEPS_SCHEMA, train_steps_suites),
+                                 ("attributions", ATTRIBUTIONS_SCHEMA, attributions_suites)):
+        files = {p.stem: p for p in sorted((records / name).glob("*.parquet"))}
 
-        def part(k: str, files=files, schema=schema, derived=derived) -> pa.Table:
-            table = pq.read_table(files[k], schema=schema)
-            return _with_lineage(table, lineage.get(k.split("-rank")[0])) if derived else table
+        def part(k: str, files: dict[str, Path] = files, schema: pa.Schema = schema) -> pa.Table:
+            return _with_lineage(pq.read_table(files[k], schema=schema), lineage.get(k.split("-rank")[0]))
 
-        stage_schema = with_judge_provider(schema) if derived else schema
-        outcomes.append(run_stage(fc.store, StageSpec(name, stage_schema, suites), part_keys=list(files),
-                                  make_part=part,
+        derived[name] = run_stage(fc.store, StageSpec(name, with_judge_provider(schema), suites),
+                                  part_keys=list(files), make_part=part,
                                   provider=fc.provider.name, config=fc.cfg.model_dump(mode="json"),
                                   config_hash=fc.cfg.section_hash("train", "env", "attribution"),
-                                  inputs={**inputs, "run": run_dir.name}, extra={"files": sorted(files)}))
-    return outcomes
+                                  inputs=inputs, extra={"files": sorted(files)})
+    return [derived["rollouts"], derived["train_steps"], *scored, derived["attributions"]]
 
 
 @flow(name="train-rl", log_prints=True)
@@ -123,7 +127,7 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
     cfg.llm = fc.pinned_llm()
     run = cfg.train.run
     run.out_dir, run.queries_path, run.resume = run_dir, str(queries_path), resume_run is not None
-    run.score_fn = "flows.score_rollouts:score_step_flow"
+    run.score_fn = "flows.score_step:score_step_flow"
     if policy is not None:
         cfg.train.model.path = str(policy)
     logger.info("policy: %s", policy or "a tiny random model built by the job (no checkpoint yet)")
@@ -137,7 +141,7 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
     ckpt = store.root / CHECKPOINTS / f"rl-{run_dir.name}" / FINAL_MODEL
     if final.exists():
         install_policy(final, ckpt)
-    outcomes = _publish_records(fc, run_dir, {"rl_queries": store.version("rl_queries")})
+    outcomes = _publish_records(fc, cfg.env, run_dir, {"rl_queries": store.version("rl_queries")})
     png = write_run_plots(store, run_dir, fc.cfg.attribution)
     hist = summary.get("history", [])
     rows = [stage_summary(o, missing_counts(store.read("rewards")) if o.manifest.stage == "rewards" else None)
@@ -149,6 +153,6 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
              f"{last.get('reward/mean', float('nan')):.4f}, loss/policy {last.get('loss/policy', float('nan')):.5f}")
     publish_artifact("train-rl", rows, notes=notes, fc=fc)
     print(f"train-rl: {summary.get('steps_run')} steps in {run_dir}; TensorBoard logs {summary['tensorboard']}; "
-          f"step stages: rollouts, judgments, rewards, attributions, train_steps")
+          f"step stages: rollouts, judgments, rewards, check_results, attributions, train_steps")
     return {"run_dir": str(run_dir), "tensorboard": summary["tensorboard"], "policy_out": str(ckpt), "png": str(png),
             "stages": rows, "history": hist}

@@ -190,3 +190,17 @@ class EnvConfig(_Section):
     ray_address: str | None = Field(None, description="Ray cluster address; None starts a local Ray instance")
     workers: int = Field(2, ge=1, le=512, description="Parallel score workers (threads, or Ray tasks); "
                          "train-rl's streamed scoring with threads scores every finished group at once")
+
+
+# The settings of the ``env`` section that cannot change a verdict, with the reason for each (dotted paths under
+# ``env``). Every other field of the section, a new one too, enters the fingerprint of the scored stages
+# (``tasks/env/publish.py``: ``env_fingerprint``), so changing it scores again.
+FINGERPRINT_EXCLUDED: tuple[tuple[str, str], ...] = (
+    ("runtime.concurrency", "apps loaded at once: verdicts must not depend on load (a timeout is re-checked alone)"),
+    ("runtime.cdn_dir", "where the CDN mirror lies: its content enters the fingerprint instead"),
+    ("checks.parallel", "checks of one app at once, each in a fresh document: their verdicts do not depend on it"),
+    ("judge.concurrency", "judge calls in flight"),
+    ("task_runner", "where the scoring runs (threads or Ray), not how it judges"),
+    ("ray_address", "where the scoring runs"),
+    ("workers", "parallel score workers"),
+)

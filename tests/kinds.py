@@ -51,6 +51,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_env_browser.py": ("browser",),
     "test_env_cli_cdn.py": ("unit",),
     "test_env_extract_static.py": ("unit",),
+    "test_env_fingerprint.py": ("unit",),
     "test_env_flow.py": ("flows", "browser"),
     "test_env_gaps.py": ("unit",),
     "test_env_interaction.py": ("browser",),

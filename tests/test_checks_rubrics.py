@@ -73,7 +73,7 @@ def test_dry_run_drops_a_vacuous_check_and_reports_it():
 
 @needs_browser
 def test_offline_rubrics_carry_checks_and_the_offline_teacher_passes_them(prefect_harness, data_dir):
-    from flows.build_rubrics import build_stages
+    from tasks.rubrics.build import build_stages
     from tasks.env.score import ScoreInput, score_batch
     from tasks.llm.offline import OfflineProvider
     from tasks.queries.synthesize import sample_personas, synthesize_chunk

@@ -86,7 +86,7 @@ def test_judgments_stage_holds_the_interaction_evidence(scored, tmp_path):
 
     from tasks.env.score_tables import tables
 
-    judg, _ = tables(list(scored.values()), EnvConfig(runtime=CFG), "hierarchical")
+    judg, _ = tables(list(scored.values()), EnvConfig(runtime=CFG))
     pq.write_table(judg, tmp_path / "j.parquet")
     con = duckdb.connect()
     rows = con.execute(f"SELECT rollout_id, f.kind, f.label FROM read_parquet('{tmp_path / 'j.parquet'}'), "

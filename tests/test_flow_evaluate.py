@@ -3,7 +3,8 @@ over N runs, the eval_results stage, markdown + PNG report; bad inputs are clear
 import pyarrow.compute as pc
 import pytest
 
-from flows.evaluate import evaluate, read_response_folder
+from flows.evaluate import evaluate
+from tasks.evaluation.generators import read_response_folder
 from tasks.rubrics import load_tasks
 from tasks.stages.store import StageStore
 from tasks.sft.teacher import offline_teacher_answer

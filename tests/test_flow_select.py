@@ -7,6 +7,9 @@ import json
 import duckdb
 
 from flows.select_rl_queries import select_rl_queries
+from schemas.config import load_config
+from tasks.env.publish import env_fingerprint
+from tasks.rubrics import load_tasks
 from tasks.queries.split import held_out
 from tasks.stages.store import StageStore
 from fakes.policy_data import build_references, trained_policy
@@ -32,6 +35,16 @@ def test_selection_keeps_discriminative_queries_and_records_the_policy(prefect_h
     rows = store.read("rl_queries").to_pylist()
     judged_by = dict(con.execute("select query_id, string_agg(distinct provider, ',' order by provider) "
                                  "from probe_rewards group by 1").fetchall())
+    # the probes' checks are published as every flow that scores publishes them: a row per probe and checked
+    # item, under the one fingerprint of the env section that every rewards row carries
+    per = {t.query_id: len(t.rubric.checks()) for t in load_tasks(store)}
+    probes = con.execute("select rollout_id, query_id from probe_rollouts").fetchall()
+    checked = con.execute("select rollout_id, query_id, count(*) from probe_check_results group by 1, 2").fetchall()
+    assert sum(per[q] for _r, q in probes) > 0
+    assert {(r, q): n for r, q, n in checked} == {(r, q): per[q] for r, q in probes if per[q]}
+    fp = env_fingerprint(load_config("demo", sets=SETS, environ={}).env)
+    assert {h for (h,) in con.execute("select distinct reward_config_hash from probe_rewards").fetchall()} == {fp}
+    assert {store.manifest(s).config_hash for s in ("probe_judgments", "probe_rewards", "probe_check_results")} == {fp}
     con.close()
     # lineage: who judged the probes behind the scores (offline; none for probes no judge saw)
     assert rows and all(r["judge_provider"] == judged_by[r["query_id"]] for r in rows)

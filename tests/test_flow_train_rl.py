@@ -11,7 +11,9 @@ import pytest
 from flows.build_rubrics import build_rubrics
 from flows.synthesize_queries import synthesize_queries
 from flows.train_rl import train_rl
+from schemas.config import load_config
 from schemas.layout import RUN_CONFIG
+from tasks.env.publish import env_fingerprint
 from tasks.rubrics import load_tasks
 from tasks.stages.store import StageStore
 
@@ -36,7 +38,7 @@ def test_train_rl_chain(prefect_harness, data_dir):
     _publish_rl_queries(store)
     out = train_rl(sets=SETS)
     assert len(out["history"]) == 2
-    for stage in ("rollouts", "judgments", "rewards", "attributions", "train_steps"):
+    for stage in ("rollouts", "judgments", "rewards", "check_results", "attributions", "train_steps"):
         assert store.manifest(stage) is not None, stage
     con = duckdb.connect(str(data_dir / "catalog.duckdb"), read_only=True)
     n, steps = con.execute("select count(*), count(distinct step) from rollouts").fetchall()[0]
@@ -45,6 +47,16 @@ def test_train_rl_chain(prefect_harness, data_dir):
     assert con.execute("select count(*) from rewards").fetchall() == [(8,)]
     assert con.execute("select count(*) from attributions").fetchall() == [(8,)]
     assert con.execute("select count(*) from judgments where provider not in ('offline', 'none')").fetchall() == [(0,)]
+    # the steps' checks are published as every flow that scores publishes them: a row per response and checked
+    # item, under the one fingerprint of the run's env section that every rewards row carries
+    per = {t.query_id: len(t.rubric.checks()) for t in load_tasks(store)}
+    scored = con.execute("select rollout_id, query_id from rewards").fetchall()
+    checked = con.execute("select rollout_id, query_id, count(*) from check_results group by 1, 2").fetchall()
+    assert sum(per[q] for _r, q in scored) > 0
+    assert {(r, q): n for r, q, n in checked} == {(r, q): per[q] for r, q in scored if per[q]}
+    fp = env_fingerprint(load_config(file=Path(out["run_dir"]) / RUN_CONFIG).env)
+    assert {h for (h,) in con.execute("select distinct reward_config_hash from rewards").fetchall()} == {fp}
+    assert {store.manifest(s).config_hash for s in ("judgments", "rewards", "check_results")} == {fp}
     # weights align with the generated ids of each response, and rewards match the environment's
     rows = con.execute("select r.response_ids, r.token_weights, r.reward, w.reward, w.tier from rollouts r "
                        "join rewards w on w.rollout_id = printf('s%05d-r%d-%04d', r.step, r.rank, "

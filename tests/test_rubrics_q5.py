@@ -6,7 +6,7 @@ import json
 import duckdb
 import pyarrow.compute as pc
 
-from flows.build_rubrics import build_stages
+from tasks.rubrics.build import build_stages
 from schemas.config_rubrics import RubricsConfig
 from schemas.rubric import RUBRIC_LEVELS, CompactRubric
 from tasks.rubrics import load_tasks

@@ -76,7 +76,7 @@ def test_passed_and_uniform(scored):
     for k in ("clean", "unlocated"):
         assert set(out.membership[at[k]].tolist()) == {OTHER}, k
     assert out.rewards[at["clean"]] > out.rewards[at["minor"]] > out.rewards[at["located"]]
-    assert out.judgments.column("provider").to_pylist() == ["scripted"] * len(DIAGNOSES)
+    assert out.scored.judgments.column("provider").to_pylist() == ["scripted"] * len(DIAGNOSES)
 
 
 def test_one_pass_rule_for_the_trainer_the_rows_and_the_binary_reward(scored):
@@ -86,8 +86,8 @@ def test_one_pass_rule_for_the_trainer_the_rows_and_the_binary_reward(scored):
     from tasks.evaluation.eval_results import passed
 
     _at, out, _, _ = scored
-    judg = {j["rollout_id"]: j for j in out.judgments.to_pylist()}
-    rows = out.rewards_table.to_pylist()
+    judg = {j["rollout_id"]: j for j in out.scored.judgments.to_pylist()}
+    rows = out.scored.rewards.to_pylist()
     assert [passed(r, judg[r["rollout_id"]]) for r in rows] == out.passed
     binary = [binary_reward(r["format_valid"], r["source_valid"], r["runtime_valid"],
                             rubric_severities_of(judg[r["rollout_id"]]["findings"])) for r in rows]

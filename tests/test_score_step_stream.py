@@ -58,7 +58,8 @@ def _run_dir(root: Path, base_url: str) -> Path:
 
 
 def test_judge_failure_hang_and_browser_crash_mid_stream(prefect_harness, tmp_path, tokenizer_dir, monkeypatch):
-    from flows.score_rollouts import score_step_flow, step_run
+    from flows.score_step import score_step_flow
+    from tasks.rl.step_run import step_run
     from tasks.env.runtime import shared_runtime
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")

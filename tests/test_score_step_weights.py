@@ -47,7 +47,7 @@ def _run_dir(root: Path, weights: dict[str, float], sets: tuple[str, ...] = ("en
                                                                                "llm.provider=offline")) -> Path:
     """What train-rl writes into a run folder: the whole resolved configuration and the queries."""
     run = root / "runs" / "train-rl" / "r1"
-    sets = [*sets, "train.run.score_fn=flows.score_rollouts:score_step_flow",
+    sets = [*sets, "train.run.score_fn=flows.score_step:score_step_flow",
             f"train.run.out_dir={run}"] + [f"attribution.{k}_weight={v}" for k, v in weights.items()]
     cfg = load_config("demo", sets=sets, environ={})
     cfg.data_dir = root
@@ -93,7 +93,7 @@ def test_trainer_applies_the_attribution_sections_weights(prefect_harness, tmp_p
 
 
 def test_score_step_builds_the_run_once(prefect_harness, tmp_path, tokenizer_dir):
-    from flows.score_rollouts import step_run
+    from tasks.rl.step_run import step_run
 
     run = _run_dir(tmp_path / "data", DEFAULTS)
     before = step_run.cache_info()

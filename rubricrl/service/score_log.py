@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from schemas.config import Config
 from schemas.layout import RUN_RECORDS, runs_dir
 from schemas.service import SERVICE_SCORES_SCHEMA, service_scores_suites
-from tasks.env.score_tables import reward_config_hash
+from tasks.env.publish import env_fingerprint
 from tasks.stages.stage import StageOutcome, StageSpec, run_stage
 from tasks.stages.store import StageStore, atomic_write_table
 
@@ -99,7 +99,7 @@ class ScoreRecorder:
             keys = list(parts)
             return run_stage(self.store, SPEC, part_keys=keys, make_part=lambda k: pq.read_table(parts[k]),
                              provider=self.provider, config={"env": env.model_dump(mode="json")},
-                             config_hash=reward_config_hash(env, env.reward_kind), inputs={},
+                             config_hash=env_fingerprint(env), inputs={},
                              extra={"parts": hashlib.sha256("\n".join(keys).encode()).hexdigest()})
 
     def _every(self) -> None:

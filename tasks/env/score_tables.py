@@ -1,12 +1,12 @@
-"""Rows of the ``judgments`` and ``rewards`` stages from score results, and scoring a rollout table.
+"""Rows of the ``judgments``, ``rewards`` and ``check_results`` stages from score results, and scoring a
+rollout table.
 
-``score_rollouts_table(rollouts, tasks, ...)`` is what the score-rollouts flow (and a trainer that
-wants rewards without stage I/O) calls: rollouts with ``rollout_id``, ``query_id``, ``response``
-columns in, two Arrow tables out (schemas in ``schemas/env.py``).
+``score_rollouts_table(rollouts, tasks, ...)`` is what the flows that score rollouts call: rollouts with
+``rollout_id``, ``query_id``, ``response`` columns in, the three tables out (``tasks.env.publish.ScoredTables``;
+schemas in ``schemas/env.py`` and ``schemas/check_results.py``), which ``tasks.env.publish`` publishes.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -17,7 +17,7 @@ from schemas.checks import CHECKS_VERSION
 from schemas.config_env import EnvConfig
 from schemas.env import INTERACTION_TYPE, JUDGMENTS_SCHEMA, REWARDS_SCHEMA
 from schemas.rubric import CompactRubric, Task
-from tasks.env.cdn import mirror_fingerprint
+from tasks.env.publish import ScoredTables, env_fingerprint
 from tasks.env.runtime import BrowserRuntime
 from tasks.env.score import ScoreInput, ScoreResult, score_batch
 from tasks.llm.base import Provider
@@ -25,17 +25,6 @@ from tasks.progress import Progress
 
 ROLLOUT_COLUMNS = ("rollout_id", "query_id", "response")
 _FINDING_KEYS = [f.name for f in JUDGMENTS_SCHEMA.field("findings").type.value_type]
-
-
-def reward_config_hash(cfg: EnvConfig, kind: str) -> str:
-    data = {"kind": kind, "reward": cfg.reward.model_dump(mode="json"),
-            "runtime_gate": {"blank_body_fails": cfg.runtime.blank_body_fails,
-                             "console_errors_fail": cfg.runtime.console_errors_fail, "enabled": cfg.runtime.enabled},
-            "html_errors_fail": cfg.static.html_errors_fail, "reload_loop_after": cfg.runtime.reload_loop_after,
-            "cdn_mirror": mirror_fingerprint(cfg.runtime.cdn_root()) if cfg.runtime.enabled else None,
-            "probe": {"enabled": cfg.runtime.enabled and cfg.runtime.probe.enabled,
-                      "errors_fail": cfg.runtime.probe.errors_fail, "error_rule": cfg.runtime.probe.error_rule}}
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def tier(r: ScoreResult) -> str:
@@ -123,8 +112,9 @@ def reward_row(r: ScoreResult, cfg_hash: str) -> dict[str, Any]:
             "provider": r.judge.get("provider") or "none", "reward_config_hash": cfg_hash}
 
 
-def tables(results: list[ScoreResult], cfg: EnvConfig, kind: str) -> tuple[pa.Table, pa.Table]:
-    h = reward_config_hash(cfg, kind)
+def tables(results: list[ScoreResult], cfg: EnvConfig) -> tuple[pa.Table, pa.Table]:
+    """The ``judgments`` and ``rewards`` rows of these results, scored with ``cfg``."""
+    h = env_fingerprint(cfg)
     return (pa.Table.from_pylist([judgment_row(r) for r in results], schema=JUDGMENTS_SCHEMA),
             pa.Table.from_pylist([reward_row(r, h) for r in results], schema=REWARDS_SCHEMA))
 
@@ -161,20 +151,17 @@ def task_from_row(row: dict[str, Any]) -> Task:
     return Task(query_id=row["query_id"], query=query, rubric=CompactRubric.model_validate(rubric))
 
 
+def scored_tables(results: list[ScoreResult], tasks: dict[str, Task], cfg: EnvConfig) -> ScoredTables:
+    """The three stages' rows of these results (``tasks``: the rubric of each result's query)."""
+    checks = [row for r in results for row in check_rows(r, tasks[r.query_id].rubric.scope_of())]
+    return ScoredTables(*tables(results, cfg), pa.Table.from_pylist(checks, schema=CHECK_RESULTS_SCHEMA))
+
+
 def score_rollouts_table(rollouts: pa.Table, tasks: dict[str, Task], *, provider: Provider | None,
-                         cfg: EnvConfig, runtime: BrowserRuntime | None = None, reward_kind: str | None = None,
-                         progress: Progress | None = None) -> tuple[pa.Table, pa.Table]:
-    """Score a table of rollouts; every row gets a judgment and a reward row (reward may be null)."""
-    judg, rew, _checks = score_rollouts_tables(rollouts, tasks, provider=provider, cfg=cfg, runtime=runtime,
-                                               reward_kind=reward_kind, progress=progress)
-    return judg, rew
-
-
-def score_rollouts_tables(rollouts: pa.Table, tasks: dict[str, Task], *, provider: Provider | None,
-                          cfg: EnvConfig, runtime: BrowserRuntime | None = None, reward_kind: str | None = None,
-                          progress: Progress | None = None) -> tuple[pa.Table, pa.Table, pa.Table]:
-    """``score_rollouts_table`` plus the ``check_results`` rows (one per response and checked item);
-    ``progress`` counts the apps as they are scored."""
+                         cfg: EnvConfig, runtime: BrowserRuntime | None = None,
+                         progress: Progress | None = None) -> ScoredTables:
+    """Score a table of rollouts: every row gets a judgment and a reward row (reward may be null), and one
+    ``check_results`` row per checked item; ``progress`` counts the apps as they are scored."""
     missing = [c for c in ROLLOUT_COLUMNS if c not in rollouts.column_names]
     if missing:
         raise ValueError(f"rollouts need columns {list(ROLLOUT_COLUMNS)}; missing {missing}: fix the producing stage")
@@ -185,7 +172,5 @@ def score_rollouts_tables(rollouts: pa.Table, tasks: dict[str, Task], *, provide
             raise ValueError(f"rollout {row['rollout_id']!r} names query {row['query_id']!r}, which has no task row; "
                              "score rollouts against the rl_queries they were sampled from")
         inputs.append(ScoreInput(row["rollout_id"], task, row["response"] or ""))
-    kind = reward_kind or cfg.reward_kind
-    results = score_batch(inputs, provider=provider, runtime=runtime, cfg=cfg, reward_kind=kind, progress=progress)
-    checks = [row for i, r in zip(inputs, results) for row in check_rows(r, i.task.rubric.scope_of())]
-    return (*tables(results, cfg, kind), pa.Table.from_pylist(checks, schema=CHECK_RESULTS_SCHEMA))
+    results = score_batch(inputs, provider=provider, runtime=runtime, cfg=cfg, progress=progress)
+    return scored_tables(results, tasks, cfg)

@@ -1,1 +1,2 @@
-"""The RL step's environment side: the score step (rewards and token memberships), checkpoints, run plots."""
+"""The RL step's environment side: the score step (rewards and token memberships), what a run's steps share,
+checkpoints, run plots."""

@@ -4,10 +4,10 @@ attribute every finding to the generated tokens (paper 3.4, B.3, B.4).
 Returns per response the reward (``None`` = missing: the trainer drops it), the membership code of
 every generated token id (``tasks.attribution.weights``: direct / context / other; the trainer turns
 codes into weights with the one rule there, since it computes the advantages), ``uniform`` for
-findings that could not be localised, and the judgments / rewards / attributions rows for the
-stages; each attributions row names ``rule``, the weight rule the trainer applies to it (the one
+findings that could not be localised, and the judgments / rewards / check_results / attributions rows
+for the stages; each attributions row names ``rule``, the weight rule the trainer applies to it (the one
 ``train.objective.mode`` selects). Token spans come from the generated ids (``token_offsets_array``),
-never from re-tokenising the text. The ``score-step`` flow (``flows/score_rollouts.py``) runs it once
+never from re-tokenising the text. The ``score-step`` flow (``flows/score_step.py``) runs it once
 per GRPO step.
 """
 from __future__ import annotations
@@ -25,7 +25,8 @@ from schemas.config_env import EnvConfig
 from schemas.rubric import Task
 from tasks.attribution.api import AttributionTrace, trace_row
 from tasks.attribution.tokens import token_membership, token_offsets_array
-from tasks.env.score_tables import tables
+from tasks.env.publish import ScoredTables
+from tasks.env.score_tables import scored_tables
 from tasks.env.rewards import passed as pass_rule
 from tasks.env.rewards import rubric_severities_of
 from tasks.env.score import ScoreInput, score_batch
@@ -39,8 +40,7 @@ class StepScore:
     uniform: list[bool]
     passed: list[bool]
     tier: list[str]
-    judgments: pa.Table
-    rewards_table: pa.Table
+    scored: ScoredTables  # the judgments, rewards and check_results rows
     attributions: pa.Table
     time_score_s: float
     time_attribute_s: float
@@ -55,7 +55,7 @@ def score_step(rollout_ids: list[str], query_ids: list[str], responses: list[str
     t0 = time.perf_counter()
     results = score_batch([ScoreInput(k, tasks[q], r) for k, q, r in zip(rollout_ids, query_ids, responses)],
                           provider=provider, cfg=env, attribution=attribution)
-    judgments, rewards = tables(results, env, env.reward_kind)
+    scored = scored_tables(results, tasks, env)
     t1 = time.perf_counter()
     membership, uniform, rows = [], [], []
     for res, ids, text in zip(results, token_ids, responses):
@@ -66,9 +66,9 @@ def score_step(rollout_ids: list[str], query_ids: list[str], responses: list[str
         uniform.append(trace.status == "unlocalised")
         rows.append(trace_row(trace, res.key, res.query_id, offsets=[tuple(map(int, o)) for o in offsets],
                               rule=rule))
-    tier = rewards.column("tier").to_pylist()
+    tier = scored.rewards.column("tier").to_pylist()
     passed = [pass_rule(r.format_valid, r.source_valid, r.runtime_valid,
                         rubric_severities_of(r.findings) if r.gates.get("rubric_alignment") is not None else None)
               is True for r in results]
-    return StepScore([r.reward for r in results], membership, uniform, passed, tier, judgments, rewards,
+    return StepScore([r.reward for r in results], membership, uniform, passed, tier, scored,
                      pa.Table.from_pylist(rows, schema=ATTRIBUTIONS_SCHEMA), t1 - t0, time.perf_counter() - t1)

@@ -5,6 +5,7 @@
   (evidence check, stable ids, coverage).
 - ``pipeline``: chained input hashes, re-use of unchanged rows, building one part.
 - ``checks``: the rubric_checks stage (an executable check per item where one fits, dry-run).
+- ``build``: every stage in order over the published queries (what the build-rubrics flow runs).
 - ``load_tasks``: the published references as ``schemas.rubric.Task`` for the environment, with checks.
 
 Run: ``rubricrl run --only build-rubrics`` or ``prefect deployment run build-rubrics/demo``.
