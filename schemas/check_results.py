@@ -1,4 +1,4 @@
-"""The ``check_results`` stage (issue 13): one row per scored response and checked rubric item.
+"""The ``check_results`` stage: one row per scored response and checked rubric item.
 
 Joinable to ``rubric_items`` on (query_id, item_id = id) and to ``rewards`` / ``judgments`` on
 rollout_id, e.g. which items fail their checks most often::

@@ -1,4 +1,4 @@
-"""Configuration of the executable rubric checks (issue 13): how the environment runs them.
+"""Configuration of the executable rubric checks: how the environment runs them.
 
 The language's own bounds (steps per check, longest step timeout) are in ``schemas/checks.py``;
 these are the run-time settings, read by ``tasks/env/checks.py`` and the rubric_checks stage.

@@ -74,11 +74,11 @@ class StaticConfig(_Section):
 
 
 class ProbeConfig(_Section):
-    """The interaction probe (issue 12): after load and settle, the app is used as a user would, in the same
+    """The interaction probe: after load and settle, the app is used as a user would, in the same
     sandbox. Its evidence (per-action errors, dead controls, liveness) feeds both judges; a failure an interaction
     caused is a code_simulation finding, major (the runtime gate fails) when ``error_rule`` calls it blocking."""
 
-    enabled: bool = Field(True, description="False loads the app only (the pre-issue-12 check)")
+    enabled: bool = Field(True, description="False loads the app only (no interaction evidence)")
     budget_s: float = Field(1.5, gt=0, le=30, description="Page time for the actions of one app, at most (each is "
                                                         "followed by one frame of the page's clock)")
     max_actions: int = Field(40, ge=1, le=500, description="Actions per app, at most (clicks, fills, keys, drags)")

@@ -1,8 +1,6 @@
 """Configuration of build-rubrics (paper B.1): the ``rubrics`` section.
 
 Defaults are the ``full`` profile's; suggested ``demo`` override: ``{"rubrics": {"chunk_size": 50}}``.
-Until the section is wired into ``schemas/config.py``, ``flows/build_rubrics.py`` accepts
-``--set rubrics.<field>=value`` itself.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ can be explained in DuckDB, e.g.::
     FROM rewards r JOIN judgments j USING (rollout_id), UNNEST(j.findings) AS t(f)
     WHERE r.query_id = 'q5';
 
-The interaction probe's evidence (issue 12) is the ``interaction`` struct (offsets into the response)::
+The interaction probe's evidence is the ``interaction`` struct (offsets into the response)::
 
     SELECT rollout_id, interaction.status, f.kind, f.label, f.message, f.offset
     FROM judgments, UNNEST(interaction.failures) AS t(f);

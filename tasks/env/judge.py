@@ -16,7 +16,7 @@ names, motion, input, a blank page), those findings saying ``heuristic``; an ite
 listed as ``undecided`` (neither met nor unmet in the reward). The LLM judge keeps the paper's rule: an
 item without a finding is met.
 
-Observed facts (issue 12): both judges see what the browser saw. The LLM judge's prompt gets a compact
+Observed facts: both judges see what the browser saw. The LLM judge's prompt gets a compact
 block of them (``observed_facts``), and ``with_observed_findings`` adds each failure an interaction
 caused (an uncaught error, a hang, a submit that reloads the app), quoting the source at its position,
 whichever judge ran: a blocking one (``tasks/env/severity.py``) as a code_simulation major finding, one

@@ -1,4 +1,4 @@
-"""The screenshot columns of ``eval_results`` (issue 17): where the browser check kept each evaluated app's
+"""The screenshot columns of ``eval_results``: where the browser check kept each evaluated app's
 screenshots, after load and after the probe, as paths relative to the data directory
 (``stages/eval_results/screenshots/<app key>-<moment>.png``), or why there is none (``screenshot_note``).
 

@@ -40,7 +40,7 @@ def load_tasks(store: StageStore, query_ids: list[str] | None = None) -> list[Ta
 
 
 def item_checks(store: StageStore) -> dict[str, dict[str, Check]]:
-    """query_id -> item id -> its executable check, from ``rubric_items.check`` (none before issue 13's stage)."""
+    """query_id -> item id -> its executable check, from ``rubric_items.check`` (none for rubrics built without the checks stage)."""
     try:
         items = store.read("rubric_items")
     except StageNotFound:

@@ -1,4 +1,4 @@
-"""Stage 6 of build-rubrics (issue 13): an executable check for each dynamic item, and for the
+"""Stage 6 of build-rubrics: an executable check for each dynamic item, and for the
 initial-state items where one fits, written from the expanded query and the final reference (never
 from an implementation), in the ``rubric_checks`` stage (one row per final item).
 
