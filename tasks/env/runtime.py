@@ -63,7 +63,7 @@ from tasks.env.navigation import (POPUP_JS, block_websocket, count_refused_popup
                                   route_request, settle_verdict)
 from tasks.env.page import APP_ORIGIN, APP_URL, html_offset, page_error_record, stack_offset  # noqa: F401 (re-exported)
 from tasks.env.pagetime import install_controlled_clock, let_pass
-from tasks.env.probe import PROBE_JS, ProbeSession, idle_sample, run_probe
+from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, idle_sample, run_probe
 from tasks.env.severity import blocking_failures
 
 VIEWPORT = {"width": 1280, "height": 800}
@@ -395,11 +395,14 @@ class BrowserRuntime:
             return RuntimeEvidence(status="unavailable", error=f"new context failed: {e}")
         try:
             async with asyncio.timeout(self.cfg.hard_limit_s) as limit:
-                await self._load(context, html, ev, session, extra, limit)
+                page, probing = await self._load(context, html, ev, session, extra, limit)
             if callable(extra) and ev.status in ("ok", "page_error", "blank"):
                 context.rubricrl_checking = True  # the checks open their own pages: not popups to close
                 try:  # executable rubric checks (tasks.env.checks.checks_hook): their own time limits, after the
-                    await extra(context, html, ev)  # hard limit of the load; nothing they do changes its verdict
+                    # hard limit of the load; nothing they do changes its verdict. Their documents (the load page's
+                    if probing is not None:  # next ones too) need no probe recording what they do.
+                        await probing.close()
+                    await extra(context, html, ev, page)
                 except Exception:  # their results stay empty, which readers report as not run
                     pass
         except asyncio.TimeoutError:
@@ -429,13 +432,27 @@ class BrowserRuntime:
         return ev
 
     async def _load(self, context: Any, html: str, ev: RuntimeEvidence, session: ProbeSession, extra: Any,
-                    limit: Any = None) -> None:
+                    limit: Any = None) -> Any:
+        """Load, settle and probe the app; returns its page with this step's listeners removed (the checks reuse
+        it: what they do there is not the load's evidence) and the probe's init script (None: no probe)."""
         started = time.perf_counter()
+        page, release, probing = await self._open(context, html, ev, session)
+        try:
+            await self._use(context, page, html, ev, session, extra, limit, started)
+        finally:
+            release()
+        return page, probing
+
+    async def _open(self, context: Any, html: str, ev: RuntimeEvidence, session: ProbeSession) -> Any:
+        """The app's context set up (clock, init scripts, routes) and its load page with the listeners that
+        record the load's evidence; returns the page, what removes those listeners and the probe's script."""
         probe = self.cfg.probe
         await install_controlled_clock(context, self.cfg.clock)  # first: later init scripts see the clock
         await context.add_init_script(POPUP_JS)  # before the probe's: it keeps the addEventListener the probe then records
+        probing = None
         if probe.enabled:
-            await context.add_init_script(PROBE_JS)
+            await context.add_init_script(DIALOGS_JS)
+            probing = await context.add_init_script(PROBE_JS)
         await context.route("**/*", lambda route: route_request(route, html, ev, session, self.mirror))
         await context.route_web_socket(re.compile(".*"), lambda ws: block_websocket(ws, ev, session))
         page = await context.new_page()
@@ -446,10 +463,16 @@ class BrowserRuntime:
             if not session.started:  # during the probe the page records errors with the action that caused them
                 ev.page_errors.append(page_error_record(html, getattr(exc, "name", "Error"),
                                                         getattr(exc, "message", str(exc)), getattr(exc, "stack", "") or ""))
-        page.on("pageerror", on_error)
-        page.on("console", lambda msg: self._on_console(msg, html, ev, session))
-        page.on("crash", lambda _p: setattr(ev, "status", "crashed"))
-        page.on("dialog", lambda d: asyncio.ensure_future(self._dialog(d, session)))
+        listeners = {"pageerror": on_error, "console": lambda msg: self._on_console(msg, html, ev, session),
+                     "crash": lambda _p: setattr(ev, "status", "crashed"),
+                     "dialog": lambda d: asyncio.ensure_future(self._dialog(d, session))}
+        for name, fn in listeners.items():
+            page.on(name, fn)
+        return page, lambda: [page.remove_listener(name, fn) for name, fn in listeners.items()], probing
+
+    async def _use(self, context: Any, page: Any, html: str, ev: RuntimeEvidence, session: ProbeSession, extra: Any,
+                   limit: Any, started: float) -> None:
+        probe = self.cfg.probe
         try:
             await page.goto(APP_URL, wait_until="load", timeout=self.cfg.load_timeout_s * 1000)
         except Exception as e:
