@@ -20,7 +20,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tasks.env.cdn import CdnMirror, exact_version, parse_cdn_url
+from tasks.env.cdn import CdnMirror
+from tasks.env.cdn_urls import exact_version, parse_cdn_url
 from tasks.env.extract import extract_html
 from tasks.env.mirror import ScanReport, library_urls, scan_htmls
 

@@ -24,8 +24,9 @@ class ClockConfig(BaseModel):
                                                         "the clock: it leaves the controlled clock for its own")
     max_lag: float = Field(4.0, ge=1.0, le=50.0,
                            description="The load page's timers and frames may take this many times their page time "
-                                       "in wall time; past that it leaves the controlled clock (its frames then drop, "
-                                       "as in a browser on a busy machine) instead of running into the hard limit")
+                                       "to run (real time in the renderer, not counting the environment's round trips); "
+                                       "past that it leaves the controlled clock (its frames then drop, as in a "
+                                       "browser on a busy machine) instead of running into the hard limit")
 
 
 class ChecksConfig(BaseModel):

@@ -78,6 +78,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_kinds.py": ("unit",),
     "test_layout.py": ("unit",),
     "test_learn_env.py": ("flows", "browser", "training", "deepspeed"),
+    "test_load_clock.py": ("browser",),
     "test_llm_batch.py": ("unit", "wire"),
     "test_llm_store.py": ("unit",),
     "test_llm_structured.py": ("unit", "wire"),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.attribution.analyzer import analyze, captures, js_language, load_query
+from tasks.attribution.analyzer import analyze
+from tasks.attribution.grammar import captures, js_language, load_query
 
 import tree_sitter as ts
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.env.cdn import CdnMirror, choose_version, parse_cdn_url, rewrite_imports, unserved
+from tasks.env.cdn import CdnMirror, rewrite_imports, unserved
+from tasks.env.cdn_urls import choose_version, parse_cdn_url
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures" / "env"

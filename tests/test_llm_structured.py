@@ -13,7 +13,8 @@ import pytest
 from schemas.judge import Diagnosis
 from schemas.llm_schema import bounded, request_schema, strict
 from schemas.rubric_outputs import CandidateSet, Expansion, FinalReference, ModuleMap, RequirementMap
-from tasks.llm.base import LLMRequest, TextOutput
+from tasks.llm.base import LLMRequest
+from tasks.llm.replies import TextOutput
 from tasks.llm.ledger import format_summary, summarize
 from tests.fakes.http_fake import Scripted
 from tests.fakes.llm_fixtures import PROMPT_DIR, request

@@ -1,7 +1,8 @@
 """Free-text replies (teacher answers) through the same seam: no JSON parsing, one corrective retry."""
 from pydantic import field_validator
 
-from tasks.llm.base import LLMRequest, LLMResult, Provider, RawReply, TextOutput
+from tasks.llm.base import LLMRequest, LLMResult, Provider, RawReply
+from tasks.llm.replies import TextOutput
 from tasks.llm.offline import OfflineProvider
 
 

@@ -30,110 +30,15 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 
 import numpy as np
 import tree_sitter as ts
-import tree_sitter_html as tsh
-import tree_sitter_javascript as tsj
 
-QUERY_DIR = Path(__file__).with_name("queries")
+from tasks.attribution.grammar import Root, all_matches, html_language, js_language, load_query, matches
+
 # Script types a browser runs as JavaScript; others (JSON, templates, babel) are not analysed.
 JS_TYPES = {"", "text/javascript", "application/javascript", "module", "text/ecmascript", "application/ecmascript"}
 _TYPE_RE = re.compile(r"""\btype\s*=\s*["']?([^"'\s>]+)""", re.I)
-
-
-@cache
-def js_language() -> ts.Language:
-    return ts.Language(tsj.language())
-
-
-@cache
-def html_language() -> ts.Language:
-    return ts.Language(tsh.language())
-
-
-@cache
-def load_query(name: str, html: bool = False) -> ts.Query:
-    """Compile ``queries/<name>.scm`` once per process."""
-    text = (QUERY_DIR / f"{name}.scm").read_text()
-    return ts.Query(html_language() if html else js_language(), text)
-
-
-def captures(query: ts.Query, node: ts.Node) -> dict[str, list[ts.Node]]:
-    return ts.QueryCursor(query).captures(node)
-
-
-def matches(query: ts.Query, node: ts.Node) -> list[dict[str, list[ts.Node]]]:
-    return [m for _, m in ts.QueryCursor(query).matches(node)]
-
-
-# A parsed program root, and the byte range its queries are limited to (None: the whole tree), or
-# a tuple of such ranges (one cursor each).
-Root = tuple[ts.Node, "tuple[int, int] | tuple[tuple[int, int], ...] | None"]
-
-
-def _cursor(query: ts.Query, rng: tuple[int, int] | None) -> ts.QueryCursor:
-    cursor = ts.QueryCursor(query)
-    if rng is not None:  # matches intersecting the range (captures may lie outside it)
-        cursor.set_byte_range(*rng)
-    return cursor
-
-
-# Query files matched together in one pass, by what they serve: structure (functions, calls, event
-# bindings) and state (declarations, writes, reads). The scoped analyzer limits each group to its
-# own byte ranges; ``analyze`` runs both over every script.
-QUERY_GROUPS = {"structure": ("functions", "calls", "events"), "state": ("state", "reads")}
-GROUP_OF = {name: group for group, names in QUERY_GROUPS.items() for name in names}
-JS_QUERIES = tuple(GROUP_OF)
-
-
-@cache
-def combined_query(group: str) -> tuple[ts.Query, tuple[str, ...]]:
-    """The group's ``.scm`` files as one query (one tree traversal instead of several), and for
-    every pattern index the file it came from."""
-    texts, owner = [], []
-    for name in QUERY_GROUPS[group]:
-        texts.append((QUERY_DIR / f"{name}.scm").read_text())
-        owner += [name] * load_query(name).pattern_count
-    query = ts.Query(js_language(), "\n".join(texts))
-    if query.pattern_count != len(owner):
-        raise RuntimeError("combined attribution query lost patterns; check queries/*.scm for syntax errors")
-    return query, tuple(owner)
-
-
-def _ranged_matches(query: ts.Query, root: ts.Node, rng) -> list:
-    """Matches over one range, or over several (a tuple of ranges: a match they share is kept once)."""
-    if rng is None or not isinstance(rng[0], tuple):
-        return _cursor(query, rng).matches(root)
-    seen, out = set(), []
-    for r in rng:
-        for pattern, m in _cursor(query, r).matches(root):
-            key = (pattern, *((k, n.start_byte, n.end_byte) for k, v in m.items() for n in v))
-            if key not in seen:
-                seen.add(key)
-                out.append((pattern, m))
-    return out
-
-
-def _all_matches(name: str, roots: list[Root], cache: dict) -> list[dict[str, list[ts.Node]]]:
-    """Matches of ``queries/<name>.scm`` over every root, in page order (roots are disjoint, sorted).
-    The files of a group are matched in one pass per root; ``cache`` (keyed by group, root position
-    and range) keeps the other files' matches, and lets a caller re-query unchanged roots for free."""
-    group = GROUP_OF[name]
-    query, owner = combined_query(group)
-    out = []
-    for root, rng in roots:
-        key = (group, root.start_byte, root.end_byte, rng)
-        got = cache.get(key)
-        if got is None:
-            got = {n: [] for n in QUERY_GROUPS[group]}
-            for pattern, m in _ranged_matches(query, root, rng):
-                got[owner[pattern]].append(m)
-            cache[key] = got
-        out.extend(got[name])
-    return out
 
 
 @dataclass(frozen=True)
@@ -278,7 +183,7 @@ def _functions(roots: list[Root], data: bytes, off: _Offsets, cache: dict) -> li
              "generator_function_declaration": "generator"}
     named: dict[tuple[int, int], Function] = {}  # keyed by the function node's byte range (unique per page)
     anon: dict[tuple[int, int], Function] = {}
-    for m in _all_matches("functions", roots, cache):
+    for m in all_matches("functions", roots, cache):
         fn = m["function"][0]
         key = (fn.start_byte, fn.end_byte)
         kind = kinds.get(fn.type, "function")
@@ -324,7 +229,7 @@ def _state_name(node: ts.Node, data: bytes, state_vars: set[str]) -> str | None:
 
 
 def _state(roots: list[Root], data: bytes, off: _Offsets, model: SourceModel, cache: dict) -> None:
-    caps_by_match = _all_matches("state", roots, cache)
+    caps_by_match = all_matches("state", roots, cache)
     state_vars: set[str] = set()
     decls = []
     for m in caps_by_match:
@@ -365,7 +270,7 @@ def _state(roots: list[Root], data: bytes, off: _Offsets, model: SourceModel, ca
 def _reads(roots: list[Root], data: bytes, off: _Offsets, model: SourceModel,
            write_roots: set[int], cache: dict) -> list[StateAccess]:
     caps: dict[str, list[ts.Node]] = {}
-    for m in _all_matches("reads", roots, cache):
+    for m in all_matches("reads", roots, cache):
         for k, v in m.items():
             caps.setdefault(k, []).extend(v)
     sv = model.state_vars
@@ -390,7 +295,7 @@ def _reads(roots: list[Root], data: bytes, off: _Offsets, model: SourceModel,
 
 def _calls(roots: list[Root], data: bytes, off: _Offsets, model: SourceModel, cache: dict) -> list[Call]:
     out = []
-    for m in _all_matches("calls", roots, cache):
+    for m in all_matches("calls", roots, cache):
         call = m["call"][0]
         s, e = off(call.start_byte), off(call.end_byte)
         out.append(Call(_text(data, m["callee"][0]), s, e, model.enclosing(s, e)))
@@ -418,7 +323,7 @@ def _handler(node: ts.Node, data: bytes, off: _Offsets, model: SourceModel) -> t
 def _events(roots: list[Root], data: bytes, off: _Offsets, model: SourceModel,
             cache: dict) -> list[EventBinding]:
     out = []
-    for m in _all_matches("events", roots, cache):
+    for m in all_matches("events", roots, cache):
         b, h = m["binding"][0], m["handler"][0]
         event = _text(data, m["event"][0])
         kind = "addEventListener" if "method" in m else "property"

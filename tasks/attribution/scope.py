@@ -50,13 +50,13 @@ import numpy as np
 import tree_sitter as ts
 
 from tasks.attribution.analyzer import (
-    EventBinding, SourceModel, _attribute_bindings, _is_js, _is_js_tag, _Offsets, _script_nodes, analyze, html_language,
-    js_language, load_query, matches, model_from_roots,
+    EventBinding, SourceModel, _attribute_bindings, _is_js, _is_js_tag, _Offsets, _script_nodes, analyze, model_from_roots,
 )
 from tasks.attribution.cut import (
     ON_ATTRIBUTE, may_declare, member_root, not_definition, components, find_words, predict_scripts, strict_scripts,
     top_level_starts,
 )
+from tasks.attribution.grammar import html_language, js_language, load_query, matches
 
 @dataclass(frozen=True)
 class ScopeStats:
@@ -139,7 +139,9 @@ class ScopedAnalyzer:
             root = parser.parse(data).root_node
             tags = [(m["script.start"][0], m["script.end"][0])
                     for m in matches(load_query("html_scripts", html=True), root) if "script.end" in m]
-            if [(a.end_byte, b.start_byte) for a, b in tags] == predicted:
+            # error recovery can read a start tag that a raw-text element or comment holds (the removed body
+            # ended that element): a parse that needed it does not vouch for the prediction
+            if not root.has_error and [(a.end_byte, b.start_byte) for a, b in tags] == predicted:
                 self.html_fast = True
                 # an on* attribute with a quoted value needs ``on<letters> = "`` in the markup
                 markup = b"".join(data[r.start_byte:r.end_byte] for r in keep)

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Iterable
 from urllib.parse import urljoin, urlsplit
 
-from tasks.env.cdn import (LIBRARY_HOSTS, OUTCOMES, REFUSED_HOSTS, CdnMirror, choose_version, exact_version,
-                           version_key)
+from tasks.env.cdn import OUTCOMES, REFUSED_HOSTS, CdnMirror
+from tasks.env.cdn_urls import LIBRARY_HOSTS, choose_version, exact_version, version_key
 from tasks.env.extract import extract_html
 
 APP_SUFFIXES = (".html", ".htm", ".txt")

@@ -15,7 +15,7 @@ real-time work is still running.
 Where a page cannot run under the controlled clock it falls back to its own clock, recorded per check and per
 probe (``clock``, ``clock_reason``): Web Audio time (``AudioContext.currentTime``), media playback, workers (their
 timers are real), busy waiting (a page reading the clock in a tight loop would never see it move), and on the
-load page timers and frames heavier than the machine runs in real time (``env.runtime.clock.max_lag``). Its
+load page timers and frames that take longer to run than their page time allows (``env.runtime.clock.max_lag``). Its
 own clock is the time it lived on its real timers (a beat that does not count the time a starved renderer was
 not running); every limit then reads that, and a page starved past ``max_slowdown`` makes the check
 inconclusive. CSS animations and transitions and the Web Animations API run on the compositor's clock: they do
@@ -59,23 +59,16 @@ async def install_controlled_clock(context: Any, clock: ClockConfig) -> None:
 
 
 async def let_pass(page: Any, ms: float, clock: ClockConfig) -> None:
-    """Let ``ms`` of page time pass on a loaded page: its controlled clock advanced a step at a time while the
-    page keeps up (``clock.max_lag`` times ``ms`` of wall time at most); a page that cannot, or that runs on
-    its own clock, gets the rest as wall time."""
-    wall0, done = time.monotonic(), 0.0
-    while done < ms:
-        step = min(LOAD_STEP_MS, ms - done)
-        try:
-            state = await page.evaluate("(ms) => window.__rrTime ? window.__rrTime.advance(ms) : null", step)
-        except Exception:  # the document went (replaced, crashed): what follows looks at the page as it is
-            state = None
-        if not state or state.get("fallback"):
-            break
-        done += step
-        if done < ms and (time.monotonic() - wall0) * 1000 > ms * clock.max_lag:
-            await page.evaluate("(why) => window.__rrTime.leave(why)",
-                                f"its timers and frames ran more than {clock.max_lag:g}x slower than page time")
-            break
+    """Let ``ms`` of page time pass on a loaded page: its controlled clock advanced a step at a time, in the page,
+    while its timers and frames take at most ``clock.max_lag`` times their page time to run (real time measured
+    in the renderer, so the verdict does not hang on the machine's other work); a page that cannot, or that
+    runs on its own clock, gets the rest as wall time."""
+    try:
+        state = await page.evaluate("([ms, step, lag]) => window.__rrTime ? window.__rrTime.pass(ms, step, lag) : null",
+                                    [ms, LOAD_STEP_MS, clock.max_lag])
+    except Exception:  # the document went (replaced, crashed): what follows looks at the page as it is
+        state = None
+    done = float(state["done"]) if state else 0.0
     if done < ms:
         await asyncio.sleep((ms - done) / 1000)
 

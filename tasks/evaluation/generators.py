@@ -22,7 +22,8 @@ from schemas.config_eval import BUILTIN_BENCHMARKS, EvalConfig
 from schemas.layout import FINAL_MODEL
 from schemas.rubric import Task
 from tasks.rl.checkpoints import is_model_dir, model_identity
-from tasks.llm.base import LLMRequest, TextOutput
+from tasks.llm.base import LLMRequest
+from tasks.llm.replies import TextOutput
 from tasks.sft.teacher import GENERATION_PROMPT, offline_teacher_answer
 
 API_PREFIX = "api:"

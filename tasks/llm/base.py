@@ -13,26 +13,24 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import logging
 import os
-import re
 import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel
 
 from schemas.config_llm import BatchConfig, Prices, RetryConfig
-from tasks.llm.cache import cache_key, canonical_json
+from tasks.llm.cache import cache_key
 from tasks.llm.ledger import Budget, cost_usd, ledger_row
 from tasks.llm.prompts import PromptTemplate, load_prompt
+from tasks.llm.replies import corrective_message, schema_digest, validate_reply
 from tasks.llm.retry import Fault, LLMAuthError, call_with_retries
 
 if TYPE_CHECKING:
@@ -156,76 +154,6 @@ class Trip:
     cached: bool
     batch: bool
     queued_s: float = 0.0  # a batch result's time from submission to result, billed with it
-
-
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
-
-
-def parse_json(text: str) -> Any:
-    """The JSON object in a reply: bare, or in a fenced block, or the outermost braces."""
-    # strict=False: raw control characters inside strings are accepted; grammar engines (xgrammar)
-    # emit them, and they harm nothing downstream.
-    text = text.strip()
-    try:
-        return json.loads(text, strict=False)
-    except json.JSONDecodeError:
-        pass
-    for m in _FENCE.finditer(text):
-        try:
-            return json.loads(m.group(1), strict=False)
-        except json.JSONDecodeError:
-            continue
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        return json.loads(text[start : end + 1], strict=False)
-    raise json.JSONDecodeError("no JSON object in the reply", text, 0)
-
-
-class TextOutput(BaseModel):
-    """Output model for free-text replies (teacher answers, policy-style generations): the reply is
-    taken as it is instead of being parsed as JSON. Subclass it to add validators."""
-
-    text: str = Field(min_length=1)
-
-
-def is_text_output(model: type[BaseModel]) -> bool:
-    return isinstance(model, type) and issubclass(model, TextOutput)
-
-
-def validate_reply(request: LLMRequest, text: str) -> tuple[BaseModel | None, str | None]:
-    if is_text_output(request.output_model):
-        try:
-            return request.output_model.model_validate({"text": text}, context=request.validation_context), None
-        except ValidationError as e:
-            return None, f"the reply is not usable: {e.errors()[0]['msg']}"
-    try:
-        data = parse_json(text)
-    except json.JSONDecodeError as e:
-        return None, f"the reply is not valid JSON ({e.msg} at position {e.pos})"
-    try:
-        return request.output_model.model_validate(data, context=request.validation_context), None
-    except ValidationError as e:
-        msgs = "; ".join(f"{'.'.join(map(str, err['loc'])) or '<root>'}: {err['msg']}" for err in e.errors()[:10])
-        return None, f"the reply does not match the schema: {msgs}"
-
-
-@lru_cache(maxsize=256)
-def schema_json(model: type[BaseModel]) -> str:
-    return json.dumps(model.model_json_schema())
-
-
-@lru_cache(maxsize=256)
-def schema_digest(model: type[BaseModel]) -> str:
-    return hashlib.sha256(canonical_json(model.model_json_schema()).encode()).hexdigest()
-
-
-def corrective_message(error: str, model: type[BaseModel]) -> str:
-    if is_text_output(model):
-        return f"Your previous reply could not be used: {error}. Reply again, following the instructions exactly."
-    return (
-        f"Your previous reply could not be used: {error}. Reply again with only one JSON object that "
-        f"matches this JSON schema, with no text around it:\n{schema_json(model)}"
-    )
 
 
 def trip_key(provider: str, model: str, request: LLMRequest, system: str, messages: list[dict[str, str]]) -> str:
@@ -397,7 +325,8 @@ class Provider(ABC):
             self.budget.add(trip.cost_usd)
             all_cached &= trip.cached
             batch |= trip.batch and attempt == 1
-            output, error = validate_reply(request, trip.reply.text)
+            output, error = validate_reply(request.output_model, request.validation_context,
+                                           trip.reply.text)
             first_valid = first_valid or (attempt == 1 and output is not None)
             if output is not None:
                 status = "ok"

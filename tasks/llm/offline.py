@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 
-from tasks.llm.base import LLMRequest, Provider, RawReply, Usage, is_text_output
+from tasks.llm.base import LLMRequest, Provider, RawReply, Usage
+from tasks.llm.replies import is_text_output
 
 OFFLINE_MODEL = "offline-rules-v2"  # the rules' version: stage rows made by other rules are never re-used
 

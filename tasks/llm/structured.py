@@ -25,7 +25,8 @@ import re
 from typing import Any
 
 from schemas.llm_schema import bounded, request_schema
-from tasks.llm.base import LLMRequest, is_text_output
+from tasks.llm.base import LLMRequest
+from tasks.llm.replies import is_text_output
 from tasks.llm.cache import canonical_json
 
 _NAME = re.compile(r"[^A-Za-z0-9_-]")

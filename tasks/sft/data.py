@@ -20,7 +20,8 @@ from schemas.judge import Diagnosis, Layer
 from schemas.rubric import Task
 from schemas.sft import SFT_ANSWERS_SCHEMA
 from tasks.env.score import ScoreInput, score_batch
-from tasks.llm.base import LLMRequest, Provider, TextOutput
+from tasks.llm.base import LLMRequest, Provider
+from tasks.llm.replies import TextOutput
 from tasks.llm.prompts import load_prompt
 from tasks.sft.teacher import GENERATION_PROMPT, offline_teacher_answer
 

@@ -1,0 +1,58 @@
+"""The load page's controlled clock (tasks/env/pagetime.py ``let_pass``) in real headless Chromium: a page
+leaves it only when its own timers and frames are too heavy to run in real time, never because the scorer's
+event loop was slow to come back to it (many apps scored at once, as the reward service does)."""
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from schemas.config_env import RuntimeConfig
+from tasks.env.pagetime import clock_of, install_controlled_clock, let_pass
+
+CFG = RuntimeConfig()
+pytestmark = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
+                                reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh")
+LIGHT = "<button onclick='this.textContent++'>0</button><script>setInterval(() => {}, 100)</script>"
+# every frame runs about 150 ms of script: far more than the 16 ms a frame has, on any machine
+HEAVY = ("<canvas></canvas><script>const f = () => { let x = 0; for (let i = 0; i < 4e7; i++) x += Math.sqrt(i);"
+         " requestAnimationFrame(f); }; requestAnimationFrame(f);</script>")
+
+
+async def _busy_loop(stop: asyncio.Event) -> None:
+    """A scorer's event loop busy with other apps: each turn holds it for 0.1 s."""
+    while not stop.is_set():
+        time.sleep(0.1)
+        await asyncio.sleep(0)
+
+
+async def _clock_after_settle(html: str, busy: bool) -> tuple[str | None, str | None]:
+    from playwright.async_api import async_playwright
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CFG.executable_path)
+        try:
+            context = await browser.new_context()
+            await install_controlled_clock(context, CFG.clock)
+            page = await context.new_page()
+            await page.set_content(html)
+            stop = asyncio.Event()
+            noise = asyncio.ensure_future(_busy_loop(stop)) if busy else None
+            await asyncio.sleep(0)
+            await let_pass(page, 1000, CFG.clock)
+            stop.set()
+            if noise:
+                await noise
+            return await clock_of(page, 5.0)
+        finally:
+            await browser.close()
+
+
+def test_a_light_page_keeps_the_controlled_clock_while_the_scorers_loop_is_busy():
+    assert asyncio.run(_clock_after_settle(LIGHT, busy=True)) == ("controlled", None)
+
+
+def test_a_page_whose_frames_cannot_run_in_real_time_leaves_for_its_own_clock():
+    clock, why = asyncio.run(_clock_after_settle(HEAVY, busy=False))
+    assert clock == "page" and f"took more than {CFG.clock.max_lag:g}x their page time" in why
