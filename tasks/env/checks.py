@@ -47,7 +47,7 @@ from tasks.env.page import APP_URL
 from tasks.env.pagetime import CLOCK_READ_S, Limit, OutOfTime, PageTime, limit_passed, page_clock_ms
 
 ItemChecks = list[tuple[str, Check]]
-Hook = Callable[[Any, str, Any, Any], Awaitable[None]]
+Hook = Callable[[Any, str, Any, Any, Any], Awaitable[None]]
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 # mulberry32: a seeded Math.random, so random quizzes, shuffles and games deal the same way every run
 _SEED_JS = """(() => { let a = %d >>> 0; Math.random = function () {
@@ -483,11 +483,13 @@ def within_app_limit(ran: list[tuple[dict[str, Any], float]], app_limit_s: float
 
 
 async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksConfig, load_timeout_s: float = 5.0,
-                     page: Any = None) -> list[dict[str, Any]]:
+                     page: Any = None, idle: int | None = None) -> list[dict[str, Any]]:
     """Every check of one app in ``cfg.parallel`` lanes at once, each check in a fresh document on the controlled
     clock, within the app's limit of page time (``app_limit_s``; ``max_slowdown`` times it in wall time); checks
     past it or past ``max_checks`` are inconclusive. The first lane runs in ``page`` (the load page the runtime
-    hands over) when given; the lanes' pages close with the context."""
+    hands over) when given; the lanes' pages close with the context. A lane past the first opens a tab, which
+    costs the CPU of a check or two: only as many open as the runtime has ``idle`` app slots (a busy batch gains
+    nothing from them, the last apps of a batch finish sooner); the verdicts do not depend on it."""
     await context.add_init_script(_SEED_JS % cfg.random_seed + _ISOLATE_JS)  # the runtime installed the clock
     wall_deadline = time.monotonic() + cfg.app_limit_s * cfg.max_slowdown
     todo = list(enumerate(checks[:cfg.max_checks]))
@@ -505,7 +507,8 @@ async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksCon
                 await _check_in_page(lane, item_id, check, cfg, load_timeout_s,
                                      min(cfg.check_limit_s * cfg.max_slowdown, wall_left))
 
-    await asyncio.gather(*(lane_runs(page if i == 0 else None) for i in range(min(cfg.parallel, len(todo)))))
+    lanes = min(cfg.parallel, len(todo), 1 + max(idle, 0) if idle is not None else cfg.parallel)
+    await asyncio.gather(*(lane_runs(page if i == 0 else None) for i in range(lanes)))
     skipped = [result_record(i, "inconclusive", reason=f"not run: more than {cfg.max_checks} checks")
                for i, _c in checks[cfg.max_checks:]]
     return within_app_limit(ran, cfg.app_limit_s) + skipped
@@ -514,8 +517,8 @@ async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksCon
 def checks_hook(checks: ItemChecks, cfg: ChecksConfig, load_timeout_s: float = 5.0) -> Hook:
     """The runtime's after-load hook that runs ``checks`` and keeps their results on the evidence."""
 
-    async def hook(context: Any, html: str, ev: Any, page: Any = None) -> None:
-        ev.check_results = await run_checks(context, html, checks, cfg, load_timeout_s, page)
+    async def hook(context: Any, html: str, ev: Any, page: Any = None, idle: int | None = None) -> None:
+        ev.check_results = await run_checks(context, html, checks, cfg, load_timeout_s, page, idle)
 
     return hook
 

@@ -186,6 +186,7 @@ class BrowserRuntime:
         self._browser: Any = None
         self._launch_lock: asyncio.Lock | None = None
         self._sem: asyncio.Semaphore | None = None
+        self._busy = 0  # apps being checked now (at most cfg.concurrency)
         self._closed = False
 
     # -- public, blocking -------------------------------------------------------------------------
@@ -212,7 +213,8 @@ class BrowserRuntime:
         """The step after load, settle and probe, in the app's own sandboxed context (a fresh page may be
         opened there). Nothing by default; subclasses may extend it and record into ``ev``. It runs inside the
         app's hard limit. An ``extra`` that is an async callable ``(context, html, ev)`` (the executable rubric
-        checks, ``tasks.env.checks.checks_hook``) is awaited after that limit, under its own limits."""
+        checks, ``tasks.env.checks.checks_hook``) is awaited after that limit, under its own limits, as ``(context,
+        html, ev, page, idle)``: the app's load page, handed over, and the runtime's app slots no app uses now."""
 
     def browser_pids(self) -> list[int]:
         """PIDs of this runtime's browser process (not its renderers), found by the launch marker."""
@@ -318,16 +320,20 @@ class BrowserRuntime:
     async def _check_guarded(self, html: str, extra: Any = None) -> RuntimeEvidence:
         assert self._sem is not None
         async with self._sem:
-            for attempt in range(self.cfg.max_restarts + 1):
-                try:
-                    browser = await self._ensure_browser()
-                except Exception as e:  # the browser cannot start: no verdict for this app
-                    return RuntimeEvidence(status="unavailable", error=f"browser launch failed: {e}")
-                ev = await self._check_one(browser, html, extra)
-                if ev.status != "unavailable" or browser.is_connected():
-                    return ev
-                # The browser died under this app (a crash, or killed): relaunch and load the app again.
-            return RuntimeEvidence(status="unavailable", error=f"browser crashed {self.cfg.max_restarts + 1} times")
+            self._busy += 1
+            try:
+                for attempt in range(self.cfg.max_restarts + 1):
+                    try:
+                        browser = await self._ensure_browser()
+                    except Exception as e:  # the browser cannot start: no verdict for this app
+                        return RuntimeEvidence(status="unavailable", error=f"browser launch failed: {e}")
+                    ev = await self._check_one(browser, html, extra)
+                    if ev.status != "unavailable" or browser.is_connected():
+                        return ev
+                    # The browser died under this app (a crash, or killed): relaunch and load the app again.
+                return RuntimeEvidence(status="unavailable", error=f"browser crashed {self.cfg.max_restarts + 1} times")
+            finally:
+                self._busy -= 1
 
     async def _check_one(self, browser: Any, html: str, extra: Any = None) -> RuntimeEvidence:
         ev, started = RuntimeEvidence(), time.perf_counter()
@@ -345,7 +351,7 @@ class BrowserRuntime:
                     # hard limit of the load; nothing they do changes its verdict. Their documents (the load page's
                     if probing is not None:  # next ones too) need no probe recording what they do.
                         await probing.close()
-                    await extra(context, html, ev, page)
+                    await extra(context, html, ev, page, self.cfg.concurrency - self._busy)
                 except Exception:  # their results stay empty, which readers report as not run
                     pass
         except asyncio.TimeoutError:
