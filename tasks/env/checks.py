@@ -1,8 +1,8 @@
 """Run rubric items' executable checks (``schemas/checks.py``) in the app's sandboxed browser context.
 
-Each check runs in a fresh page of the context the runtime built for the app, so it sits behind
-the same network walls (the context's routes) and is reloaded from scratch: one check cannot leave
-state for the next. ``Math.random`` is seeded in every check page, so the same app is driven the
+Each check runs in a fresh document of the app in a page of the context the runtime built for it
+(``tasks.env.lanes``), so it sits behind the same network walls (the context's routes) and is reloaded
+from scratch: one check cannot leave state for the next. ``Math.random`` is seeded in every check page, so the same app is driven the
 same way on every run whatever the machine's load.
 
 Verdicts, per item:
