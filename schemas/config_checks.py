@@ -45,9 +45,11 @@ class ChecksConfig(BaseModel):
     app_limit_s: float = Field(40.0, gt=0, description="Limit (page time) of all checks of one app, counted in rubric "
                                                        "order; the rest are inconclusive")
     max_checks: int = Field(16, ge=1, le=64, description="Checks run per app, at most (rubric order)")
-    parallel: int = Field(2, ge=1, le=16, description="Checks of one app at once, each lane a page of the app's "
-                                                      "context that runs its checks one after another, each in a "
-                                                      "fresh document (their verdicts do not depend on it)")
+    parallel: int = Field(2, ge=1, le=16, description="Checks of one app at once, at most, each lane a page of the "
+                                                      "app's context that runs its checks one after another, each "
+                                                      "in a fresh document; lanes past the first open only while the "
+                                                      "runtime has app slots no app uses (their verdicts do not "
+                                                      "depend on it)")
     max_slowdown: float = Field(6.0, ge=1.0, le=50.0,
                                 description="Every limit above is page time (tasks/env/pagetime.py); a page on its "
                                             "own clock starved this many times over gets no more wall time, and its "

@@ -147,3 +147,28 @@ def test_the_app_limit_is_applied_in_rubric_order():
     out = within_app_limit(ran, 8.0)
     assert [r["status"] for r in out] == ["passed", "passed", "inconclusive", "inconclusive"]
     assert out[2]["reason"] == "app limit of 8s (page time) spent"
+
+
+COUNT = {"do": "click", "target": {"role": "button", "name": "count primes"}}
+PRIMES = [("counts", check(*[COUNT] * 6, {"expect": "text", "target": STATUS, "matches": "78498 primes"}))]
+STROKE = [("draws", check({"do": "remember", "target": {"canvas": True}, "name": "blank"},
+                          {"do": "drag", "target": {"canvas": True}, "start": [0.2, 0.5], "end": [0.8, 0.5]},
+                          {"expect": "canvas_changes", "target": {"canvas": True}, "since": "blank"}))]
+PAINT = FIX.parent / "apps"
+
+
+@pytest.mark.parametrize("rate", [1, 8])
+def test_limits_count_the_time_a_check_lets_pass_not_the_time_a_starved_renderer_takes_to_answer(rate):
+    # A worker's page runs on its own clock: its check limit (0.5 s here) is spent by the check's waits, not by
+    # its six clicks, which take a second or more with the CPU throttled 8x. A screenshot of the canvas takes
+    # longer than its action timeout (60 ms x max_slowdown here) on the starved renderer: it is taken again
+    # while the canvas is there. The broken painter (it never strokes) still fails.
+    clicks = CHECKS.model_copy(update={"check_limit_s": 0.5, "settle_ms": 0, "max_slowdown": 20.0})
+    tight = CHECKS.model_copy(update={"step_timeout_ms": 60})
+    one = CFG.model_copy(update={"concurrency": 1})
+    with ThrottledRuntime(one, rate=rate) as rt:
+        primes = run(rt, {FIX / "worker.html": (PRIMES, None)}, clicks)
+        paint = run(rt, {PAINT / "paint.html": (STROKE, None), PAINT / "paint_broken.html": (STROKE, None)}, tight)
+    (counted,), = primes.values()
+    assert (counted["status"], counted["clock"]) == ("passed", "page"), counted
+    assert statuses(paint) == {"paint.html": ["passed"], "paint_broken.html": ["failed"]}, paint

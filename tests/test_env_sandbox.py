@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from schemas.config_env import RuntimeConfig
-import tasks.env.runtime as runtime_mod
+import tasks.env.launch as launch_mod
 from tasks.env.runtime import BrowserRuntime, sandbox_launch
 
 CFG = RuntimeConfig(load_timeout_s=5.0, settle_s=1.5, hard_limit_s=12.0, concurrency=4)
@@ -196,7 +196,7 @@ def test_canary_sees_what_an_unsandboxed_client_sends(canary):
 
 
 def test_a_machine_that_cannot_isolate_the_browser_is_told_how_to_fix_it(monkeypatch):
-    monkeypatch.setitem(runtime_mod._netns_found, "opts", None)  # as if unshare were refused
+    monkeypatch.setitem(launch_mod._netns_found, "opts", None)  # as if unshare were refused
     with pytest.raises(ValueError, match="env.runtime.network_namespace=false"):
         BrowserRuntime(CFG)
     off = CFG.model_copy(update={"network_namespace": False})

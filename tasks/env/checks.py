@@ -1,8 +1,8 @@
 """Run rubric items' executable checks (``schemas/checks.py``) in the app's sandboxed browser context.
 
-Each check runs in a fresh page of the context the runtime built for the app, so it sits behind
-the same network walls (the context's routes) and is reloaded from scratch: one check cannot leave
-state for the next. ``Math.random`` is seeded in every check page, so the same app is driven the
+Each check runs in a fresh document of the app in a page of the context the runtime built for it
+(``tasks.env.lanes``), so it sits behind the same network walls (the context's routes) and is reloaded
+from scratch: one check cannot leave state for the next. ``Math.random`` is seeded in every check page, so the same app is driven the
 same way on every run whatever the machine's load.
 
 Verdicts, per item:
@@ -42,11 +42,12 @@ from schemas.checks import (Arith, CanvasChanges, Check, Click, Const, Count, Db
                             Hidden, Hover, Locator, NoError, NumberChanges, NumberRelation, Press, Read, Ref, Remember,
                             Resize, Select, TextChanges, TextMatches, Value, Visible, Wait, step_kind)
 from schemas.config_checks import ChecksConfig
-from tasks.env.page import APP_URL, page_error_record
+from tasks.env.lanes import Lane
+from tasks.env.page import APP_URL
 from tasks.env.pagetime import CLOCK_READ_S, Limit, OutOfTime, PageTime, limit_passed, page_clock_ms
 
 ItemChecks = list[tuple[str, Check]]
-Hook = Callable[[Any, str, Any], Awaitable[None]]
+Hook = Callable[[Any, str, Any, Any, Any], Awaitable[None]]
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 # mulberry32: a seeded Math.random, so random quizzes, shuffles and games deal the same way every run
 _SEED_JS = """(() => { let a = %d >>> 0; Math.random = function () {
@@ -56,6 +57,7 @@ _SEED_JS = """(() => { let a = %d >>> 0; Math.random = function () {
 # which starts empty in every new page), so no check sees what another (or the probe) stored.
 _ISOLATE_JS = """(() => { try { Object.defineProperty(window, 'localStorage',
   {configurable: true, get: () => window.sessionStorage}); } catch (e) {} })();"""
+_TEXT_JS = "es => es.slice(0, 1).map(e => /^(INPUT|TEXTAREA|SELECT)$/.test(e.tagName) ? [true, e.value] : [false, e.innerText])"
 _OPS = {"eq": lambda a, b, t: abs(a - b) <= t, "ne": lambda a, b, t: abs(a - b) > t, "lt": lambda a, b, t: a < b,
         "le": lambda a, b, t: a <= b + t, "gt": lambda a, b, t: a > b, "ge": lambda a, b, t: a >= b - t}
 
@@ -165,18 +167,44 @@ class _Run:
         while not self.errors and await limit.step() is None:
             pass
 
-    async def text_of(self, el: Any) -> str:
-        """A form control's value, else the element's rendered text (one round trip: it is re-read when polled)."""
-        control, text = await el.evaluate("e => /^(INPUT|TEXTAREA|SELECT)$/.test(e.tagName) ? [true, e.value] : "
-                                          "[false, e.innerText]", timeout=self.act_timeout(self.cfg.step_timeout_ms))
+    @staticmethod
+    async def read_text(el: Any) -> str | None:
+        """A form control's value, else the element's rendered text, in one round trip (it is re-read when
+        polled); None when ``el`` matches nothing now. The element is looked up and read in the page at once: a
+        handle of it would cost two more."""
+        got = await el.evaluate_all(_TEXT_JS)
+        if not got:
+            return None
+        control, text = got[0]
         return text if control else text.strip()
+
+    async def text_of(self, el: Any) -> str:
+        """``read_text`` of a target found earlier in the step; gone since, the check cannot look."""
+        text = await self.read_text(el)
+        if text is None:
+            raise Inconclusive("the target went away while it was read")
+        return text
+
+    async def text_at(self, loc: Locator, t: int) -> str:
+        """The text of ``loc``'s target: read at once when it is there, else looked for as ``find`` does."""
+        text = await self.read_text(self.locator(loc))
+        if text is not None:
+            self.seen.add(loc.model_dump_json())
+            return text
+        return await self.text_of(await self.find(loc, t))  # Inconclusive when it never appears
 
     async def picture(self, el: Any) -> Any:
         import numpy as np
         from PIL import Image
+        from playwright.async_api import TimeoutError as ActionTimeout
 
-        png = await el.screenshot(timeout=self.act_timeout(self.cfg.step_timeout_ms), animations="allow")
-        return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+        while True:  # a starved renderer paints slowly: taken again while the target is there (the check's wall
+            try:  # cap ends it), as a read changes nothing in the page
+                png = await el.screenshot(timeout=self.act_timeout(self.cfg.step_timeout_ms), animations="allow")
+                return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+            except ActionTimeout:
+                if not await el.count():
+                    raise
 
     async def number(self, n: Any, t: int) -> float:
         if isinstance(n, Const):
@@ -187,8 +215,7 @@ class _Run:
                 raise Inconclusive(f"no number was read into {n.ref!r}")
             return float(v)
         if isinstance(n, Read):
-            el = await self.find(n.read, t)
-            text = await self.text_of(el)
+            text = await self.text_at(n.read, t)
             v = parse_number(text, n.pattern)
             if v is None:
                 raise Inconclusive(f"no number in {text[:100]!r} ({n.read.describe()})")
@@ -222,11 +249,10 @@ class _Run:
                 else:
                     await p.keyboard.press(key)
             elif isinstance(s, Remember):
-                el = await self.find(s.target, t)
                 if s.target.canvas:
-                    self.memory[s.name] = {"picture": await self.picture(el)}
+                    self.memory[s.name] = {"picture": await self.picture(await self.find(s.target, t))}
                 else:
-                    text = await self.text_of(el)
+                    text = await self.text_at(s.target, t)
                     self.memory[s.name] = {"text": text, "number": parse_number(text, s.pattern)}
             elif isinstance(s, Drag):
                 self.lane.pointer_moved = True
@@ -376,8 +402,8 @@ def matches(page: Any, loc: Locator, visible: bool = True) -> Any:
 async def _outlive(task: asyncio.Future, t: PageTime, limit_s: float, wall_cap_s: float) -> Any:
     """Await ``task`` (a check whose controlled clock keeps its own limit) up to ``wall_cap_s`` while the page
     lives (its own clock advances; two readings in a row that do not mean it stopped);
-    on the page's own clock, past ``limit_s`` of wall time it goes on while that clock is short of the limit.
-    Else it is cancelled and OutOfTime raised."""
+    on the page's own clock, past ``limit_s`` of wall time it goes on while the time the check let pass on that
+    clock (``PageTime.used_ms``) is short of the limit. Else it is cancelled and OutOfTime raised."""
     wall0, last, misses, wait_s = time.monotonic(), -1.0, 0, min(limit_s, wall_cap_s)
     while True:
         done, _ = await asyncio.wait({task}, timeout=max(wait_s, 0.05))
@@ -389,62 +415,14 @@ async def _outlive(task: asyncio.Future, t: PageTime, limit_s: float, wall_cap_s
         misses = misses + 1 if now is None or now <= last else 0
         why = (f"wall limit of {wall_cap_s:g}s reached" if wall >= wall_cap_s else
                "the page stopped answering" if misses >= 2 else
-               None if t.controlled or now is None or limit_passed(wall, now, limit_s * 1000, t.cfg.max_slowdown) is None
+               None if t.controlled or limit_passed(wall, t.used_ms(), limit_s * 1000, t.cfg.max_slowdown) is None
                else f"check time limit of {limit_s:g}s (page time) reached")
         if why is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
             raise OutOfTime(why)
         last = now if now is not None else last
-        wait_s = min(1.0 if t.controlled or now is None else max((limit_s * 1000 - now) / 1000, 0.5), wall_cap_s - wall)
-
-
-class Lane:
-    """One page of the app's context that runs checks one after another, each in a fresh document of the app: a
-    new tab costs several times a reload. Before the next check the page forgets the last one (the handlers it
-    runs on its way out, its storage and name, the mouse and viewport it moved), and the page errors of a
-    document go to the check that opened it; a page that stops answering is replaced."""
-
-    def __init__(self, context: Any, html: str) -> None:
-        self.context, self.html = context, html
-        self.page: Any = None
-        self.viewport: Any = None
-        self.errors: list[dict[str, Any]] = []  # page errors of the document on screen
-        self.opening: list[dict[str, Any]] = []  # of the next document the page commits (the running check's)
-        self.pointer_moved = False
-
-    async def open(self, errors: list[dict[str, Any]]) -> Any:
-        self.opening = errors
-        if self.page is None:
-            page = self.page = await self.context.new_page()
-            self.viewport = page.viewport_size
-            page.on("framenavigated", lambda f: setattr(self, "errors", self.opening) if f == page.main_frame else None)
-            page.on("pageerror", lambda exc: self.errors.append(page_error_record(
-                self.html, getattr(exc, "name", "Error"), getattr(exc, "message", str(exc)),
-                getattr(exc, "stack", "") or "")))
-        return self.page
-
-    async def forget(self) -> None:
-        """Ready for the next check, or closed when the page does not answer."""
-        page, self.opening = self.page, []
-        try:
-            await asyncio.wait_for(page.evaluate("() => { if (window.__rrTime) window.__rrTime.forget(); else "
-                                                 "try { sessionStorage.clear(); } catch (e) {} }"), CLOCK_READ_S)
-            if page.viewport_size != self.viewport:
-                await page.set_viewport_size(self.viewport)
-            if self.pointer_moved:
-                await page.mouse.move(0, 0)
-                self.pointer_moved = False
-        except Exception:
-            await self.close()
-
-    async def close(self) -> None:
-        if self.page is not None:
-            page, self.page = self.page, None
-            try:
-                await asyncio.wait_for(page.close(), 5)
-            except Exception:
-                pass
+        wait_s = min(1.0 if t.controlled else max((limit_s * 1000 - t.used_ms()) / 1000, 0.5), wall_cap_s - wall)
 
 
 async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConfig, load_timeout_s: float,
@@ -482,11 +460,8 @@ async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConf
         out = rec("inconclusive", reason=str(e))
     except Exception as e:  # page crashed or closed under the check: no verdict
         out = rec("inconclusive", reason=f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
-    try:  # the clock as the check ended (an action may have made the page leave the controlled clock)
-        await asyncio.wait_for(t.look(), CLOCK_READ_S)
-        await lane.forget()
-    except Exception:  # the page does not answer: the next check gets a new one
-        await lane.close()
+    # the clock as the check ended (an action may have made the page leave the controlled clock); a page that
+    await lane.forget(t)  # does not answer is closed, and the next check gets a new one
     used = t.used_s()  # the controlled clock's as last read, however slowly the page answers now
     if not t.controlled and lane.page is None:  # on its own clock and no longer answering: its whole wall time
         used = max(used, time.perf_counter() - started)
@@ -507,30 +482,33 @@ def within_app_limit(ran: list[tuple[dict[str, Any], float]], app_limit_s: float
     return out
 
 
-async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksConfig,
-                     load_timeout_s: float = 5.0) -> list[dict[str, Any]]:
+async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksConfig, load_timeout_s: float = 5.0,
+                     page: Any = None, idle: int | None = None) -> list[dict[str, Any]]:
     """Every check of one app in ``cfg.parallel`` lanes at once, each check in a fresh document on the controlled
     clock, within the app's limit of page time (``app_limit_s``; ``max_slowdown`` times it in wall time); checks
-    past it or past ``max_checks`` are inconclusive."""
+    past it or past ``max_checks`` are inconclusive. The first lane runs in ``page`` (the load page the runtime
+    hands over) when given; the lanes' pages close with the context. A lane past the first opens a tab, which
+    costs the CPU of a check or two: only as many open as the runtime has ``idle`` app slots (a busy batch gains
+    nothing from them, the last apps of a batch finish sooner); the verdicts do not depend on it."""
     await context.add_init_script(_SEED_JS % cfg.random_seed + _ISOLATE_JS)  # the runtime installed the clock
     wall_deadline = time.monotonic() + cfg.app_limit_s * cfg.max_slowdown
     todo = list(enumerate(checks[:cfg.max_checks]))
     ran: list[Any] = [None] * len(todo)
 
-    async def lane_runs() -> None:
+    async def lane_runs(reuse: Any) -> None:
         lane = Lane(context, html)
-        try:
-            while todo:
-                k, (item_id, check) = todo.pop(0)
-                wall_left = wall_deadline - time.monotonic()
-                ran[k] = (result_record(item_id, "inconclusive", reason=f"not run: app limit of {cfg.app_limit_s:g}s "
-                                        "(wall time) spent"), 0.0) if wall_left <= 0.5 else \
-                    await _check_in_page(lane, item_id, check, cfg, load_timeout_s,
-                                         min(cfg.check_limit_s * cfg.max_slowdown, wall_left))
-        finally:
-            await lane.close()
+        if reuse is not None:
+            await lane.adopt(reuse)
+        while todo:
+            k, (item_id, check) = todo.pop(0)
+            wall_left = wall_deadline - time.monotonic()
+            ran[k] = (result_record(item_id, "inconclusive", reason=f"not run: app limit of {cfg.app_limit_s:g}s "
+                                    "(wall time) spent"), 0.0) if wall_left <= 0.5 else \
+                await _check_in_page(lane, item_id, check, cfg, load_timeout_s,
+                                     min(cfg.check_limit_s * cfg.max_slowdown, wall_left))
 
-    await asyncio.gather(*(lane_runs() for _ in range(min(cfg.parallel, len(todo)))))
+    lanes = min(cfg.parallel, len(todo), 1 + max(idle, 0) if idle is not None else cfg.parallel)
+    await asyncio.gather(*(lane_runs(page if i == 0 else None) for i in range(lanes)))
     skipped = [result_record(i, "inconclusive", reason=f"not run: more than {cfg.max_checks} checks")
                for i, _c in checks[cfg.max_checks:]]
     return within_app_limit(ran, cfg.app_limit_s) + skipped
@@ -539,8 +517,8 @@ async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksCon
 def checks_hook(checks: ItemChecks, cfg: ChecksConfig, load_timeout_s: float = 5.0) -> Hook:
     """The runtime's after-load hook that runs ``checks`` and keeps their results on the evidence."""
 
-    async def hook(context: Any, html: str, ev: Any) -> None:
-        ev.check_results = await run_checks(context, html, checks, cfg, load_timeout_s)
+    async def hook(context: Any, html: str, ev: Any, page: Any = None, idle: int | None = None) -> None:
+        ev.check_results = await run_checks(context, html, checks, cfg, load_timeout_s, page, idle)
 
     return hook
 

@@ -112,6 +112,7 @@ class Stopwatch:
     def __init__(self, page: Any, limit_ms: float, max_slowdown: float) -> None:
         self.page, self.limit_ms, self.max_slowdown = page, limit_ms, max_slowdown
         self.wall0, self.page0 = time.monotonic(), None
+        self.page_ms = 0.0  # page-clock time since the start, as last read
 
     async def start(self) -> "Stopwatch":
         self.wall0, self.page0 = time.monotonic(), await page_clock_ms(self.page)
@@ -119,12 +120,12 @@ class Stopwatch:
 
     async def passed(self) -> str | None:
         wall = time.monotonic() - self.wall0
-        if wall * 1000 < self.limit_ms:  # the clock is read only once the wall limit is reached
-            return None
         now = await page_clock_ms(self.page)
+        if now is None or self.page0 is None:
+            return limit_passed(wall, None, self.limit_ms, self.max_slowdown)
         # a clock behind its start belongs to a new document (the app reloaded itself): count from that start
-        page = None if now is None or self.page0 is None else now - self.page0 if now >= self.page0 else now
-        return limit_passed(wall, page, self.limit_ms, self.max_slowdown)
+        self.page_ms = now - self.page0 if now >= self.page0 else now
+        return limit_passed(wall, self.page_ms, self.limit_ms, self.max_slowdown)
 
 
 class PageTime:
@@ -135,6 +136,9 @@ class PageTime:
         self._state: dict[str, Any] = {"ticks": 0.0, "mutations": 0, "next_due": None, "real_work": 0,
                                        "fallback": None, "lived": 0.0}
         self._base = 0.0  # page time of the documents before this one (an app that reloads itself starts at 0)
+        # After a fallback: page time on the controlled clock before it, and the page-clock time the check let pass
+        # since (its waits and polls, not the time a starved page took to load, act or answer a read)
+        self._controlled_ms, self._waited_ms = 0.0, 0.0
 
     @property
     def state(self) -> dict[str, Any]:
@@ -143,6 +147,8 @@ class PageTime:
     @state.setter
     def state(self, new: dict[str, Any]) -> None:
         old = self._state.get("ticks") or 0.0
+        if self.controlled and new.get("fallback") is not None:
+            self._controlled_ms = self.ticks  # as last read on the controlled clock: it runs in real time from here
         if (new.get("ticks") or 0.0) < old:
             self._base += old
         self._state = new
@@ -164,9 +170,20 @@ class PageTime:
         due = self._state.get("next_due")
         return None if due is None else self._base + float(due)
 
+    def used_ms(self) -> float:
+        """Page time the check used: the controlled clock's, and after a fallback the time it let pass on the
+        page's own clock, so a limit is spent by the same steps on a quiet or a starved machine."""
+        return self.ticks if self.controlled else self._controlled_ms + self._waited_ms
+
     def used_s(self) -> float:
-        """Page time the check used: the controlled clock's, or the page's own after a fallback."""
-        return (self.ticks if self.controlled else float(self.state.get("lived") or 0.0)) / 1000
+        return self.used_ms() / 1000
+
+    async def waited(self, watch: Stopwatch) -> str | None:
+        """``watch.passed()``, the page-clock time since its last reading counted as time the check let pass."""
+        before = watch.page_ms
+        passed = await watch.passed()
+        self._waited_ms += max(watch.page_ms - before, 0.0)
+        return passed
 
     async def look(self) -> dict[str, Any]:
         self.state = await self.page.evaluate("() => window.__rrTime.state()")
@@ -188,7 +205,7 @@ class PageTime:
             return
         watch = await Stopwatch(self.page, ms, self.cfg.max_slowdown).start()
         await asyncio.sleep(ms / 1000)
-        while not await watch.passed():
+        while not await self.waited(watch):
             await asyncio.sleep(self.cfg.poll_ms / 1000)
 
     async def after_action(self) -> None:
@@ -271,7 +288,7 @@ class Limit:
         if self.watch is None:  # the page left the controlled clock: the rest of the limit on its own clock
             spent = t.ticks - self.start if self.start is not None else 0.0
             self.watch = await Stopwatch(t.page, max(self.limit_ms - spent, 0.0), t.cfg.max_slowdown).start()
-        passed = await self.watch.passed()
+        passed = await t.waited(self.watch)
         if passed is None:
             await asyncio.sleep(t.cfg.poll_ms / 1000)
         self.why = f"the page ran more than {t.cfg.max_slowdown:g}x slower than its clock allows (machine load)"

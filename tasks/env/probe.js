@@ -89,14 +89,10 @@
   // A submit nobody prevented navigates away: remember the event to look at after the action.
   origAdd.call(window, 'submit', (e) => { R.submits.push({action: R.action, event: e, form: e.target}); }, true);
 
-  // Dialogs are answered at once (a user would) and recorded; the app never blocks on them.
-  const dialog = (type, answer) => function (msg) {
+  // Dialogs, answered by their own init script (tasks/env/probe.py DIALOGS_JS), recorded here.
+  R.dialog = (type, msg) => {
     R.dialogs.push({action: R.action, type, message: String(msg === undefined ? '' : msg).slice(0, 300)});
-    return answer(arguments);
   };
-  window.alert = dialog('alert', () => undefined);
-  window.confirm = dialog('confirm', () => true);
-  window.prompt = dialog('prompt', (a) => (a.length > 1 && a[1] !== undefined ? String(a[1]) : '42'));
 
   // Liveness: animation frames requested, draw calls (WebGL scenes re-render on demand), a heartbeat timer.
   if (appRaf) window.requestAnimationFrame = function (cb) { R.rafs++; return appRaf.call(window, cb); };

@@ -49,6 +49,20 @@ from tasks.env.page import APP_URL, html_offset
 from tasks.env.pagetime import clock_of, let_pass
 
 PROBE_JS = (Path(__file__).with_name("probe.js")).read_text(encoding="utf-8")
+# Dialogs are answered at once (a user would), so the app never blocks on one: an init script of its own, before
+# the probe's, as every page of the app's context answers them (the checks' too, which the probe does not record).
+DIALOGS_JS = """(() => {
+  if (window.__rrDialogs) return;
+  Object.defineProperty(window, '__rrDialogs', {value: true, enumerable: false});
+  const dialog = (type, answer) => function (msg) {
+    const R = window.__rrProbe;
+    if (R && R.dialog) R.dialog(type, msg);
+    return answer(arguments);
+  };
+  window.alert = dialog('alert', () => undefined);
+  window.confirm = dialog('confirm', () => true);
+  window.prompt = dialog('prompt', (a) => (a.length > 1 && a[1] !== undefined ? String(a[1]) : '42'));
+})();"""
 MARK = "\u0000rr:"
 IDLE, AFTER = -3, -2  # action tags of errors seen before the first action / after the run
 _BLOCKED_NET = re.compile(r"Failed to fetch|NetworkError|ERR_BLOCKED_BY_CLIENT|ERR_NAME_NOT_RESOLVED|"

@@ -59,11 +59,12 @@ from typing import Any
 
 from schemas.config_env import RuntimeConfig
 from tasks.env.cdn import CdnMirror
+from tasks.env.launch import launch_args, sandbox_launch  # noqa: F401 (re-exported)
 from tasks.env.navigation import (POPUP_JS, block_websocket, count_refused_popups, on_console_popup, on_popup,
                                   route_request, settle_verdict)
 from tasks.env.page import APP_ORIGIN, APP_URL, html_offset, page_error_record, stack_offset  # noqa: F401 (re-exported)
 from tasks.env.pagetime import install_controlled_clock, let_pass
-from tasks.env.probe import PROBE_JS, ProbeSession, idle_sample, run_probe
+from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, idle_sample, run_probe
 from tasks.env.severity import blocking_failures
 
 VIEWPORT = {"width": 1280, "height": 800}
@@ -162,64 +163,6 @@ class RuntimeEvidence:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def launch_args(cfg: RuntimeConfig, marker: str) -> list[str]:
-    args = [
-        "--host-resolver-rules=MAP * ~NOTFOUND",  # second wall behind the routes: no name resolves
-        "--webrtc-ip-handling-policy=disable_non_proxied_udp", "--force-webrtc-ip-handling-policy",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-        "--disable-default-apps", "--disable-dev-shm-usage", "--mute-audio", "--autoplay-policy=no-user-gesture-required",
-        f"--unsafely-treat-insecure-origin-as-secure={APP_ORIGIN}",  # crypto.subtle, clipboard... as on https
-        f"--rubricrl-runtime={marker}",  # lets a test (or an operator) find this browser's processes
-    ]
-    if cfg.swiftshader:
-        # Software WebGL: disabling WebGL would make correct three.js apps fail.
-        args += ["--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist"]
-    # Composite pages in software: with full chromium and SwiftShader every page's frames otherwise go through
-    # the one GPU process, which serialises the batch (measured ~1.4 -> ~2.0 apps/s at concurrency 4 on 2 cores);
-    # the headless shell measures the same either way. WebGL itself still runs on SwiftShader in the GPU
-    # process (tests/test_env_browser.py loads three.js).
-    args.append("--disable-gpu-compositing")
-    return args
-
-
-_NETNS_WRAPPER = Path(__file__).with_name("browser-netns.sh")
-# Tried in order: plain (needs CAP_SYS_ADMIN, e.g. root), then inside a new user namespace (unprivileged).
-_NETNS_OPTIONS = ("--net", "--user --map-root-user --net")
-_netns_found: dict[str, str | None] = {}
-
-
-def netns_options() -> str | None:
-    """The unshare options that give a new network namespace on this machine, or None (probed once)."""
-    if "opts" not in _netns_found:
-        import shutil
-        import subprocess
-
-        found = None
-        if shutil.which("unshare"):
-            for opts in _NETNS_OPTIONS:
-                if subprocess.run(["unshare", *opts.split(), "--", "true"], capture_output=True).returncode == 0:
-                    found = opts
-                    break
-        _netns_found["opts"] = found
-    return _netns_found["opts"]
-
-
-def sandbox_launch(cfg: RuntimeConfig) -> dict[str, Any]:
-    """Playwright launch options for the browser: inside an empty network namespace unless turned off."""
-    opts: dict[str, Any] = {"executable_path": cfg.executable_path}
-    if not cfg.network_namespace:
-        return opts
-    netns = netns_options()
-    if netns is None:
-        raise ValueError("cannot start the browser in an empty network namespace here (`unshare --net` and "
-                         "`unshare --user --map-root-user --net` both refused: no root and user namespaces are off); "
-                         "allow one (e.g. sysctl kernel.unprivileged_userns_clone=1, or "
-                         "kernel.apparmor_restrict_unprivileged_userns=0), or set env.runtime.network_namespace=false "
-                         "and accept that WebRTC's UDP can then reach this machine")
-    return {"executable_path": str(_NETNS_WRAPPER),
-            "env": {**os.environ, "RUBRICRL_NETNS": netns, "RUBRICRL_BROWSER": cfg.executable_path}}
-
-
 class BrowserRuntime:
     """One browser reused across apps, a fresh context per app, checks run ``cfg.concurrency`` at a time."""
 
@@ -243,6 +186,7 @@ class BrowserRuntime:
         self._browser: Any = None
         self._launch_lock: asyncio.Lock | None = None
         self._sem: asyncio.Semaphore | None = None
+        self._busy = 0  # apps being checked now (at most cfg.concurrency)
         self._closed = False
 
     # -- public, blocking -------------------------------------------------------------------------
@@ -269,7 +213,8 @@ class BrowserRuntime:
         """The step after load, settle and probe, in the app's own sandboxed context (a fresh page may be
         opened there). Nothing by default; subclasses may extend it and record into ``ev``. It runs inside the
         app's hard limit. An ``extra`` that is an async callable ``(context, html, ev)`` (the executable rubric
-        checks, ``tasks.env.checks.checks_hook``) is awaited after that limit, under its own limits."""
+        checks, ``tasks.env.checks.checks_hook``) is awaited after that limit, under its own limits, as ``(context,
+        html, ev, page, idle)``: the app's load page, handed over, and the runtime's app slots no app uses now."""
 
     def browser_pids(self) -> list[int]:
         """PIDs of this runtime's browser process (not its renderers), found by the launch marker."""
@@ -375,16 +320,20 @@ class BrowserRuntime:
     async def _check_guarded(self, html: str, extra: Any = None) -> RuntimeEvidence:
         assert self._sem is not None
         async with self._sem:
-            for attempt in range(self.cfg.max_restarts + 1):
-                try:
-                    browser = await self._ensure_browser()
-                except Exception as e:  # the browser cannot start: no verdict for this app
-                    return RuntimeEvidence(status="unavailable", error=f"browser launch failed: {e}")
-                ev = await self._check_one(browser, html, extra)
-                if ev.status != "unavailable" or browser.is_connected():
-                    return ev
-                # The browser died under this app (a crash, or killed): relaunch and load the app again.
-            return RuntimeEvidence(status="unavailable", error=f"browser crashed {self.cfg.max_restarts + 1} times")
+            self._busy += 1
+            try:
+                for attempt in range(self.cfg.max_restarts + 1):
+                    try:
+                        browser = await self._ensure_browser()
+                    except Exception as e:  # the browser cannot start: no verdict for this app
+                        return RuntimeEvidence(status="unavailable", error=f"browser launch failed: {e}")
+                    ev = await self._check_one(browser, html, extra)
+                    if ev.status != "unavailable" or browser.is_connected():
+                        return ev
+                    # The browser died under this app (a crash, or killed): relaunch and load the app again.
+                return RuntimeEvidence(status="unavailable", error=f"browser crashed {self.cfg.max_restarts + 1} times")
+            finally:
+                self._busy -= 1
 
     async def _check_one(self, browser: Any, html: str, extra: Any = None) -> RuntimeEvidence:
         ev, started = RuntimeEvidence(), time.perf_counter()
@@ -395,11 +344,14 @@ class BrowserRuntime:
             return RuntimeEvidence(status="unavailable", error=f"new context failed: {e}")
         try:
             async with asyncio.timeout(self.cfg.hard_limit_s) as limit:
-                await self._load(context, html, ev, session, extra, limit)
+                page, probing = await self._load(context, html, ev, session, extra, limit)
             if callable(extra) and ev.status in ("ok", "page_error", "blank"):
                 context.rubricrl_checking = True  # the checks open their own pages: not popups to close
                 try:  # executable rubric checks (tasks.env.checks.checks_hook): their own time limits, after the
-                    await extra(context, html, ev)  # hard limit of the load; nothing they do changes its verdict
+                    # hard limit of the load; nothing they do changes its verdict. Their documents (the load page's
+                    if probing is not None:  # next ones too) need no probe recording what they do.
+                        await probing.close()
+                    await extra(context, html, ev, page, self.cfg.concurrency - self._busy)
                 except Exception:  # their results stay empty, which readers report as not run
                     pass
         except asyncio.TimeoutError:
@@ -429,13 +381,27 @@ class BrowserRuntime:
         return ev
 
     async def _load(self, context: Any, html: str, ev: RuntimeEvidence, session: ProbeSession, extra: Any,
-                    limit: Any = None) -> None:
+                    limit: Any = None) -> Any:
+        """Load, settle and probe the app; returns its page with this step's listeners removed (the checks reuse
+        it: what they do there is not the load's evidence) and the probe's init script (None: no probe)."""
         started = time.perf_counter()
+        page, release, probing = await self._open(context, html, ev, session)
+        try:
+            await self._use(context, page, html, ev, session, extra, limit, started)
+        finally:
+            release()
+        return page, probing
+
+    async def _open(self, context: Any, html: str, ev: RuntimeEvidence, session: ProbeSession) -> Any:
+        """The app's context set up (clock, init scripts, routes) and its load page with the listeners that
+        record the load's evidence; returns the page, what removes those listeners and the probe's script."""
         probe = self.cfg.probe
         await install_controlled_clock(context, self.cfg.clock)  # first: later init scripts see the clock
         await context.add_init_script(POPUP_JS)  # before the probe's: it keeps the addEventListener the probe then records
+        probing = None
         if probe.enabled:
-            await context.add_init_script(PROBE_JS)
+            await context.add_init_script(DIALOGS_JS)
+            probing = await context.add_init_script(PROBE_JS)
         await context.route("**/*", lambda route: route_request(route, html, ev, session, self.mirror))
         await context.route_web_socket(re.compile(".*"), lambda ws: block_websocket(ws, ev, session))
         page = await context.new_page()
@@ -446,10 +412,16 @@ class BrowserRuntime:
             if not session.started:  # during the probe the page records errors with the action that caused them
                 ev.page_errors.append(page_error_record(html, getattr(exc, "name", "Error"),
                                                         getattr(exc, "message", str(exc)), getattr(exc, "stack", "") or ""))
-        page.on("pageerror", on_error)
-        page.on("console", lambda msg: self._on_console(msg, html, ev, session))
-        page.on("crash", lambda _p: setattr(ev, "status", "crashed"))
-        page.on("dialog", lambda d: asyncio.ensure_future(self._dialog(d, session)))
+        listeners = {"pageerror": on_error, "console": lambda msg: self._on_console(msg, html, ev, session),
+                     "crash": lambda _p: setattr(ev, "status", "crashed"),
+                     "dialog": lambda d: asyncio.ensure_future(self._dialog(d, session))}
+        for name, fn in listeners.items():
+            page.on(name, fn)
+        return page, lambda: [page.remove_listener(name, fn) for name, fn in listeners.items()], probing
+
+    async def _use(self, context: Any, page: Any, html: str, ev: RuntimeEvidence, session: ProbeSession, extra: Any,
+                   limit: Any, started: float) -> None:
+        probe = self.cfg.probe
         try:
             await page.goto(APP_URL, wait_until="load", timeout=self.cfg.load_timeout_s * 1000)
         except Exception as e:
