@@ -20,7 +20,8 @@ import pytest
 
 from schemas.config_env import RuntimeConfig
 import tasks.env.launch as launch_mod
-from tasks.env.runtime import BrowserRuntime, sandbox_launch
+from tasks.env.launch import sandbox_launch
+from tasks.env.runtime import BrowserRuntime
 
 CFG = RuntimeConfig(load_timeout_s=5.0, settle_s=1.5, hard_limit_s=12.0, concurrency=4)
 pytestmark = pytest.mark.skipif(not Path(CFG.executable_path).exists(),

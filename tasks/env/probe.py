@@ -1,4 +1,4 @@
-"""The interaction probe (issue 12): after load and settle, use the app as a user would, in the same sandbox.
+"""The interaction probe: after load and settle, use the app as a user would, in the same sandbox.
 
 Beyond the paper, whose judge "does not execute browser interactions" (3.3): we execute them. The in-page
 half (``probe.js``, an init script that runs before any app script) records every listener registration

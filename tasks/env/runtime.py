@@ -21,7 +21,7 @@ time, advanced by the environment, so they cost no wall time and do not stretch 
 page that cannot run under it (busy waiting, Web Audio or media time, workers, frames heavier than the machine
 runs in real time) runs on its own clock from then on, as a browser would.
 
-After load and settle, the interaction probe (``tasks.env.probe``, issue 12) uses the app in the same
+After load and settle, the interaction probe (``tasks.env.probe``) uses the app in the same
 context: its evidence lands in ``RuntimeEvidence.interaction``; navigation away is answered 204 by the
 route (the page stays) and recorded; a popup no gesture opened is refused as a browser refuses it, and a
 page that keeps reloading itself is ``reload_loop`` (``tasks.env.navigation``). An app that fails after a
@@ -59,10 +59,10 @@ from typing import Any
 
 from schemas.config_env import RuntimeConfig
 from tasks.env.cdn import CdnMirror
-from tasks.env.launch import launch_args, sandbox_launch  # noqa: F401 (re-exported)
+from tasks.env.launch import launch_args, sandbox_launch
 from tasks.env.navigation import (POPUP_JS, block_websocket, count_refused_popups, on_console_popup, on_popup,
                                   route_request, settle_verdict)
-from tasks.env.page import APP_ORIGIN, APP_URL, html_offset, page_error_record, stack_offset  # noqa: F401 (re-exported)
+from tasks.env.page import APP_URL, html_offset, page_error_record, stack_offset
 from tasks.env.pagetime import install_controlled_clock, let_pass
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, idle_sample, run_probe
 from tasks.env.severity import blocking_failures

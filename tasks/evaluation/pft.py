@@ -40,7 +40,8 @@ from typing import Any
 
 from schemas.config_env import PROJECT_ROOT, RuntimeConfig
 from schemas.config_eval import OfficialConfig
-from tasks.env.runtime import _mirror, launch_args, sandbox_launch
+from tasks.env.launch import launch_args, sandbox_launch
+from tasks.env.runtime import _mirror
 from tasks.evaluation.mirror_server import MirrorServer
 from tasks.evaluation.playwright_report import TestOutcome, spec_outcomes
 
