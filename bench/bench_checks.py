@@ -188,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vs-concurrency", type=int, default=None, metavar="N",
                     help="check every app at --concurrency and at N apps at once, one check at a time")
     args = ap.parse_args(argv)
-    from schemas.config_checks import ChecksConfig
-    from schemas.config_env import RuntimeConfig
+    from schemas.config.checks import ChecksConfig
+    from schemas.config.env import RuntimeConfig
 
     rt_cfg = RuntimeConfig(**({"concurrency": args.concurrency} if args.concurrency else {}))
     if not Path(rt_cfg.executable_path).exists():

@@ -86,7 +86,7 @@ def real_apps(corpus: str, n: int) -> list[str]:
 
 def bench_browser(n: int, concurrency: int, probe: bool = True, mix: list[str] | None = None,
                   name: str = "own mix") -> dict:
-    from schemas.config_env import RuntimeConfig
+    from schemas.config.env import RuntimeConfig
     from tasks.env.runtime import BrowserRuntime
 
     mix = mix or own_mix()
@@ -111,13 +111,13 @@ def bench_browser(n: int, concurrency: int, probe: bool = True, mix: list[str] |
 def bench_judge(n: int, concurrency: int, latency_s: float) -> dict:
     try:
         from fakes.fake_anthropic import FakeAnthropic
-        from schemas.config_llm import LLMConfig
+        from schemas.config.llm import LLMConfig
         from tasks.llm.factory import make_provider
     except ImportError as e:
         return {"bench": "judge_512_fake_api", "skipped": f"needs the LLM layer's fake API ({e})"}
     import tempfile
 
-    from schemas.config_env import EnvConfig, JudgeConfig, RuntimeConfig
+    from schemas.config.env import EnvConfig, JudgeConfig, RuntimeConfig
     from schemas.rubric import Task
     from tasks.env.score import ScoreInput, score_batch
 

@@ -31,8 +31,8 @@ import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no pai
 
 def build(root: Path, n: int) -> dict:
     from tasks.rubrics.build import build_stages
-    from schemas.config_rubrics import RubricsConfig
-    from schemas.queries import QUERIES_SCHEMA
+    from schemas.config.rubrics import RubricsConfig
+    from schemas.contracts.queries import QUERIES_SCHEMA
     from tasks.llm.offline import OfflineProvider
     from tasks.rubrics import load_tasks
     from tasks.stages.stage import StageSpec, run_stage
@@ -91,7 +91,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from schemas.config import load_config
-    from schemas.evaluation import SCREENSHOT_MOMENTS
+    from schemas.contracts.evaluation import SCREENSHOT_MOMENTS
     from tasks.evaluation import summary as evaluation
     from tasks.evaluation.generators import api_provider, api_rollouts, folder_rollouts, parse_generator
     from tasks.evaluation.report import write_report

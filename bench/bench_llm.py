@@ -47,7 +47,7 @@ def main() -> None:
     args = ap.parse_args()
 
     os.environ["ANTHROPIC_API_KEY"] = KEY
-    from schemas.config_llm import LLMConfig
+    from schemas.config.llm import LLMConfig
     from tasks.llm import get_provider
     from tasks.llm.ledger import result_summary
     from fakes.llm_fixtures import request

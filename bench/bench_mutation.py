@@ -134,7 +134,7 @@ def main() -> None:
     ap.add_argument("--max-per-app", type=int, default=4, help="mutants per app and fault kind, at most")
     ap.add_argument("--concurrency", type=int, default=0, help="browser checks at once (0: env.runtime default)")
     args = ap.parse_args()
-    from schemas.config_env import RuntimeConfig
+    from schemas.config.env import RuntimeConfig
     from tasks.env.probe import interaction_failures
     from tasks.env.runtime import BrowserRuntime
 

@@ -60,8 +60,8 @@ def cause(published: TestOutcome, ours: dict) -> str:
 def rescore_official(data: Path, rows: list[dict], workers: int) -> list[dict]:
     """The official columns of ``rows`` again, by the code evaluate calls (``official_columns``), so a change to
     the protocol is measured without scoring every app by our environment again."""
-    from schemas.config_env import RuntimeConfig
-    from schemas.config_eval import OfficialConfig
+    from schemas.config.env import RuntimeConfig
+    from schemas.config.evaluation import OfficialConfig
     from tasks.evaluation.official import official_columns, official_inputs
     from tasks.llm.offline import OfflineProvider
     from tasks.stages.store import StageStore

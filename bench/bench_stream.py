@@ -313,7 +313,7 @@ class Update:
     def __call__(self, step: Step, scored, run: bool = True) -> float | None:
         """The update's seconds; ``run=False`` only packs the batch (the streamed step then adds the serial
         step's measured update: same batch, same work)."""
-        from schemas.config_attribution import AttributionConfig
+        from schemas.config.attribution import AttributionConfig
         from training.grpo import build_packed, effective_rewards
         from training.update import make_micro_batches, run_update
 
@@ -395,7 +395,7 @@ def cpu_s() -> float:
 
 
 def parse_args() -> argparse.Namespace:
-    from schemas.config_env import EnvConfig
+    from schemas.config.env import EnvConfig
     from training.stream import stream_workers
 
     env0 = EnvConfig()
@@ -446,8 +446,8 @@ def make_scorer(args: argparse.Namespace, stack: contextlib.ExitStack, tmp: Path
         stack.enter_context(prefect_test_harness(server_startup_timeout=180))
         run_dir = flow_run_dir(tmp / "data", tasks, judge.api.base_url, env)
         return flow_score_fn(calls), {"rank": 0, "model_path": str(model_dir), "out_dir": str(run_dir)}
-    from schemas.config_attribution import AttributionConfig
-    from schemas.config_llm import LLMConfig
+    from schemas.config.attribution import AttributionConfig
+    from schemas.config.llm import LLMConfig
     from tasks.llm.factory import make_provider
     from tasks.rl.judge_limit import SharedLimit
 
@@ -485,7 +485,7 @@ def streamed_arm(args: argparse.Namespace, step: Step, score_fn, tok, parts: lis
 
 def measure(args: argparse.Namespace) -> Measured:
     """Set up (tiny policy, DeepSpeed engine, fake judge, warm-up), then the serial, streamed and off-policy arms."""
-    from schemas.config_env import EnvConfig, JudgeConfig, RuntimeConfig
+    from schemas.config.env import EnvConfig, JudgeConfig, RuntimeConfig
     from fakes.http_fake import LongTail
     from training.config import demo_config
     from training.stream import score_rollouts

@@ -1,4 +1,4 @@
-"""bench_token_model: the sizes behind the dry-run cost estimate (the ``cost`` section, ``schemas/config_cost.py``),
+"""bench_token_model: the sizes behind the dry-run cost estimate (the ``cost`` section, ``schemas/config/cost.py``),
 measured on real artefacts through the code that renders the prompts.
 
 - Rubric stages: the paper's q5 (its recorded model answers in tests/fixtures/rubrics/q5, a real rubric) replayed
@@ -25,7 +25,7 @@ import _safe  # noqa: F401 - the repo on sys.path, no paid call by accident
 import interactscience
 
 from schemas.checks import parse_check
-from schemas.config_llm import LLMConfig
+from schemas.config.llm import LLMConfig
 from schemas.rubric import CompactRubric, Task
 from tasks.llm.base import LLMRequest, Provider, RawReply, Usage
 from tasks.llm.prompts import load_prompt
@@ -153,7 +153,7 @@ def main() -> None:
           f"p10/median/p90 {sorted(map(len, answers))[len(answers) // 10]}/{statistics.median(map(len, answers)):.0f}/"
           f"{sorted(map(len, answers))[9 * len(answers) // 10]}")
 
-    from schemas.config_env import EnvConfig
+    from schemas.config.env import EnvConfig
     from tasks.env.score import ScoreInput, score_batch
 
     step = max(1, len(answers) // args.apps)

@@ -23,7 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from schemas.config_attribution import AttributionConfig  # noqa: E402
+from schemas.config.attribution import AttributionConfig  # noqa: E402
 from training.config import demo_config  # noqa: E402
 from training.grpo import Scored, build_packed  # noqa: E402
 from training.objective import token_loss  # noqa: E402

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from schemas.config_llm import LLMConfig, RetryConfig
+from schemas.config.llm import LLMConfig, RetryConfig
 from tasks.llm import get_provider
 from fakes.llm_fixtures import request
 from fakes.llm_wire import MODELS

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from schemas.config_llm import LLMConfig, RetryConfig
+from schemas.config.llm import LLMConfig, RetryConfig
 from tasks.llm import get_provider
 from tasks.llm.base import Provider
 from tasks.llm.cache import CallStore

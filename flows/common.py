@@ -11,7 +11,7 @@ from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
 from schemas.config import Config, load_config
-from schemas.config_llm import LLMConfig
+from schemas.config.llm import LLMConfig
 from schemas.layout import VALIDATION
 from tasks.env.publish import ScoredStages
 from tasks.env.score_tables import missing_counts

@@ -32,7 +32,8 @@ from prefect.artifacts import create_link_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
-from schemas.evaluation import EVAL_RESULTS_SCHEMA, STAGE as EVAL_STAGE, eval_results_suites
+from schemas.contracts.evaluation import EVAL_RESULTS_SCHEMA, eval_results_suites
+from schemas.contracts.evaluation import STAGE as EVAL_STAGE
 from schemas.layout import REPORTS
 from schemas.rubric import Task
 from tasks.env.publish import env_fingerprint

@@ -11,8 +11,8 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
+from schemas.contracts.sft import SFT_ANSWERS_SCHEMA, sft_answers_suites
 from schemas.layout import EXPORTS, SFT_EXPORT
-from schemas.sft import SFT_ANSWERS_SCHEMA, sft_answers_suites
 from tasks.sft import data as sft_data
 from tasks.queries.split import held_out
 from tasks.llm import get_provider

@@ -23,7 +23,7 @@ from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, scored_summaries
-from schemas.config_env import EnvConfig
+from schemas.config.env import EnvConfig
 from tasks.env.publish import ScoredTables, publish_scores
 from tasks.env.score_tables import checks_run, score_rollouts_table, task_from_row
 from tasks.llm import get_provider
@@ -34,7 +34,7 @@ from tasks.stages.stage import chunked
 def _score_chunk(rollouts: pa.Table, tasks: dict[str, dict[str, Any]], env: dict[str, Any],
                  llm: dict[str, Any]) -> ScoredTables:
     """One chunk on one worker: the worker's shared browser, a provider built here (picklable inputs only)."""
-    from schemas.config_llm import LLMConfig
+    from schemas.config.llm import LLMConfig
 
     cfg = EnvConfig.model_validate(env)
     provider = get_provider(config=LLMConfig.model_validate(llm))

@@ -18,7 +18,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from schemas.config_train import RULE_OF_MODE
+from schemas.config.train import RULE_OF_MODE
 from schemas.layout import RUN_RECORDS
 from tasks.rl.score_step import score_step
 from tasks.rl.step_run import step_records_name, step_run, step_tokenizer

@@ -24,7 +24,8 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, scored_summaries, stage_summary
-from schemas.selection import PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_rollouts_suites, rl_queries_suites
+from schemas.contracts.selection import (PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_rollouts_suites,
+                                         rl_queries_suites)
 from tasks.queries.split import held_out
 from tasks.env.publish import ScoredTables, publish_scores
 from tasks.env.score_tables import score_rollouts_table

@@ -15,9 +15,9 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
-from schemas.benchmark import BENCHMARK_SCHEMA, benchmark_suites
+from schemas.contracts.benchmark import BENCHMARK_SCHEMA, benchmark_suites
+from schemas.contracts.queries import QUERIES_SCHEMA, QUERY_CANDIDATES_SCHEMA, queries_suites, query_candidates_suites
 from schemas.layout import REPORTS
-from schemas.queries import CANDIDATES_SCHEMA, QUERIES_SCHEMA, candidates_suites, queries_suites
 from tasks.queries import coverage, synthesize
 from tasks.queries.dedup import near_duplicates
 from tasks.queries.ingest import ingest_jsonl
@@ -88,7 +88,7 @@ def synthesize_queries(profile: str = "demo", sets: list[str] | None = None, for
         return synthesize_chunk(chunks[key], s.seed, personas, s.min_capabilities, s.max_capabilities, fc.provider,
                                 cfg.llm.concurrency)
 
-    cand = run_stage(store, StageSpec("query_candidates", CANDIDATES_SCHEMA, _suites(candidates_suites)),
+    cand = run_stage(store, StageSpec("query_candidates", QUERY_CANDIDATES_SCHEMA, _suites(query_candidates_suites)),
                      part_keys=list(chunks), make_part=make_chunk, inputs={}, extra=prompt_fp, force=force,
                      stats=lambda t: {"missing": t.num_rows - t.column("text").drop_null().length()}, **common)
 

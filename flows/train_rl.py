@@ -27,12 +27,12 @@ import pyarrow.parquet as pq
 from prefect import flow, get_run_logger
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
-from schemas.attribution import ATTRIBUTIONS_SCHEMA, attributions_suites
 from schemas.config import write_config
+from schemas.config.env import EnvConfig
+from schemas.contracts.attribution import ATTRIBUTIONS_SCHEMA, attributions_suites
+from schemas.contracts.training import (JUDGE_PROVIDER, TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA, rollouts_suites,
+                                        train_steps_suites, with_judge_provider)
 from schemas.layout import CHECKPOINTS, FINAL_MODEL, RUN_CONFIG, RUN_QUERIES, RUN_RECORDS, runs_dir
-from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
-from schemas.train_stages import JUDGE_PROVIDER, rollouts_suites, train_steps_suites, with_judge_provider
-from schemas.config_env import EnvConfig
 from tasks.env.publish import publish_scores
 from tasks.env.score_tables import missing_counts
 from tasks.rl.checkpoints import install_policy, newest_policy

@@ -26,9 +26,9 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
 from schemas.config import Config, write_config
+from schemas.contracts.training import SFT_STEPS_SCHEMA, sft_steps_suites
 from schemas.layout import (CHECKPOINTS, EXPORTS, FINAL_MODEL, REPORTS, RUN_CHECKPOINTS, RUN_CONFIG, RUN_RECORDS,
                             SFT_EXPORT, runs_dir)
-from schemas.sft_steps import SFT_STEPS_SCHEMA, sft_steps_suites
 from tasks.rl.checkpoints import install_policy
 from tasks.stages.stage import StageSpec, run_stage
 from tasks.stages.store import fingerprint

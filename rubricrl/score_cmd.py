@@ -26,7 +26,7 @@ from typing import Any
 # the provider names from the config schema: `rubricrl --help` and every other command stay free of the
 # LLM layer's imports (great_expectations costs seconds per process)
 from rubricrl.options import add_config_options
-from schemas.config_llm import PROVIDERS
+from schemas.config.llm import PROVIDERS
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -108,7 +108,7 @@ def task_from_data(data: Any, where: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from schemas.config import load_config
-    from schemas.config_train import RULE_OF_MODE
+    from schemas.config.train import RULE_OF_MODE
     from tasks.env.judge import parse_diagnosis
     from tasks.env.score import score_response
 

@@ -9,8 +9,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from schemas.attribution import attributions_suites
-from schemas.train_stages import JUDGE_PROVIDER
+from schemas.contracts.attribution import attributions_suites
+from schemas.contracts.training import JUDGE_PROVIDER
 from tasks.attribution.api import annotate_findings, attribute, score_additions, token_weights, trace_row, traces_table
 from tasks.attribution.tokens import load_tokenizer, token_offsets
 from tasks.stages.validate import run_suites

@@ -6,7 +6,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.judge import Diagnosis
+from schemas.llm.diagnosis import Diagnosis
 from tasks.attribution.api import attribute
 from tasks.attribution.locate import find_whitespace, locate, split_fragments, squash
 

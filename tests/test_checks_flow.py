@@ -10,7 +10,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from schemas.config_env import RuntimeConfig
+from schemas.config.env import RuntimeConfig
 from tasks.stages.store import StageStore, fingerprint
 
 FIX = Path(__file__).parent / "fixtures" / "env"

@@ -10,10 +10,10 @@ import pyarrow as pa
 import pytest
 
 from schemas.checks import parse_check
-from schemas.config_checks import ChecksConfig
-from schemas.config_env import EnvConfig, RuntimeConfig
-from schemas.config_rubrics import RubricsConfig
-from schemas.rubrics import CHECKS_SCHEMA
+from schemas.config.checks import ChecksConfig
+from schemas.config.env import EnvConfig, RuntimeConfig
+from schemas.config.rubrics import RubricsConfig
+from schemas.contracts.rubrics import CHECKS_SCHEMA
 from tasks.rubrics import load_tasks
 from tasks.rubrics.checks import check_rows, dropped_markdown, dry_run, dry_run_verdict
 from tasks.rubrics.checks_offline import offline_checks

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from schemas.checks import parse_check
-from schemas.config_checks import ChecksConfig
-from schemas.config_env import RuntimeConfig
+from schemas.config.checks import ChecksConfig
+from schemas.config.env import RuntimeConfig
 from tasks.env.checks import checks_hook, result_record, within_app_limit
 from tasks.env.throttle import ThrottledRuntime
 

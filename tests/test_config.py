@@ -42,7 +42,7 @@ def test_section_hash_tracks_only_named_sections():
 
 def test_the_weight_rule_has_one_setting():
     """The rule follows train.objective.mode; attribution.mode is refused with the setting to use instead."""
-    from schemas.config_train import RULE_OF_MODE
+    from schemas.config.train import RULE_OF_MODE
 
     with pytest.raises(ValueError, match="set train.objective.mode instead"):
         load_config("demo", environ={}, sets=["attribution.mode=unconditional"])

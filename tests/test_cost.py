@@ -4,7 +4,7 @@ and the levers on the full profile."""
 import pytest
 
 from schemas.config import load_config
-from schemas.config_llm import Prices
+from schemas.config.llm import Prices
 from tasks.llm.cost import (LEVERS, CallTokens, Levers, call_counts, estimate_profile, format_report, input_usd,
                             lever_totals)
 

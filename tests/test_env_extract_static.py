@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config_env import StaticConfig
+from schemas.config.env import StaticConfig
 from tasks.env.extract import extract_html
 from tasks.env.static import check_source
 

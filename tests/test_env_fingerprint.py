@@ -6,7 +6,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from schemas.config_env import FINGERPRINT_EXCLUDED, EnvConfig
+from schemas.config.env import FINGERPRINT_EXCLUDED, EnvConfig
 from tasks.env.publish import env_fingerprint, fingerprint_of, without
 
 EXCLUDED = {p for p, _why in FINGERPRINT_EXCLUDED}

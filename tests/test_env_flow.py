@@ -6,7 +6,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from schemas.config_env import RuntimeConfig
+from schemas.config.env import RuntimeConfig
 from tasks.stages.store import StageStore
 from tests.fixtures.env_inputs import publish_rollouts
 

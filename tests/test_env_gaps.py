@@ -2,7 +2,7 @@
 once; none when it did not fail (it works despite them) or when the request came after (the checks' own pages)."""
 from __future__ import annotations
 
-from schemas.config_env import RuntimeConfig
+from schemas.config.env import RuntimeConfig
 from tasks.env.runtime import RuntimeEvidence
 
 CFG = RuntimeConfig()

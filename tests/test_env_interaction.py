@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config_env import EnvConfig, ProbeConfig, RuntimeConfig
+from schemas.config.env import EnvConfig, ProbeConfig, RuntimeConfig
 from schemas.rubric import Task
 from tasks.env.extract import extract_html
 from tasks.env.runtime import BrowserRuntime

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schemas.config_env import EnvConfig, RewardConfig, RuntimeConfig
-from schemas.judge import Diagnosis
+from schemas.config.env import EnvConfig, RewardConfig, RuntimeConfig
+from schemas.llm.diagnosis import Diagnosis
 from schemas.rubric import Task
 from tasks.env import rewards as R
 from tasks.env.judge import build_judge_request, normalize_diagnosis, offline_diagnosis, parse_diagnosis
@@ -189,7 +189,7 @@ def test_judge_failure_gives_missing_reward():
 
 
 def test_judge_through_the_real_sdk_with_one_corrective_retry(monkeypatch, tmp_path):
-    from schemas import config_llm
+    from schemas.config import llm as config_llm
     from tasks.llm.factory import make_provider
     from fakes import fake_anthropic as fake_mod
     from fakes.http_fake import Scripted

@@ -7,7 +7,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from schemas.config_env import EnvConfig, RuntimeConfig
+from schemas.config.env import EnvConfig, RuntimeConfig
 from schemas.rubric import Task
 from tasks.env.runtime import BrowserRuntime
 from tasks.env.score import ScoreInput, score_batch

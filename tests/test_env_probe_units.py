@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.config_env import ProbeConfig, RuntimeConfig
-from schemas.judge import Diagnosis
+from schemas.config.env import ProbeConfig, RuntimeConfig
+from schemas.llm.diagnosis import Diagnosis
 from schemas.rubric import Task
 from tasks.env.judge import build_judge_request, observed_facts, unique_quote, with_observed_findings
 from tasks.env.probe import interaction_failures, liveness, shift_offsets

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config_env import RuntimeConfig
+from schemas.config.env import RuntimeConfig
 import tasks.env.launch as launch_mod
 from tasks.env.launch import sandbox_launch
 from tasks.env.runtime import BrowserRuntime

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.judge import Diagnosis
+from schemas.llm.diagnosis import Diagnosis
 from tasks.env.judge import item_for_control, with_observed_findings
 from tasks.env.severity import classify_failures
 

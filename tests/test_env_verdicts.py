@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config_env import EnvConfig, ProbeConfig, RuntimeConfig
+from schemas.config.env import EnvConfig, ProbeConfig, RuntimeConfig
 from schemas.rubric import Task
 from tasks.env.score_tables import judgment_row, reward_row, tier_cause
 from tasks.env.runtime import BrowserRuntime

@@ -41,7 +41,7 @@ def test_unknown_tier_is_rejected():
 import hashlib  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from schemas.config_env import RuntimeConfig  # noqa: E402
+from schemas.config.env import RuntimeConfig  # noqa: E402
 from tasks.env.extract import extract_html  # noqa: E402
 from tasks.env.probe import interaction_failures  # noqa: E402
 from tasks.env.runtime import VIEWPORT, BrowserRuntime, ScreenshotSpec, app_key  # noqa: E402
@@ -133,7 +133,7 @@ class _SlowCamera(BrowserRuntime):
 
 
 def test_a_slow_screenshot_is_not_the_apps_time(tmp_path):
-    from schemas.config_env import ProbeConfig
+    from schemas.config.env import ProbeConfig
 
     cfg = RuntimeConfig(load_timeout_s=1.0, hard_limit_s=3.0, probe=ProbeConfig(enabled=False))
     with _SlowCamera(cfg, screenshots=ScreenshotSpec(tmp_path, timeout_s=5.0)) as rt:

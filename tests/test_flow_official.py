@@ -16,7 +16,7 @@ import pytest
 from flows.build_rubrics import build_rubrics
 from flows.evaluate import evaluate
 from flows.synthesize_queries import synthesize_queries
-from schemas.config_eval import OfficialConfig
+from schemas.config.evaluation import OfficialConfig
 from tasks.evaluation.official import cases_met
 from tasks.evaluation.pft import runner_problem
 from tasks.stages.store import StageStore

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config_env import EnvConfig, RewardConfig, RuntimeConfig
-from schemas.judge import Diagnosis
+from schemas.config.env import EnvConfig, RewardConfig, RuntimeConfig
+from schemas.llm.diagnosis import Diagnosis
 from schemas.rubric import Task
 from tasks.env import rewards as R
 from tasks.env.score_tables import judgment_row

@@ -68,7 +68,7 @@ def test_batch_lifecycle_out_of_order_with_one_errored_item(wire: Wire) -> None:
 
 
 def test_batches_split_by_request_limit(wire: Wire) -> None:
-    from schemas.config_llm import BatchConfig
+    from schemas.config.llm import BatchConfig
 
     p = wire.provider(batch=BatchConfig(max_requests=2, poll_interval_s=0.01))
     results = p.complete_bulk([request(i) for i in range(10, 15)])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config_llm import LLMConfig, Prices, RetryConfig
+from schemas.config.llm import LLMConfig, Prices, RetryConfig
 from tasks.llm import get_provider
 from tasks.llm.base import Usage
 from tasks.llm.cache import CallStore, cache_key

@@ -10,9 +10,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from schemas.judge import Diagnosis
-from schemas.llm_schema import bounded, request_schema, strict
-from schemas.rubric_outputs import CandidateSet, Expansion, FinalReference, ModuleMap, RequirementMap
+from schemas.llm.diagnosis import Diagnosis
+from schemas.llm.json_schema import bounded, request_schema, strict
+from schemas.llm.rubric_construction import CandidateSet, Expansion, FinalReference, ModuleMap, RequirementMap
 from tasks.llm.base import LLMRequest
 from tasks.llm.replies import TextOutput
 from tasks.llm.ledger import format_summary, summarize

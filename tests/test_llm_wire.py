@@ -97,7 +97,7 @@ def test_500_then_success(wire: Wire) -> None:
 
 
 def test_timeout_is_retried(wire: Wire) -> None:
-    from schemas.config_llm import RetryConfig
+    from schemas.config.llm import RetryConfig
 
     wire.api.push(Scripted(delay_s=2.0))
     p = wire.provider(retry=RetryConfig(max_retries=2, base_delay_s=0.05, timeout_s=0.5))
@@ -108,7 +108,7 @@ def test_timeout_is_retried(wire: Wire) -> None:
 
 
 def test_retries_exhausted_is_an_error_row(wire: Wire) -> None:
-    from schemas.config_llm import RetryConfig
+    from schemas.config.llm import RetryConfig
 
     wire.api.push(*[Scripted(status=500)] * 3)
     p = wire.provider(retry=RetryConfig(max_retries=2, base_delay_s=0.01))
@@ -128,7 +128,7 @@ def test_wrong_key_is_a_clear_error_without_the_key(wire: Wire, monkeypatch: pyt
 
 
 def test_missing_key_names_the_variable(wire: Wire, monkeypatch: pytest.MonkeyPatch) -> None:
-    from schemas.config_llm import LLMConfig
+    from schemas.config.llm import LLMConfig
     from tasks.llm import get_provider
 
     monkeypatch.delenv(KEY_ENV[wire.kind])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config_env import RuntimeConfig
+from schemas.config.env import RuntimeConfig
 from tasks.env.pagetime import clock_of, install_controlled_clock, let_pass
 
 CFG = RuntimeConfig()

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from schemas.config_env import RuntimeConfig
-from schemas.config_eval import OfficialConfig
+from schemas.config.env import RuntimeConfig
+from schemas.config.evaluation import OfficialConfig
 from tasks.evaluation.official import OFFLINE_JUDGE, OfficialInputs, official_columns
 from tasks.evaluation.screenshots import FOLDER
 from tasks.llm.offline import OfflineProvider

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config_env import RuntimeConfig
-from schemas.config_eval import OfficialConfig
+from schemas.config.env import RuntimeConfig
+from schemas.config.evaluation import OfficialConfig
 from tasks.evaluation.pft import AppResult, PftApp, app_score, page_path, run_pft, runner_problem, verdict_of
 from tasks.evaluation.playwright_report import TestOutcome
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config_llm import ServerConfig
+from schemas.config.llm import ServerConfig
 from tasks.llm.cache import CallStore
 from tasks.stages.store import StageStore
 from tests.fixtures.env_inputs import publish_rollouts

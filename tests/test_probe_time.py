@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config_env import RuntimeConfig
+from schemas.config.env import RuntimeConfig
 from tasks.env.throttle import ThrottledRuntime
 
 FIX = Path(__file__).parent / "fixtures"

@@ -89,7 +89,7 @@ def test_a_bar_only_on_a_terminal():
 
 
 def test_score_batch_counts_every_app_and_the_checks_it_ran():
-    from schemas.config_env import EnvConfig
+    from schemas.config.env import EnvConfig
     from tasks.env.score_tables import task_from_row
     from tasks.env.score import ScoreInput, score_batch
     from tasks.llm.offline import OfflineProvider

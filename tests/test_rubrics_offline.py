@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from schemas.checks import parse_check
-from schemas.config_env import EnvConfig, RuntimeConfig
+from schemas.config.env import EnvConfig, RuntimeConfig
 from tasks.rubrics import text as T
 from tasks.rubrics.filtering import item_rows
 from tests.fixtures.rubrics.support import offline_reference, offline_task

@@ -7,7 +7,7 @@ import duckdb
 import pyarrow.compute as pc
 
 from tasks.rubrics.build import build_stages
-from schemas.config_rubrics import RubricsConfig
+from schemas.config.rubrics import RubricsConfig
 from schemas.rubric import RUBRIC_LEVELS, CompactRubric
 from tasks.rubrics import load_tasks
 from tasks.rubrics.filtering import TRACE_ONLY

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from schemas.rubric_outputs import FinalReference, ModuleMap
+from schemas.llm.rubric_construction import FinalReference, ModuleMap
 from tasks.llm.offline import OfflineProvider
 from tasks.rubrics import text as T
 from tasks.rubrics.filtering import NOT_IN_QUERY, finalize
@@ -121,7 +121,7 @@ def test_chunks_are_sorted_and_stable():
 
 def _publish_offline(store, sd, key: str, texts: dict[str, str]):
     """Publish one stage's part for ``texts`` on the offline provider (no GX suite: the part is the point)."""
-    from schemas.config_rubrics import RubricsConfig
+    from schemas.config.rubrics import RubricsConfig
     from tasks.rubrics.stages import stage_part
     from tasks.stages.stage import StageSpec, run_stage
 

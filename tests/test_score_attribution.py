@@ -75,7 +75,7 @@ def _spans(out: dict) -> list:
 def test_spans_and_weights_follow_the_projects_attribution_section(files):
     """`rubricrl score` reads the configuration like every command (profile, RUBRICRL_*, --set): the spans it
     prints are the ones the attribution section gives, not the defaults (a narrow window drops a callee)."""
-    from schemas.config_attribution import AttributionConfig
+    from schemas.config.attribution import AttributionConfig
     from tasks.attribution.api import attribute
     from tasks.env.extract import extract_html
 

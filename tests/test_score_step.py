@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config_attribution import AttributionConfig
-from schemas.config_env import EnvConfig, RuntimeConfig
+from schemas.config.attribution import AttributionConfig
+from schemas.config.env import EnvConfig, RuntimeConfig
 from schemas.rubric import Task
 from tasks.attribution.weights import CONTEXT, DIRECT, OTHER
 from tasks.rl.score_step import score_step

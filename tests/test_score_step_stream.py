@@ -106,7 +106,7 @@ def test_judge_failure_hang_and_browser_crash_mid_stream(prefect_harness, tmp_pa
 
 
 def test_judge_concurrency_is_process_wide(monkeypatch, tmp_path):
-    from schemas.config_llm import LLMConfig
+    from schemas.config.llm import LLMConfig
     from tasks.llm.factory import make_provider
     from tasks.rl.judge_limit import SharedLimit
     from fakes.llm_fixtures import echo_reply, request

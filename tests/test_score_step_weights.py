@@ -117,7 +117,7 @@ RULE = {"binary": "uniform", "hierarchical": "uniform", "full": "sign", "uncondi
 
 @pytest.mark.parametrize("mode", ["hierarchical", "unconditional", "full"])
 def test_attributions_rows_record_the_rule_the_trainer_applied(prefect_harness, tmp_path, tokenizer_dir, mode):
-    from schemas.config_attribution import AttributionConfig
+    from schemas.config.attribution import AttributionConfig
     from schemas.layout import RUN_RECORDS
     from tasks.attribution.weights import token_weights
 

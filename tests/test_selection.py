@@ -1,6 +1,6 @@
 import pytest
 
-from schemas.config_selection import SelectionConfig
+from schemas.config.selection import SelectionConfig
 from tasks.selection.select import Candidate, discrimination, select, selection_diff
 
 

@@ -12,7 +12,7 @@ from rubricrl.adapters.verl import group_mean_fill, verl_score
 from rubricrl.service.metrics import missing_cause
 from rubricrl.service.requests import RequestError, decode_json, parse_request
 from rubricrl.service.server import check_bind, is_loopback
-from schemas.config_service import ServiceConfig
+from schemas.config.service import ServiceConfig
 from tests.fixtures.service import FIX, fixture_tasks
 
 CFG = ServiceConfig(max_items=8, max_response_chars=1000)

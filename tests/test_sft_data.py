@@ -2,7 +2,7 @@
 chat-format Parquet that `datasets` reads as is."""
 import pytest
 
-from schemas.config_env import EnvConfig
+from schemas.config.env import EnvConfig
 from schemas.rubric import CompactItem, CompactRubric, Task
 from tasks.llm.base import Provider, RawReply
 from tasks.llm.offline import OfflineProvider

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from schemas.config_attribution import AttributionConfig
+from schemas.config.attribution import AttributionConfig
 from tasks.attribution.weights import DIRECT, OTHER
 from training.config import demo_config
 from training.grpo import run_grpo

@@ -1,7 +1,7 @@
 """Training-run plots: per-step series from rollouts rows (pure), and the PNG."""
 import pytest
 
-from schemas.config_attribution import AttributionConfig
+from schemas.config.attribution import AttributionConfig
 from tasks.rl.plots import plot_run, step_series
 
 A = AttributionConfig()

@@ -1,7 +1,7 @@
 import pyarrow as pa
 import pytest
 
-from schemas.queries import QUERIES_SCHEMA, queries_suites
+from schemas.contracts.queries import QUERIES_SCHEMA, queries_suites
 from tasks.stages.stage import StageSpec, run_stage
 from tasks.stages.store import StageStore
 from tasks.queries.synthesize import load_taxonomy

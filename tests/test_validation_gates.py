@@ -12,21 +12,19 @@ from typing import Any, Callable
 import pyarrow as pa
 import pytest
 
-from schemas.attribution import ATTRIBUTIONS_SCHEMA, attributions_suites
-from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, rewards_suites
-from schemas.evaluation import EVAL_RESULTS_SCHEMA, eval_results_suites
-from schemas.llm import LLM_CALLS_SCHEMA, llm_calls_suites
-from schemas.queries import CANDIDATES_SCHEMA as QUERY_CANDIDATES_SCHEMA
-from schemas.queries import candidates_suites as query_candidates_suites
-from schemas.rubrics import (CANDIDATES_SCHEMA, EXPANSIONS_SCHEMA, ITEMS_SCHEMA, MODULES_SCHEMA, REFERENCES_SCHEMA,
-                             REQUIREMENTS_SCHEMA, candidates_suites, expansions_suites, items_suites, modules_suites,
-                             references_suites, requirements_suites)
-from schemas.selection import (PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_rollouts_suites,
-                               rl_queries_suites)
-from schemas.sft import SFT_ANSWERS_SCHEMA, sft_answers_suites
-from schemas.sft_steps import SFT_STEPS_SCHEMA, sft_steps_suites
-from schemas.train_records import TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA
-from schemas.train_stages import rollouts_suites, train_steps_suites, with_judge_provider
+from schemas.contracts.attribution import ATTRIBUTIONS_SCHEMA, attributions_suites
+from schemas.contracts.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, rewards_suites
+from schemas.contracts.evaluation import EVAL_RESULTS_SCHEMA, eval_results_suites
+from schemas.contracts.llm_calls import LLM_CALLS_SCHEMA, llm_calls_suites
+from schemas.contracts.queries import QUERY_CANDIDATES_SCHEMA, query_candidates_suites
+from schemas.contracts.rubrics import (EXPANSIONS_SCHEMA, ITEMS_SCHEMA, MODULES_SCHEMA, REFERENCES_SCHEMA,
+                                       REQUIREMENTS_SCHEMA, RUBRIC_CANDIDATES_SCHEMA, expansions_suites, items_suites,
+                                       modules_suites, references_suites, requirements_suites, rubric_candidates_suites)
+from schemas.contracts.selection import (PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_rollouts_suites,
+                                         rl_queries_suites)
+from schemas.contracts.sft import SFT_ANSWERS_SCHEMA, sft_answers_suites
+from schemas.contracts.training import (SFT_STEPS_SCHEMA, TRAIN_ROLLOUTS_SCHEMA, TRAIN_STEPS_SCHEMA, rollouts_suites,
+                                        sft_steps_suites, train_steps_suites, with_judge_provider)
 from tasks.stages.stage import StageSpec, run_stage
 from tasks.stages.store import StageStore
 from tasks.stages.validate import StageValidationError
@@ -108,7 +106,7 @@ GATES = [
     Gate("modules", MODULES_SCHEMA, lambda: modules_suites(_REQS),
          {"query_id": "q1", "module_id": "M1", "kind": "state_system", "covered_requirement_ids": ["R1"]},
          {"query_id": "qbad", "covered_requirement_ids": ["R9"]}, "expect_column_values_to_be_in_set on 'covered_ids_exist'"),
-    Gate("rubric_candidates", CANDIDATES_SCHEMA, lambda: candidates_suites(_REQS),
+    Gate("rubric_candidates", RUBRIC_CANDIDATES_SCHEMA, lambda: rubric_candidates_suites(_REQS),
          {"query_id": "q1", "candidate_id": "C1", "scope": "dynamic", "rubric_level": "core_module", "target": "state",
           "covered_requirement_ids": ["R1"]},
          {"query_id": "qbad", "rubric_level": "made_up"}, "expect_column_values_to_be_in_set on 'rubric_level'"),

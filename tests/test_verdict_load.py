@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from schemas.checks import parse_check
-from schemas.config_checks import ChecksConfig
-from schemas.config_env import ProbeConfig, RuntimeConfig
+from schemas.config.checks import ChecksConfig
+from schemas.config.env import ProbeConfig, RuntimeConfig
 from tasks.env.checks import checks_hook
 from tasks.env.throttle import ThrottledRuntime
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from schemas.config import load_config
-from schemas.config_llm import ServerConfig
+from schemas.config.llm import ServerConfig
 from tasks.llm import get_provider
 from tasks.llm import vllm_server as vs
 from fakes.open_judge import free_port
@@ -74,7 +74,7 @@ def test_serve_judge_prints_settings_and_stops_on_sigterm(tmp_path) -> None:
     model, port = _model_dir(tmp_path, "judge"), free_port()
     script = textwrap.dedent(f"""
         import sys
-        from schemas.config_llm import ServerConfig
+        from schemas.config.llm import ServerConfig
         from tasks.llm import vllm_server as vs
         vs.SERVER_MODULE = {FAKE!r}
         sys.exit(vs.serve_judge({str(model)!r}, ServerConfig(port={port}), log_path={str(tmp_path / 's.log')!r}))

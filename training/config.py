@@ -1,4 +1,4 @@
-"""Cross-checking the GRPO job's config (the models live in ``schemas/config_train.py``; loading and
+"""Cross-checking the GRPO job's config (the models live in ``schemas/config/train.py``; loading and
 ``--set`` are ``schemas.config.load_config``'s).
 
 ``validate_configs`` holds every check that spans sections or needs the world size, so a bad
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.config import Config, load_config
-from schemas.config_train import REWARD_KIND_OF_MODE, TrainRLConfig
+from schemas.config.train import REWARD_KIND_OF_MODE, TrainRLConfig
 
 
 def demo_config(**overrides: Any) -> TrainRLConfig:

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from schemas.config_train import DeepSpeedSection, OptimSection, TrainRLConfig
+from schemas.config.train import DeepSpeedSection, OptimSection, TrainRLConfig
 from training.config import micro_batches_per_rank
 from training.ext_lock import load_comm_op
 

@@ -36,9 +36,9 @@ from typing import Any
 
 import torch
 
-from schemas.config_attribution import AttributionConfig
-from schemas.config_env import EnvConfig
-from schemas.config_train import TrainRLConfig
+from schemas.config.attribution import AttributionConfig
+from schemas.config.env import EnvConfig
+from schemas.config.train import TrainRLConfig
 from schemas.layout import FINAL_MODEL, RUN_CHECKPOINTS, RUN_RECORDS
 from training import checkpoint
 from training.config import out_dir_of, validate_configs

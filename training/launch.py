@@ -23,7 +23,7 @@ import os
 import sys
 
 from schemas.config import Config, load_config, write_config
-from schemas.config_train import TrainRLConfig
+from schemas.config.train import TrainRLConfig
 from schemas.layout import RUN_CONFIG, runs_dir
 from training.config import with_mode_reward
 from training.stream import resolve_score_fn  # noqa: F401 (the job's way to its score function)

@@ -5,7 +5,7 @@
   with fewer than 2 rewarded responses, or zero variance, contributes nothing and is counted.
 - :func:`policy_weights`: the training mode picks the weight rule of ``tasks.attribution.weights``
   (the one owner of the sign rule and, through ``AttributionConfig``, of every weight) by
-  ``schemas.config_train.RULE_OF_MODE``: binary and hierarchical use uniform weights (standard
+  ``schemas.config.train.RULE_OF_MODE``: binary and hierarchical use uniform weights (standard
   GRPO), ``full`` the sign rule of G.3, ``unconditional`` the 4.4 ablation.
 - :func:`token_loss`: -w_{i,t} * min(rho A, clip(rho, 1-eps_low, 1+eps_high) A) per response token,
   plus beta * k3 KL to a reference policy (unweighted, off by default).
@@ -27,8 +27,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from schemas.config_attribution import AttributionConfig
-from schemas.config_train import RULE_OF_MODE, Mode
+from schemas.config.attribution import AttributionConfig
+from schemas.config.train import RULE_OF_MODE, Mode
 from tasks.attribution.weights import token_weights
 
 

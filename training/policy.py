@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from schemas.config_train import ModelSection
+from schemas.config.train import ModelSection
 from schemas.layout import RUNS
 from tasks.rl.checkpoints import is_model_dir, model_identity, newest_policy
 

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from schemas.config import load_config, write_config
-from schemas.config_train import SFTConfig
+from schemas.config.train import TrainSFTConfig
 from schemas.layout import FINAL_MODEL, RUN_CHECKPOINTS, RUN_CONFIG, runs_dir
 from training import checkpoint
 from training.config import out_dir_of
@@ -40,7 +40,7 @@ TOY_ANSWER = "```html\n<!DOCTYPE html>\n<html><body><button id=\"inc\">+1</butto
              "<script>let count = 0;</script></body></html>\n```"
 
 
-def sft_demo_config(**overrides: Any) -> SFTConfig:
+def sft_demo_config(**overrides: Any) -> TrainSFTConfig:
     """The demo profile's ``train_sft`` section with nested ``overrides`` on top (no environment overrides)."""
     return load_config("demo", overrides={"train_sft": overrides}, environ={}).train_sft
 
@@ -64,7 +64,7 @@ def load_examples(path: str | None) -> list[dict[str, str]]:
             for i, r in enumerate(good)]
 
 
-def validate_sft(cfg: SFTConfig, world_size: int, n_examples: int) -> int:
+def validate_sft(cfg: TrainSFTConfig, world_size: int, n_examples: int) -> int:
     """Checks; returns the number of steps."""
     per_rank, rem = divmod(cfg.run.examples_per_step, world_size)
     if rem or per_rank % cfg.deepspeed.micro_batch_size:
@@ -102,7 +102,7 @@ def sft_update(engine: Any, mbs: list, n_step_tokens: int, world: int, step: int
     return total
 
 
-def run_sft(cfg: SFTConfig, examples: list[dict[str, str]] | None = None) -> dict[str, Any]:
+def run_sft(cfg: TrainSFTConfig, examples: list[dict[str, str]] | None = None) -> dict[str, Any]:
     import torch.distributed as dist
 
     from training.grpo import named_weights, prepare_model_dir

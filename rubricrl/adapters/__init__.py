@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from schemas.config_env import SCORED_TIERS
+from schemas.config.env import SCORED_TIERS
 
 
 def number(value: Any) -> float:

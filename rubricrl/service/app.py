@@ -3,7 +3,7 @@
 Routes (JSON in and out; a refused request gets ``{"error": {"status", "field", "limit", "message"}}``):
 
 - ``POST /score`` ``{"items": [...]}`` -> ``{"request_id", "provider", "results": [...]}``, one answer per
-  item in request order (``schemas.service``);
+  item in request order (``schemas.contracts.service``);
 - ``POST /score/stream``: the same items, answered as NDJSON lines, each as soon as it is scored (each
   line carries its ``index``);
 - ``POST /openrlhf/get_reward``: OpenRLHF's remote reward protocol (``rubricrl.adapters.openrlhf``);

@@ -26,7 +26,7 @@ from rubricrl.score_cmd import score_output
 from rubricrl.service.browser import ServiceBrowser
 from rubricrl.service.requests import Job
 from schemas.config import Config
-from schemas.config_train import RULE_OF_MODE
+from schemas.config.train import RULE_OF_MODE
 from schemas.rubric import Task
 from tasks.stages.store import StageStore
 

@@ -3,7 +3,7 @@ field and the limit (the server keeps serving; nothing of the request is scored)
 
 Order of the checks, cheapest first, so a 20 MB response or 10,000 items are refused before any of
 them is validated: body size -> UTF-8 -> JSON -> ``items`` count -> each item's response length ->
-each item's shape (``schemas.service.ScoreItem``) -> its task (inline, or its ``query_id`` against the
+each item's shape (``schemas.contracts.service.ScoreItem``) -> its task (inline, or its ``query_id`` against the
 published rubric_items) -> its diagnosis against that task's rubric. Pure but for the task lookup.
 """
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from rubricrl.score_cmd import InputError, task_from_data
-from schemas.config_service import ServiceConfig
-from schemas.judge import Diagnosis
+from schemas.config.service import ServiceConfig
+from schemas.contracts.service import ScoreItem
+from schemas.llm.diagnosis import Diagnosis
 from schemas.rubric import Task
-from schemas.service import ScoreItem
 
 
 class RequestError(Exception):

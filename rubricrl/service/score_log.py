@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schemas.config import Config
+from schemas.contracts.service import SERVICE_SCORES_SCHEMA, service_scores_suites
 from schemas.layout import RUN_RECORDS, runs_dir
-from schemas.service import SERVICE_SCORES_SCHEMA, service_scores_suites
 from tasks.env.publish import env_fingerprint
 from tasks.stages.stage import StageOutcome, StageSpec, run_stage
 from tasks.stages.store import StageStore, atomic_write_table

@@ -26,8 +26,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from schemas.config_attribution import AttributionConfig, WeightRule
-from schemas.judge import Diagnosis
+from schemas.config.attribution import AttributionConfig, WeightRule
+from schemas.llm.diagnosis import Diagnosis
 from tasks.attribution.analyzer import SourceModel, analyze
 from tasks.attribution.expand import ContextSpan, Relation, expand, merge_intervals
 from tasks.attribution.locate import AnchorResult, Scorer, locate, proximity
@@ -277,7 +277,7 @@ def annotate_findings(diagnosis: dict, additions: dict) -> dict:
 def trace_row(trace: AttributionTrace, response_id: str, query_id: str | None = None, *,
               advantage: float | None = None, offsets: list[tuple[int, int]] | None = None,
               rule: WeightRule = "sign") -> dict:
-    """One row of the ``attributions`` stage (``schemas.attribution.ATTRIBUTIONS_SCHEMA``), source coordinates;
+    """One row of the ``attributions`` stage (``schemas.contracts.attribution.ATTRIBUTIONS_SCHEMA``), source coordinates;
     ``rule``: the weight rule the trainer applies to this response's tokens (``weight_mode``)."""
     span = lambda s, e: {"start": s, "end": e}  # noqa: E731
     row: dict[str, Any] = {
@@ -305,6 +305,6 @@ def traces_table(rows: list[dict]):  # -> pa.Table
     """The ``attributions`` stage table from ``trace_row`` dicts."""
     import pyarrow as pa
 
-    from schemas.attribution import ATTRIBUTIONS_SCHEMA
+    from schemas.contracts.attribution import ATTRIBUTIONS_SCHEMA
 
     return pa.Table.from_pylist(rows, schema=ATTRIBUTIONS_SCHEMA)

@@ -7,7 +7,7 @@ and ``total``). Missing features have no quotes and so yield no direct anchors (
 are not located at an arbitrary insertion point).
 
 Departure from the paper: the paper also draws anchors from "error-subgraph fields"; our judge
-schema (``schemas/judge.py``) has no such field, so quotes are the only direct anchors.
+schema (``schemas/llm/diagnosis.py``) has no such field, so quotes are the only direct anchors.
 
 Run: ``python -c "from tasks.attribution.normalize import normalize; ..."`` on a ``Diagnosis``.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from schemas.judge import LAYERS, SEVERITIES, Diagnosis, Finding
+from schemas.llm.diagnosis import LAYERS, SEVERITIES, Diagnosis, Finding
 
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 # Words of a hint that are English, not code: they never name a symbol.

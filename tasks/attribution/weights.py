@@ -26,7 +26,7 @@ tokens get a NEGATIVE update whatever the sign of A. For A > 0 the weights are 3
 -1 on direct / contextual tokens and 1.0 elsewhere (the plain baseline: the variant does not
 re-emphasise unaffected regions); for A < 0 it equals the sign rule. ``rule='uniform'`` is standard
 GRPO (the binary and hierarchical ablations): baseline everywhere. Which rule applies is
-``train.objective.mode``'s (``schemas.config_train.RULE_OF_MODE``); the numbers are the
+``train.objective.mode``'s (``schemas.config.train.RULE_OF_MODE``); the numbers are the
 ``attribution`` section's.
 
 The weights are returned non-negative with a separate sign: the trainer multiplies A by the sign
@@ -40,7 +40,7 @@ from typing import Literal
 
 import numpy as np
 
-from schemas.config_attribution import AttributionConfig, WeightRule
+from schemas.config.attribution import AttributionConfig, WeightRule
 
 # Membership codes, one per generated token (np.int8): the scorer's output, the rule's input.
 OTHER, CONTEXT, DIRECT = 0, 1, 2

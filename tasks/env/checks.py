@@ -41,7 +41,7 @@ from typing import Any, Awaitable, Callable
 from schemas.checks import (Arith, CanvasChanges, Check, Click, Const, Count, DblClick, Disabled, Drag, Enabled, Fill,
                             Hidden, Hover, Locator, NoError, NumberChanges, NumberRelation, Press, Read, Ref, Remember,
                             Resize, Select, TextChanges, TextMatches, Value, Visible, Wait, step_kind)
-from schemas.config_checks import ChecksConfig
+from schemas.config.checks import ChecksConfig
 from tasks.env.lanes import Lane
 from tasks.env.page import APP_URL
 from tasks.env.pagetime import CLOCK_READ_S, Limit, OutOfTime, PageTime, limit_passed, page_clock_ms

@@ -1,7 +1,7 @@
 """The three-layer judge (paper B.2, F.2): the request, the offline rule, and post-processing in code.
 
 One judge call sees the expanded query, the compact rubric payload and the application source and
-returns static_check, code_simulation and rubric_alignment layers (``schemas.judge.Diagnosis``).
+returns static_check, code_simulation and rubric_alignment layers (``schemas.llm.diagnosis.Diagnosis``).
 The LLM layer validates the reply with ``{"valid_ids": ...}`` so an unknown rubric id gets its one
 corrective retry there; afterwards, code keeps one finding per item id (highest severity wins),
 drops ids still unknown (a hand-written DIAGNOSIS.json), fixes each finding's scope from the
@@ -30,8 +30,8 @@ import json
 import re
 from typing import Any
 
-from schemas.config_env import JudgeConfig
-from schemas.judge import LAYERS, SEVERITIES, SEVERITY_RANK, Diagnosis, Finding, Layer
+from schemas.config.env import JudgeConfig
+from schemas.llm.diagnosis import LAYERS, SEVERITIES, SEVERITY_RANK, Diagnosis, Finding, Layer
 from schemas.rubric import CompactRubric, Task, judge_payload
 from tasks.env.rubric_evidence import item_decision, names_control
 from tasks.llm.base import LLMRequest

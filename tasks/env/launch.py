@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from schemas.config_env import RuntimeConfig
+from schemas.config.env import RuntimeConfig
 from tasks.env.page import APP_ORIGIN
 
 

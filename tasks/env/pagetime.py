@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from schemas.config_checks import ChecksConfig, ClockConfig
+from schemas.config.checks import ChecksConfig, ClockConfig
 
 TIME_JS = Path(__file__).with_name("pagetime.js").read_text(encoding="utf-8")
 BEAT_MS = 20  # the page clock's beat: a gap longer than two beats counts as two (the renderer was starved)

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas.config_checks import ClockConfig
-from schemas.config_env import ProbeConfig
+from schemas.config.checks import ClockConfig
+from schemas.config.env import ProbeConfig
 from tasks.env.page import APP_URL, html_offset
 from tasks.env.pagetime import clock_of, let_pass
 

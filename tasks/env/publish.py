@@ -2,7 +2,7 @@
 flow that scores publishes them (score-rollouts; select-rl-queries as ``probe_*``; train-rl from its run's
 records), all three under one fingerprint.
 
-The fingerprint is the whole ``env`` section less ``FINGERPRINT_EXCLUDED`` (``schemas/config_env.py``, the
+The fingerprint is the whole ``env`` section less ``FINGERPRINT_EXCLUDED`` (``schemas/config/env.py``, the
 settings that cannot change a verdict, each with its reason) and the CDN mirror's content: a new setting
 of the section enters it without anyone listing it. Every ``rewards`` row carries it (``reward_config_hash``).
 """
@@ -15,9 +15,9 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 import pyarrow as pa
 
-from schemas.check_results import CHECK_RESULTS_SCHEMA, check_results_suites
-from schemas.config_env import FINGERPRINT_EXCLUDED, EnvConfig
-from schemas.env import JUDGMENTS_SCHEMA, REWARDS_SCHEMA, judgments_suites, reward_suites_for
+from schemas.config.env import FINGERPRINT_EXCLUDED, EnvConfig
+from schemas.contracts.env import (CHECK_RESULTS_SCHEMA, JUDGMENTS_SCHEMA, REWARDS_SCHEMA, check_results_suites,
+                                   judgments_suites, reward_suites_for)
 from tasks.env.cdn import mirror_fingerprint
 from tasks.llm.base import Provider
 from tasks.stages.stage import StageOutcome, StageSpec, run_stage
@@ -25,7 +25,7 @@ from tasks.stages.store import StageStore
 
 
 class ScoredTables(NamedTuple):
-    """One part's rows of the three stages (schemas/env.py, schemas/check_results.py)."""
+    """One part's rows of the three stages (schemas/contracts/env.py, schemas/contracts/env.py)."""
 
     judgments: pa.Table
     rewards: pa.Table
@@ -52,7 +52,7 @@ def without(data: dict[str, Any], paths: Iterable[str]) -> dict[str, Any]:
             node = node.get(p) if isinstance(node, dict) else None
         if not isinstance(node, dict) or leaf not in node:
             raise KeyError(f"env.{path} is not a setting of the env section; fix FINGERPRINT_EXCLUDED "
-                           "(schemas/config_env.py)")
+                           "(schemas/config/env.py)")
         del node[leaf]
     return out
 

@@ -13,14 +13,14 @@ A gate that is ``None`` (the judge failed and our own evidence did not decide) g
 (``None``): never a made-up number; the RL job drops that response from its group. A gate our own
 evidence failed decides the tier without the judge (the judge could not raise it).
 
-Numbers come from ``schemas.config_env.RewardConfig``. Run: ``hierarchical_reward(...)``.
+Numbers come from ``schemas.config.env.RewardConfig``. Run: ``hierarchical_reward(...)``.
 """
 from __future__ import annotations
 
 from collections.abc import Collection
 from typing import Any, Iterable, Mapping
 
-from schemas.config_env import RewardConfig
+from schemas.config.env import RewardConfig
 
 UNMET = ("critical", "major")  # a rubric item with a finding of these severities is not met
 

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas.config_env import RuntimeConfig
+from schemas.config.env import RuntimeConfig
 from tasks.env.cdn import CdnMirror
 from tasks.env.launch import launch_args, sandbox_launch
 from tasks.env.navigation import (POPUP_JS, block_websocket, count_refused_popups, on_console_popup, on_popup,

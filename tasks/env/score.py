@@ -17,9 +17,9 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.config_attribution import AttributionConfig
-from schemas.config_env import EnvConfig
-from schemas.judge import Diagnosis
+from schemas.config.attribution import AttributionConfig
+from schemas.config.env import EnvConfig
+from schemas.llm.diagnosis import Diagnosis
 from schemas.rubric import Task, judge_payload
 from tasks.attribution.api import AttributionTrace, attribute
 from tasks.env.checks import checks_hook, not_run

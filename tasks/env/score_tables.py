@@ -3,7 +3,7 @@ rollout table.
 
 ``score_rollouts_table(rollouts, tasks, ...)`` is what the flows that score rollouts call: rollouts with
 ``rollout_id``, ``query_id``, ``response`` columns in, the three tables out (``tasks.env.publish.ScoredTables``;
-schemas in ``schemas/env.py`` and ``schemas/check_results.py``), which ``tasks.env.publish`` publishes.
+schemas in ``schemas/contracts/env.py`` and ``schemas/contracts/env.py``), which ``tasks.env.publish`` publishes.
 """
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from schemas.check_results import CHECK_RESULTS_SCHEMA
 from schemas.checks import CHECKS_VERSION
-from schemas.config_env import EnvConfig
-from schemas.env import INTERACTION_TYPE, JUDGMENTS_SCHEMA, REWARDS_SCHEMA
+from schemas.config.env import EnvConfig
+from schemas.contracts.env import CHECK_RESULTS_SCHEMA, INTERACTION_TYPE, JUDGMENTS_SCHEMA, REWARDS_SCHEMA
 from schemas.rubric import CompactRubric, Task
 from tasks.env.publish import ScoredTables, env_fingerprint
 from tasks.env.runtime import BrowserRuntime

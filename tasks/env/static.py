@@ -28,7 +28,7 @@ import tree_sitter_css
 import tree_sitter_html
 import tree_sitter_javascript
 
-from schemas.config_env import StaticConfig
+from schemas.config.env import StaticConfig
 
 JS_TYPES = {"", "text/javascript", "application/javascript", "module", "text/babel", "text/jsx",
             "application/ecmascript", "text/ecmascript", "javascript", "text/x-javascript"}

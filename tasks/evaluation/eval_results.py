@@ -1,6 +1,6 @@
 """``eval_results`` rows from evaluation judgments, and the per-model tier rates (paper 4.2).
 
-Pure functions over plain rows (the judgments/rewards stages of ``schemas/env.py``): the evaluate flow
+Pure functions over plain rows (the judgments/rewards stages of ``schemas/contracts/env.py``): the evaluate flow
 reads the stages, these decide the numbers. The paper's pass is ``tasks.env.rewards.passed``; ``passed``
 here applies it to one response's rows.
 """

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from schemas.config_eval import BUILTIN_BENCHMARKS, EvalConfig
+from schemas.config.evaluation import BUILTIN_BENCHMARKS, EvalConfig
 from schemas.layout import FINAL_MODEL
 from schemas.rubric import Task
 from tasks.rl.checkpoints import is_model_dir, model_identity

@@ -1,6 +1,6 @@
 """The ingested benchmark's own metric of each evaluated app, beside our reward (``official_*`` of eval_results).
 
-By the format the benchmark was ingested in (``schemas.benchmark.OFFICIAL_METRICS``):
+By the format the benchmark was ingested in (``schemas.contracts.benchmark.OFFICIAL_METRICS``):
 
 - InteractScience, ``pft_pass_rate``: its Playwright functional tests (``tasks/evaluation/pft.py``), on the page
   its own harness would write: the first fenced ``html`` block of the response with HTML entities unescaped
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from schemas.benchmark import OFFICIAL_METRICS
-from schemas.config_env import RuntimeConfig
-from schemas.config_eval import OfficialConfig
+from schemas.config.env import RuntimeConfig
+from schemas.config.evaluation import OfficialConfig
+from schemas.contracts.benchmark import OFFICIAL_METRICS
 from tasks.env.extract import extract_html
 from tasks.evaluation.checklist_judge import PROMPT, checklist_score, judge_request
 from tasks.evaluation.pft import PftApp, app_score, page_path, run_pft, runner_problem, runner_version

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas.config_env import PROJECT_ROOT, RuntimeConfig
-from schemas.config_eval import OfficialConfig
+from schemas.config.env import PROJECT_ROOT, RuntimeConfig
+from schemas.config.evaluation import OfficialConfig
 from tasks.env.launch import launch_args, sandbox_launch
 from tasks.env.runtime import _mirror
 from tasks.evaluation.mirror_server import MirrorServer

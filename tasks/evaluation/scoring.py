@@ -9,8 +9,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from schemas.env import TIERS as ENV_TIERS
-from schemas.evaluation import EVAL_RESULTS_SCHEMA
+from schemas.contracts.env import TIERS as ENV_TIERS
+from schemas.contracts.evaluation import EVAL_RESULTS_SCHEMA
 from schemas.rubric import Task
 from tasks.env.extract import extract_html
 from tasks.env.score_tables import score_rollouts_table

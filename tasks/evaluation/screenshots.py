@@ -13,7 +13,7 @@ import io
 from pathlib import Path
 from typing import Any, Callable
 
-from schemas.evaluation import SCREENSHOT_MOMENTS, STAGE
+from schemas.contracts.evaluation import SCREENSHOT_MOMENTS, STAGE
 from schemas.layout import stage_screenshots
 
 FOLDER = stage_screenshots(STAGE)

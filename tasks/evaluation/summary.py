@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from schemas.config_env import SCORED_TIERS as TIERS
+from schemas.config.env import SCORED_TIERS as TIERS
 
 
 SPREAD_OF = ("pass/overall", "reward/mean")  # metrics whose spread over runs the table shows

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel
 
-from schemas.config_llm import BatchConfig, Prices, RetryConfig
+from schemas.config.llm import BatchConfig, Prices, RetryConfig
 from tasks.llm.cache import cache_key
 from tasks.llm.ledger import Budget, cost_usd, ledger_row
 from tasks.llm.prompts import PromptTemplate, load_prompt

@@ -77,7 +77,7 @@ def split_batches(sizes: list[int], max_requests: int, max_bytes: int) -> tuple[
 
 
 def _settings(provider: "Provider", options: dict[str, Any]) -> dict[str, Any]:
-    from schemas.config_llm import BatchConfig
+    from schemas.config.llm import BatchConfig
 
     base = getattr(provider, "batch_config", None) or BatchConfig()
     out = base.model_dump()

@@ -6,7 +6,7 @@ candidate, each rubric stage (checks included) one per query, SFT one per query 
 per probe sample (selection), per response of a GRPO step (B x G) and per evaluated response.
 
 Tokens per call: the stage's prompt file (its own text, measured from the file) plus the pieces it carries
-(``STAGE_CALLS``), and the piece it writes, sized by the ``cost`` section (``schemas/config_cost.py``: means
+(``STAGE_CALLS``), and the piece it writes, sized by the ``cost`` section (``schemas/config/cost.py``: means
 measured on real apps and a real rubric). A stage whose ledger holds calls a model billed uses their means
 instead; the offline rules' rows are left out (their lengths are not a model's), and the basis says which.
 
@@ -32,8 +32,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from schemas.config import Config
-from schemas.config_llm import Prices
-from schemas.config_rubrics import RUBRIC_STAGES
+from schemas.config.llm import Prices
+from schemas.config.rubrics import RUBRIC_STAGES
 from tasks.llm.prompts import load_prompt
 
 

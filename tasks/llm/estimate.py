@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-from schemas.config_llm import LLMConfig, Prices
+from schemas.config.llm import LLMConfig, Prices
 from tasks.llm.base import LLMRequest, Usage, trip_key
 from tasks.llm.ledger import cost_usd
 

@@ -1,4 +1,4 @@
-"""Choose and configure a provider from ``LLMConfig`` (``schemas/config_llm.py``).
+"""Choose and configure a provider from ``LLMConfig`` (``schemas/config/llm.py``).
 
 ``auto`` is ``anthropic`` when its key variable is set, else ``offline``. Networked providers get the
 call store (cache + ledger + batch ids) at ``llm.store_path``; the offline provider is never cached
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from schemas.config_llm import PROVIDERS, LLMConfig
+from schemas.config.llm import PROVIDERS, LLMConfig
 from tasks.llm.base import Provider
 from tasks.llm.cache import CallStore
 from tasks.llm.structured import StructuredOutputs

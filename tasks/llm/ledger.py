@@ -1,7 +1,7 @@
 """The cost ledger: prices round trips, keeps the run's budget, and turns ledger rows into the
 ``llm_calls`` stage (Parquet, validated, visible in ``data/catalog.duckdb``) and a printed summary.
 
-Cost of a round trip = tokens x the model's price per million (``schemas/config_llm.py``); Message
+Cost of a round trip = tokens x the model's price per million (``schemas/config/llm.py``); Message
 Batch results are multiplied by ``batch.discount``. Cache hits cost nothing.
 
 Run: ``print(format_summary(summarize(store.ledger_rows(run_id))))``; publish with ``publish_llm_calls``.
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
 
-from schemas.config_llm import Prices
-from schemas.llm import LLM_CALLS_SCHEMA
+from schemas.config.llm import Prices
+from schemas.contracts.llm_calls import LLM_CALLS_SCHEMA
 
 # LLMResult and Usage live in tasks.llm.base, which imports this module: importing them here, even
 # for type checking only, would close an import circle, so they are named in annotations only.
@@ -165,7 +165,7 @@ def publish_llm_calls(stage_store: "StageStore", call_store: "CallStore", report
 
     Re-publishing an unchanged ledger does no work (the fingerprint is the ledger's watermark).
     """
-    from schemas.llm import llm_calls_suites
+    from schemas.contracts.llm_calls import llm_calls_suites
     from tasks.stages.catalog import refresh_catalog
     from tasks.stages.lock import data_dir_lock
     from tasks.stages.store import fingerprint

@@ -27,7 +27,7 @@ import json
 import os
 from typing import Any, Iterator
 
-from schemas.config_llm import RetryConfig
+from schemas.config.llm import RetryConfig
 from tasks.llm.base import LLMRequest, Provider, RawReply, Usage
 from tasks.llm.batch import BatchItem, BatchOutcome
 from tasks.llm.retry import SDKFaults

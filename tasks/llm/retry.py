@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, TypeVar
 
-from schemas.config_llm import RetryConfig
+from schemas.config.llm import RetryConfig
 
 T = TypeVar("T")
 TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})

@@ -2,7 +2,7 @@
 (vLLM's grammar-guided decoding, OpenAI strict mode, Claude's structured outputs) cannot answer
 with JSON the pipeline would reject.
 
-The schema comes from the pydantic model the call is validated against (``schemas/llm_schema.py``,
+The schema comes from the pydantic model the call is validated against (``schemas/llm/json_schema.py``,
 tightened by the validation context), optionally bounded (``llm.schema_max_string_chars``,
 ``llm.schema_max_items``) so a weak model that loops inside a string or a list still closes the
 object before ``max_tokens``. Free-text calls (``TextOutput``) send nothing. The corrective retry
@@ -24,7 +24,7 @@ import hashlib
 import re
 from typing import Any
 
-from schemas.llm_schema import bounded, request_schema
+from schemas.llm.json_schema import bounded, request_schema
 from tasks.llm.base import LLMRequest
 from tasks.llm.replies import is_text_output
 from tasks.llm.cache import canonical_json

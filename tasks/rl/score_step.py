@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from schemas.attribution import ATTRIBUTIONS_SCHEMA
-from schemas.config_attribution import AttributionConfig, WeightRule
-from schemas.config_env import EnvConfig
+from schemas.config.attribution import AttributionConfig, WeightRule
+from schemas.config.env import EnvConfig
+from schemas.contracts.attribution import ATTRIBUTIONS_SCHEMA
 from schemas.rubric import Task
 from tasks.attribution.api import AttributionTrace, trace_row
 from tasks.attribution.tokens import token_membership, token_offsets_array

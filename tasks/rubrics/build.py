@@ -16,10 +16,10 @@ from typing import Any, Callable, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.config_env import RuntimeConfig
-from schemas.config_rubrics import RubricsConfig
-from schemas.rubrics import (ITEMS_SCHEMA, candidates_suites, checks_suites, expansions_suites,
-                             items_suites, modules_suites, references_suites, requirements_suites)
+from schemas.config.env import RuntimeConfig
+from schemas.config.rubrics import RubricsConfig
+from schemas.contracts.rubrics import (ITEMS_SCHEMA, checks_suites, expansions_suites, items_suites, modules_suites,
+                                       references_suites, requirements_suites, rubric_candidates_suites)
 from tasks.llm.base import Provider
 from tasks.rubrics import checks, pipeline, stages
 from tasks.stages.stage import StageOutcome, StageSpec, run_stage
@@ -40,7 +40,7 @@ PLAIN = PartMakers(lambda _name: stages.stage_part, stages.items_part, checks.ch
 # modules and candidates also check that covered ids exist among the query's published requirements
 SUITES: dict[str, Callable[[pa.Table | None], list]] = {
     "expansions": lambda _r: expansions_suites(), "requirements": lambda _r: requirements_suites(),
-    "modules": modules_suites, "rubric_candidates": candidates_suites,
+    "modules": modules_suites, "rubric_candidates": rubric_candidates_suites,
     "rubric_references": lambda _r: references_suites()}
 
 

@@ -24,9 +24,9 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from schemas.checks import CheckSet, parse_check
-from schemas.config_checks import ChecksConfig
-from schemas.config_env import RuntimeConfig
-from schemas.rubrics import CHECKS_SCHEMA
+from schemas.config.checks import ChecksConfig
+from schemas.config.env import RuntimeConfig
+from schemas.contracts.rubrics import CHECKS_SCHEMA
 from tasks.progress import Progress
 from tasks.rubrics.checks_offline import offline_checks
 from tasks.rubrics.pipeline import OK, PartCounts, PriorRows, QueryContext, StageDef, build_part, read_part

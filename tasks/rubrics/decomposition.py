@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from schemas.rubric_outputs import CandidateSet
-from schemas.rubrics import CANDIDATES_SCHEMA
+from schemas.contracts.rubrics import RUBRIC_CANDIDATES_SCHEMA
+from schemas.llm.rubric_construction import CandidateSet
 from tasks.rubrics import text as T
 from tasks.rubrics.modules import modules_json
 from tasks.rubrics.offline_items import ROLES, items_by_requirement
@@ -65,6 +65,6 @@ def candidates_json(ctx: QueryContext) -> str:
 
 
 STAGE = StageDef(name="rubric_candidates", section="decomposition", prompt="rubric_decomposition",
-                 schema=CANDIDATES_SCHEMA, output_model=CandidateSet, offline_rule=offline_candidates,
+                 schema=RUBRIC_CANDIDATES_SCHEMA, output_model=CandidateSet, offline_rule=offline_candidates,
                  variables=_variables, rows=_rows, validation_context=_context,
                  needs=("expansions", "requirements", "modules"))

@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from schemas.rubric_outputs import Expansion
-from schemas.rubrics import EXPANSIONS_SCHEMA
+from schemas.contracts.rubrics import EXPANSIONS_SCHEMA
+from schemas.llm.rubric_construction import Expansion
 from tasks.rubrics import text as T
 from tasks.rubrics.offline_items import spec_items
 from tasks.rubrics.pipeline import QueryContext, StageDef

@@ -22,10 +22,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from schemas.benchmark import GIVEN_MODULE
+from schemas.contracts.benchmark import GIVEN_MODULE
+from schemas.contracts.rubrics import REFERENCES_SCHEMA
+from schemas.llm.rubric_construction import FinalItem, FinalReference
 from schemas.rubric import Reference, RubricItem, compact, judge_payload
-from schemas.rubric_outputs import FinalItem, FinalReference
-from schemas.rubrics import REFERENCES_SCHEMA
 from tasks.rubrics import text as T
 from tasks.rubrics.decomposition import candidates_json
 from tasks.rubrics.pipeline import QueryContext, StageDef

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from schemas.rubric_outputs import ModuleMap
-from schemas.rubrics import MODULES_SCHEMA
+from schemas.contracts.rubrics import MODULES_SCHEMA
+from schemas.llm.rubric_construction import ModuleMap
 from tasks.rubrics import text as T
 from tasks.rubrics.offline_items import ROLES
 from tasks.rubrics.pipeline import QueryContext, StageDef

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from schemas.rubric_outputs import RequirementMap
-from schemas.rubrics import REQUIREMENTS_SCHEMA
+from schemas.contracts.rubrics import REQUIREMENTS_SCHEMA
+from schemas.llm.rubric_construction import RequirementMap
 from tasks.rubrics import text as T
 from tasks.rubrics.offline_items import ROLES, spec_items
 from tasks.rubrics.pipeline import QueryContext, StageDef

@@ -11,8 +11,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from schemas.config_rubrics import RubricsConfig
-from schemas.rubrics import ITEMS_SCHEMA
+from schemas.config.rubrics import RubricsConfig
+from schemas.contracts.rubrics import ITEMS_SCHEMA
 from tasks.llm.base import Provider
 from tasks.rubrics import decomposition, expansion, filtering, modules, requirements
 from tasks.rubrics.pipeline import (OK, PartCounts, PriorRows, QueryContext, StageDef, build_part, digest, grouped,

@@ -1,6 +1,6 @@
 """From probe judgments to selection candidates and ``rl_queries`` rows (paper D.2).
 
-Pure functions over plain rows (the judgments/rewards stages of ``schemas/env.py``): the flow reads the
+Pure functions over plain rows (the judgments/rewards stages of ``schemas/contracts/env.py``): the flow reads the
 stages, these decide the numbers. A rubric item counts as judged for a response when the judge's
 rubric_alignment layer was decided for it, and as failed when its finding is critical or major (the
 binary reward's "unmet", paper 3.3: ``tasks.env.rewards.items_judged`` and ``failed_items``).

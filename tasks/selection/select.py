@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from schemas.config_selection import SelectionConfig
+from schemas.config.selection import SelectionConfig
 
 
 @dataclass

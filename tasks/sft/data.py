@@ -15,10 +15,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from schemas.config_env import EnvConfig
-from schemas.judge import Diagnosis, Layer
+from schemas.config.env import EnvConfig
+from schemas.contracts.sft import SFT_ANSWERS_SCHEMA
+from schemas.llm.diagnosis import Diagnosis, Layer
 from schemas.rubric import Task
-from schemas.sft import SFT_ANSWERS_SCHEMA
 from tasks.env.score import ScoreInput, score_batch
 from tasks.llm.base import LLMRequest, Provider
 from tasks.llm.replies import TextOutput

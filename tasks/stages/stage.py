@@ -14,8 +14,8 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import pyarrow as pa
 
+from schemas.contracts.validation import FrameSuite
 from schemas.layout import VALIDATION
-from schemas.validation import FrameSuite
 from tasks.progress import Progress
 from tasks.stages.catalog import refresh_catalog
 from tasks.stages.files import DiskFull, disk_full, human_bytes

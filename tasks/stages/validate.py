@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from schemas.validation import FrameSuite
+from schemas.contracts.validation import FrameSuite
 from tasks.stages.files import atomic_write_bytes
 
 log = logging.getLogger(__name__)

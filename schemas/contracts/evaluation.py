@@ -17,9 +17,9 @@ import great_expectations as gx
 import pandas as pd
 import pyarrow as pa
 
-from schemas.env import TIERS
+from schemas.contracts.env import TIERS
+from schemas.contracts.validation import FrameSuite, exploded, rows, suite
 from schemas.layout import stage_screenshots
-from schemas.validation import FrameSuite, exploded, rows, suite
 
 STAGE = "eval_results"
 MODEL_KINDS = ["checkpoint", "responses", "api", "tiny-random"]
@@ -44,7 +44,7 @@ EVAL_RESULTS_SCHEMA = pa.schema([
     pa.field("domain", pa.string()),
     pa.field("response", pa.string()),
     pa.field("tier", pa.string()),
-    pa.field("tier_cause", pa.string()),  # why missing or runtime-invalid (schemas.env.TIER_CAUSES), else null
+    pa.field("tier_cause", pa.string()),  # why missing or runtime-invalid (schemas.contracts.env.TIER_CAUSES), else null
     pa.field("environment_gaps", pa.list_(pa.string())),  # library URLs the sandbox's mirror lacked (judgments')
     pa.field("reward", pa.float64()),
     pa.field("rubric_score", pa.float64()),
@@ -64,7 +64,7 @@ EVAL_RESULTS_SCHEMA = pa.schema([
     pa.field("screenshot_load", pa.string()),  # after load and settle, before the probe acts
     pa.field("screenshot_probe", pa.string()),  # after the probe
     pa.field("screenshot_note", pa.string()),  # why a screenshot is null (None: both kept)
-    pa.field("official_metric", pa.string()),  # the benchmark's own metric (schemas.benchmark.OFFICIAL_METRICS)
+    pa.field("official_metric", pa.string()),  # the benchmark's own metric (schemas.contracts.benchmark.OFFICIAL_METRICS)
     pa.field("official_score", pa.float64()),  # that metric for this app, in [0, 1]
     pa.field("official_detail", pa.list_(OFFICIAL_DETAIL)),
     pa.field("official_note", pa.string()),  # why the score is null, or what was not judged

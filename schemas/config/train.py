@@ -1,6 +1,6 @@
 """Configuration of the GRPO and SFT jobs (paper 3.5, 4.3, 4.4, D.1, D.4): one typed section per concern.
 
-:class:`TrainRLConfig` is the ``train`` section of ``schemas/config.py``. Defaults
+:class:`TrainRLConfig` is the ``train`` section of ``schemas/config/``. Defaults
 are the paper's where it states them (64 queries x 8 responses per step, BF16 on GPU, untruncated
 sampling: top-k above the vocabulary size, D.4); ``DEMO_OVERRIDES`` is the small CPU profile used by
 ``make run`` and the tests. Cross-field checks live in ``training.config.validate_configs`` because
@@ -11,10 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from schemas.config_attribution import WeightRule
-from schemas.config_env import RewardKind
+from schemas.config.attribution import WeightRule
+from schemas.config.base import Section
+from schemas.config.env import RewardKind
 
 Mode = Literal["binary", "hierarchical", "full", "unconditional"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -28,11 +29,7 @@ REWARD_KIND_OF_MODE: dict[str, RewardKind] = {"binary": "binary", "hierarchical"
                                               "full": "hierarchical", "unconditional": "hierarchical"}
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-class ModelSection(_Section):
+class ModelSection(Section):
     """The policy to train."""
 
     path: str | None = Field(None, description="HF directory of the policy (the SFT checkpoint); None = build the "
@@ -43,7 +40,7 @@ class ModelSection(_Section):
     gradient_checkpointing: bool = Field(False, description="Activation recomputation (paper D.4 uses it at scale)")
 
 
-class RolloutSection(_Section):
+class RolloutSection(Section):
     """Sampling B queries x G responses per step (paper 3.5, D.4)."""
 
     engine: Literal["transformers", "vllm"] = Field("transformers", description="vllm: colocated in each training "
@@ -68,7 +65,7 @@ class RolloutSection(_Section):
                                                                     "rewards (dropped, counted); None = no limit")
 
 
-class ObjectiveSection(_Section):
+class ObjectiveSection(Section):
     """The weighted clipped surrogate (paper 3.5, D.3, G.3)."""
 
     mode: Mode = Field("full", description="binary | hierarchical | full | unconditional (paper 4.3, 4.4): the "
@@ -79,7 +76,7 @@ class ObjectiveSection(_Section):
     kl_coef: float = Field(0.0, ge=0.0, description="k3 KL to the initial policy; 0 = off (default), not weighted")
 
 
-class OptimSection(_Section):
+class OptimSection(Section):
     optimizer: Literal["adamw", "sgd"] = Field("adamw", description="torch optimiser handed to DeepSpeed (nothing "
                                                                      "compiles); sgd is for exact-gradient tests")
     lr: float = Field(1e-6, gt=0.0)
@@ -88,14 +85,14 @@ class OptimSection(_Section):
     grad_clip: float = Field(1.0, ge=0.0, description="Global norm clip; 0 = off")
 
 
-class DeepSpeedSection(_Section):
+class DeepSpeedSection(Section):
     zero_stage: int = Field(1, ge=0, le=3, description="ZeRO stage (0-3)")
     precision: Literal["fp32", "bf16", "fp16"] = Field("bf16", description="bf16 on GPU (paper D.4); fp32 on CPU")
     micro_batch_size: int = Field(4, ge=1, description="Responses per forward/backward on one rank")
     dist_backend: Literal["auto", "nccl", "gloo"] = Field("auto", description="auto: nccl with CUDA, else gloo")
 
 
-class RunSection(_Section):
+class RunSection(Section):
     steps: int = Field(200, ge=1, description="Optimiser steps (one per rollout batch; on-policy)")
     seed: int = 0
     out_dir: Path | None = Field(None, description="Checkpoints, TensorBoard logs, per-step records; None = "
@@ -108,7 +105,7 @@ class RunSection(_Section):
     score_fn: str = Field("training.toy:pattern_reward", description="module:function that scores rollouts")
 
 
-class TrainRLConfig(_Section):
+class TrainRLConfig(Section):
     """The ``train`` section: everything the GRPO job reads."""
 
     model: ModelSection = Field(default_factory=ModelSection)
@@ -130,7 +127,7 @@ DEMO_OVERRIDES: dict[str, Any] = {
 }
 
 
-class SFTRunSection(_Section):
+class SFTRunSection(Section):
     """The supervised stage before RL (paper D.1): teacher answers as targets."""
 
     epochs: int = Field(1, ge=1)
@@ -148,7 +145,7 @@ class SFTRunSection(_Section):
                                                      "tasks/prompts/generation.md")
 
 
-class SFTConfig(_Section):
+class TrainSFTConfig(Section):
     """The ``train_sft`` section (the SFT job shares loading, checkpoints and metrics with GRPO)."""
 
     model: ModelSection = Field(default_factory=ModelSection)

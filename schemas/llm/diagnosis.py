@@ -11,7 +11,7 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-from schemas.llm_schema import base_schema
+from schemas.llm.json_schema import base_schema
 
 Severity = Literal["critical", "major", "minor"]
 LayerName = Literal["static_check", "code_simulation", "rubric_alignment"]

@@ -11,14 +11,12 @@ request may carry, how long it may take, and whether scored requests are kept as
 """
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from schemas.config.base import Section
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-class ServiceConfig(_Section):
+class ServiceConfig(Section):
     """``rubricrl serve-env`` and the adapters' way to it."""
 
     host: str = Field("127.0.0.1", description="Listen address; any address but loopback needs a token")

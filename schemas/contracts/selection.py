@@ -2,7 +2,7 @@
 
 ``probe_rollouts``: k responses per candidate query sampled from the current policy (which one is in
 every row). They are scored into ``probe_judgments`` / ``probe_rewards`` (the schemas of
-``schemas/env.py``, separate stages so the RL job's own ``judgments``/``rewards`` stay untouched).
+``schemas/contracts/env.py``, separate stages so the RL job's own ``judgments``/``rewards`` stay untouched).
 ``rl_queries``: the selected queries with every score component and the reason; the train-rl job reads
 ``query_id``, ``query`` (the expanded query) and ``rubric_json``.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import great_expectations as gx
 import pyarrow as pa
 
-from schemas.validation import FrameSuite, rows, suite
+from schemas.contracts.validation import FrameSuite, rows, suite
 
 PROBE_ROLLOUTS_SCHEMA = pa.schema([
     pa.field("rollout_id", pa.string(), nullable=False),  # <query_id>:p<sample>

@@ -12,27 +12,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from schemas.config_checks import ChecksConfig, ClockConfig
+from schemas.config.base import Section
+from schemas.config.checks import ChecksConfig, ClockConfig
 
 # Project files (the CDN mirror) resolve against the project, not the current directory: `rubricrl score`
 # run from elsewhere must find the same mirror and give the same verdicts.
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 RewardKind = Literal["hierarchical", "binary"]
 REWARD_KINDS: tuple[str, ...] = ("hierarchical", "binary")
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 SCORED_TIERS = ("format_invalid", "source_invalid", "runtime_invalid", "valid")  # hierarchy order (paper 3.3)
 TIERS = (*SCORED_TIERS, "missing")  # missing: the judge failed, so there is no reward
 
 
-class RewardConfig(_Section):
+class RewardConfig(Section):
     """Hierarchical reward tiers (paper 3.3): no HTML < source-invalid < runtime-invalid < valid.
 
     Within the valid tier the reward is ``rubric_floor + (rubric_max - rubric_floor) * rubric_score``,
@@ -65,7 +62,7 @@ class RewardConfig(_Section):
         return self
 
 
-class StaticConfig(_Section):
+class StaticConfig(Section):
     """Source validity from tree-sitter parses (HTML, CSS, every inline script)."""
 
     html_errors_fail: bool = Field(False, description="HTML parse errors fail the source gate (browsers recover "
@@ -73,7 +70,7 @@ class StaticConfig(_Section):
     max_errors: int = Field(50, ge=1, description="Syntax errors recorded per response, at most")
 
 
-class ProbeConfig(_Section):
+class ProbeConfig(Section):
     """The interaction probe: after load and settle, the app is used as a user would, in the same
     sandbox. Its evidence (per-action errors, dead controls, liveness) feeds both judges; a failure an interaction
     caused is a code_simulation finding, major (the runtime gate fails) when ``error_rule`` calls it blocking."""
@@ -108,7 +105,7 @@ class ProbeConfig(_Section):
                                                 "first, then arrows, space, enter)")
 
 
-class RuntimeConfig(_Section):
+class RuntimeConfig(Section):
     """Runtime validity from loading the page in headless Chromium (Playwright)."""
 
     enabled: bool = Field(True, description="False (or --no-browser) skips the browser on machines without one")
@@ -166,7 +163,7 @@ class RuntimeConfig(_Section):
         return self
 
 
-class JudgeConfig(_Section):
+class JudgeConfig(Section):
     """The three-layer LLM judge (paper B.2, F.2)."""
 
     prompt: str = Field("judge", description="Prompt template name under tasks/prompts/")
@@ -177,7 +174,7 @@ class JudgeConfig(_Section):
                                                        "still feed attribution); False saves calls")
 
 
-class EnvConfig(_Section):
+class EnvConfig(Section):
     """The evaluation environment: ``rubricrl score`` and the score-rollouts flow."""
 
     reward_kind: RewardKind = Field("hierarchical", description="hierarchical (paper) or binary (ablation)")

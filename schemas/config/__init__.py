@@ -14,48 +14,27 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
-from schemas.config_attribution import AttributionConfig
-from schemas.config_cost import CostConfig
-from schemas.config_env import EnvConfig
-from schemas.config_eval import EVAL_DEMO_OVERRIDES, EvalConfig
-from schemas.config_llm import LLMConfig
-from schemas.config_rubrics import RubricsConfig
-from schemas.config_selection import SELECTION_DEMO_OVERRIDES, SelectionConfig
-from schemas.config_service import ServiceConfig
-from schemas.config_sft import SFTConfig
-from schemas.config_train import DEMO_OVERRIDES as TRAIN_DEMO
-from schemas.config_train import SFT_DEMO_OVERRIDES as TRAIN_SFT_DEMO
-from schemas.config_train import SFTConfig as TrainSFTConfig
-from schemas.config_train import TrainRLConfig
+from schemas.config.attribution import AttributionConfig
+from schemas.config.base import Section
+from schemas.config.cost import CostConfig
+from schemas.config.env import EnvConfig
+from schemas.config.evaluation import EVAL_DEMO_OVERRIDES, EvalConfig
+from schemas.config.llm import LLMConfig
+from schemas.config.rubrics import RubricsConfig
+from schemas.config.selection import SELECTION_DEMO_OVERRIDES, SelectionConfig
+from schemas.config.service import ServiceConfig
+from schemas.config.sft import SFTConfig
+from schemas.config.synth import SynthConfig
+from schemas.config.train import TrainRLConfig, TrainSFTConfig
+from schemas.config.train import DEMO_OVERRIDES as TRAIN_DEMO
+from schemas.config.train import SFT_DEMO_OVERRIDES as TRAIN_SFT_DEMO
 
 PROFILES = ("demo", "full")
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-class SynthConfig(_Section):
-    """synthesize-queries (paper D.1)."""
-
-    n_queries: int = Field(55_000, ge=1, description="Queries published after deduplication")
-    n_personas: int = Field(2_000, ge=1, description="Personas sampled from the persona attributes")
-    oversample: float = Field(0.08, ge=0.0, le=2.0, description="Extra candidates generated to absorb duplicates")
-    min_capabilities: int = Field(2, ge=1, description="Capabilities per query, at least")
-    max_capabilities: int = Field(4, ge=1, description="Capabilities per query, at most")
-    dedup_threshold: float = Field(0.8, gt=0.0, le=1.0, description="MinHash-LSH Jaccard threshold for near-duplicates")
-    num_perm: int = Field(64, ge=16, le=512, description="MinHash permutations")
-    chunk_size: int = Field(2_000, ge=1, description="Candidates per resumable part")
-    seed: int = 17
-    ingest_path: str | None = Field(None, description="Optional external JSONL of queries to ingest instead")
-    ingest_tests: str | None = Field(None, description="The ingested benchmark's folder of per-task test specs "
-                                                       "(InteractScience PFT_tests/); default: PFT_tests/ beside the "
-                                                       "file or beside its folder")
-
-
-class Config(_Section):
+class Config(Section):
     profile: Literal["demo", "full"] = "demo"
     data_dir: Path = Field(Path("data"), description="Stage outputs and catalog.duckdb")
     llm: LLMConfig = Field(default_factory=LLMConfig)
@@ -135,7 +114,7 @@ def _explain(e: ValidationError) -> str:
         if "expected" in ctx:
             allowed = f"; allowed values: {ctx['expected']}"
         if err["type"] == "extra_forbidden":
-            allowed = "; no such setting (check the spelling against schemas/config.py)"
+            allowed = "; no such setting (check the spelling against `rubricrl config` or schemas/config/)"
         lines.append(f"config field '{loc}' = {err.get('input')!r}: {err['msg']}{allowed}")
     return "invalid configuration:\n  " + "\n  ".join(lines)
 

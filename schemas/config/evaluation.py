@@ -1,7 +1,7 @@
 """evaluate (paper 4.1, Table 1): which policies to score on which queries (held out, or an ingested benchmark),
 how many sampling runs, and how the ingested benchmark's own metric is computed (``OfficialConfig``).
 
-The ``evaluation`` section of ``schemas/config.py``; ``EVAL_DEMO_OVERRIDES`` is its part of the demo
+The ``evaluation`` section of ``schemas/config/``; ``EVAL_DEMO_OVERRIDES`` is its part of the demo
 profile.
 """
 from __future__ import annotations
@@ -9,15 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from schemas.config.base import Section
 
 BUILTIN_BENCHMARKS = ("heldout", "ingested")  # evaluation.benchmark may also name the ingested benchmark
 
 
-class OfficialConfig(BaseModel):
+class OfficialConfig(Section):
     """The ingested benchmark's own metric beside ours (``official_*`` columns of eval_results; docs/benchmarks.md)."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
     enabled: bool = Field(True, description="Score every app of an ingested benchmark by that benchmark's own "
                                             "protocol too: InteractScience's Playwright tests, ArtifactsBench's "
                                             "multimodal checklist judge, WebGen-Bench's test cases")
@@ -37,8 +38,7 @@ class OfficialConfig(BaseModel):
     judge_max_tokens: int = Field(2048, ge=64, description="ArtifactsBench: reply limit of the multimodal judge")
 
 
-class EvalConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+class EvalConfig(Section):
     models: list[str] = Field(default_factory=list, description="Generators: policy checkpoints (HF directories), "
                                                                  "folders of responses (<query_id>.txt, or "
                                                                  "run-<k>/<query_id>.txt per sampling run), or API "

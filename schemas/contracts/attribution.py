@@ -17,8 +17,8 @@ import great_expectations as gx
 import pandas as pd
 import pyarrow as pa
 
-from schemas.config_attribution import WeightRule
-from schemas.validation import FrameSuite, rows, suite
+from schemas.config.attribution import WeightRule
+from schemas.contracts.validation import FrameSuite, rows, suite
 
 STATUSES = ["localised", "unlocalised", "no_findings"]
 ANCHOR_STATUSES = ["matched", "ambiguous", "unmatched"]
@@ -62,7 +62,7 @@ ATTRIBUTIONS_SCHEMA = pa.schema([
     pa.field("n_localised", pa.int32(), nullable=False),
     pa.field("findings", pa.list_(FINDING)),
     pa.field("advantage", pa.float64()),  # null when weights were not computed
-    pa.field("weight_mode", pa.string()),  # train.objective.mode's rule (schemas.config_train.RULE_OF_MODE)
+    pa.field("weight_mode", pa.string()),  # train.objective.mode's rule (schemas.config.train.RULE_OF_MODE)
     pa.field("n_tokens", pa.int64()),
     pa.field("n_direct_tokens", pa.int64()),
     pa.field("n_context_tokens", pa.int64()),
@@ -83,7 +83,7 @@ def _spans_frame(table: pa.Table) -> pd.DataFrame:
 
 
 def attributions_suites() -> list[FrameSuite]:
-    """The published stage, which carries ``judge_provider`` (added by train-rl, schemas/train_stages.py)."""
+    """The published stage, which carries ``judge_provider`` (added by train-rl, schemas/contracts/training.py)."""
     E = gx.expectations
     return [
         FrameSuite("attributions", rows, suite(

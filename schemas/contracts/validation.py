@@ -3,11 +3,13 @@ table (list columns are exploded into their own frame), each with a suite built 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import great_expectations as gx
-import pandas as pd
 import pyarrow as pa
+
+if TYPE_CHECKING:  # the training jobs import these schemas: GX (seconds, ~280 MB) loads when a suite is built
+    import great_expectations as gx
+    import pandas as pd
 
 
 @dataclass
@@ -33,5 +35,6 @@ def exploded(id_column: str, list_column: str, as_name: str) -> Callable[[pa.Tab
 
 
 def suite(name: str, *expectations: gx.expectations.Expectation) -> gx.ExpectationSuite:
+    import great_expectations as gx
     # Built without a data context (passing expectations to the constructor needs none).
     return gx.ExpectationSuite(name=name, expectations=list(expectations))

@@ -5,7 +5,7 @@ import great_expectations as gx
 import pyarrow as pa
 from pydantic import BaseModel, Field
 
-from schemas.validation import FrameSuite, exploded, rows, suite
+from schemas.contracts.validation import FrameSuite, exploded, rows, suite
 
 DOMAINS = ("Games", "Science", "Tools", "Humanities", "Visualization", "Lifestyle")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -26,7 +26,7 @@ QUERY_FIELDS = [
     pa.field("candidate_index", pa.int64()),
 ]
 QUERIES_SCHEMA = pa.schema(QUERY_FIELDS)
-CANDIDATES_SCHEMA = pa.schema(QUERY_FIELDS + [pa.field("error", pa.string())])
+QUERY_CANDIDATES_SCHEMA = pa.schema(QUERY_FIELDS + [pa.field("error", pa.string())])
 
 
 class QueryDraft(BaseModel):
@@ -63,5 +63,5 @@ def queries_suites(category_ids: list[str], capability_ids: list[str]) -> list[F
     return out
 
 
-def candidates_suites(category_ids: list[str], capability_ids: list[str]) -> list[FrameSuite]:
+def query_candidates_suites(category_ids: list[str], capability_ids: list[str]) -> list[FrameSuite]:
     return _common("query_candidates", category_ids, capability_ids)

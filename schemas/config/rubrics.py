@@ -6,21 +6,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from schemas.config.base import Section
 
 RUBRIC_STAGES = ("expansions", "requirements", "modules", "rubric_candidates", "rubric_references", "rubric_checks")
 
 
-class StageSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+class StageSettings(Section):
     max_tokens: int = Field(ge=256, le=64_000, description="Output token limit of one call of this stage")
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature (0 = most repeatable)")
 
 
-class RubricsConfig(BaseModel):
+class RubricsConfig(Section):
     """build-rubrics: five LLM stages, each a published, validated Parquet stage."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
     chunk_size: int = Field(500, ge=1, le=100_000,
                             description="Queries per resumable part (chunks of the sorted query ids)")
     max_queries: int | None = Field(None, ge=1, description="Build references for the first N query ids only")

@@ -30,7 +30,7 @@ from __future__ import annotations
 import great_expectations as gx
 import pyarrow as pa
 
-from schemas.validation import FrameSuite, exploded, rows, suite
+from schemas.contracts.validation import FrameSuite, exploded, rows, suite
 
 GIVEN_MODULE = "given"  # source_module of a rubric item copied from the benchmark, not derived by the model
 BENCHMARK_FORMATS = ("webgen-bench", "interactscience", "artifactsbench", "generic")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import great_expectations as gx
 import pyarrow as pa
 
-from schemas.validation import FrameSuite, rows, suite
+from schemas.contracts.validation import FrameSuite, rows, suite
 
 STATUSES = ("ok", "missing", "error", "budget")
 

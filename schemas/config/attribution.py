@@ -1,24 +1,26 @@
 """Configuration of diagnostic attribution and token weights (paper 3.4, 3.5, B.3, B.4, G.3).
 
 Defaults are the paper's numbers; ``AttributionConfig`` is the ``attribution`` section of
-``schemas/config.py``, and ``tasks.attribution.weights`` is the one reader of its weights (the
+``schemas/config/``, and ``tasks.attribution.weights`` is the one reader of its weights (the
 trainer and ``rubricrl score`` both go through it). Every field says where its default comes from.
 Which rule applies the weights is not set here: it follows ``train.objective.mode``
-(``schemas.config_train.RULE_OF_MODE``), so the trainer, the ``attributions`` rows and
+(``schemas.config.train.RULE_OF_MODE``), so the trainer, the ``attributions`` rows and
 ``rubricrl score`` name the same rule.
 """
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+
+from schemas.config.base import Section
 
 # 'sign' is the paper's rule (3.5, G.3), 'unconditional' the 4.4 ablation, 'uniform' standard GRPO
 # (the binary and hierarchical ablations); see tasks.attribution.weights
 WeightRule = Literal["uniform", "sign", "unconditional"]
 
 
-class AttributionConfig(BaseModel):
+class AttributionConfig(Section):
     """Localisation, expansion and sign-dependent token weights."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

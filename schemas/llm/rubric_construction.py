@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-from schemas.llm_schema import IdFields, base_schema, with_known_ids
+from schemas.llm.json_schema import IdFields, base_schema, with_known_ids
 from schemas.rubric import RubricItem, RubricLevel, Scope
 
 RequirementType = Literal["state", "interaction", "rule", "calculation", "output", "constraint"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import great_expectations as gx
 import pyarrow as pa
 
-from schemas.validation import FrameSuite, rows, suite
+from schemas.contracts.validation import FrameSuite, rows, suite
 
 MESSAGE = pa.struct([pa.field("role", pa.string()), pa.field("content", pa.string())])
 

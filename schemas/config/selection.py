@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from schemas.config.base import Section
 
 
-class SelectionConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+class SelectionConfig(Section):
     target_size: int = Field(3_626, ge=1, description="Queries in the RL set (paper D.2: 3,626)")
     probe_samples: int = Field(8, ge=2, description="Responses sampled per candidate query from the current policy")
     w_discrimination: float = Field(1.0, ge=0, description="Weight of reward discrimination (spread and distinct levels)")

@@ -6,16 +6,16 @@ Overrides: ``--set env.checks.enabled=false``.
 """
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from schemas.checks import MAX_STEP_TIMEOUT_MS
+from schemas.config.base import Section
 
 
-class ClockConfig(BaseModel):
+class ClockConfig(Section):
     """The controlled clock every page of an app runs on (``tasks/env/pagetime.py``): the load page, the
     interaction probe and the checks. Read by the runtime (``env.runtime.clock``)."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     start: str = Field("2025-01-06T09:00:00Z",
                        description="The instant every page starts at (Date and timers are the environment's, so an "
@@ -29,8 +29,7 @@ class ClockConfig(BaseModel):
                                        "browser on a busy machine) instead of running into the hard limit")
 
 
-class ChecksConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+class ChecksConfig(Section):
 
     enabled: bool = Field(True, description="Run each item's check after the app loads (needs the browser)")
     step_timeout_ms: int = Field(1500, ge=50, le=MAX_STEP_TIMEOUT_MS,

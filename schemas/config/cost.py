@@ -17,13 +17,14 @@ This section enters no stage's fingerprint: changing it re-prices, never rebuild
 """
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from schemas.config.base import Section
 
 
-class CostConfig(BaseModel):
+class CostConfig(Section):
     """Token sizes of what the LLM calls carry and write, for the dry-run estimate (see the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
     query_spec: int = Field(119, ge=0, description="synthesize-queries: a candidate's domain, subject, persona and "
                                                   "capabilities as its request renders them (200 specs)")
     query: int = Field(189, ge=0, description="A user's request (q5: 757 characters)")

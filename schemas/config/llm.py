@@ -6,25 +6,22 @@ Prices are USD per million tokens. ``cache_write`` is the 5-minute prompt-cache 
 Message Batches are billed at ``batch.discount`` (0.5) of the normal price. A model without a price
 is a configuration error (``ValueError`` naming ``llm.prices``), never a silent zero.
 
-How to use: ``LLMConfig()`` gives the documented defaults; it is the ``llm`` section of ``schemas/config.py``.
+How to use: ``LLMConfig()`` gives the documented defaults; it is the ``llm`` section of ``schemas/config/``.
 """
 from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from schemas.config.base import Section
 from schemas.layout import LLM
 
 ProviderName = Literal["auto", "offline", "anthropic", "openai"]
 PROVIDERS: tuple[str, ...] = get_args(ProviderName)
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-class Prices(_Section):
+class Prices(Section):
     """USD per million tokens for one model."""
 
     input: float = Field(ge=0.0, description="Uncached input tokens")
@@ -58,7 +55,7 @@ def default_prices() -> dict[str, Prices]:
     }
 
 
-class RetryConfig(_Section):
+class RetryConfig(Section):
     """Retries of transport faults (429, 408, 409, 5xx, 529, timeouts, dropped connections)."""
 
     max_retries: int = Field(6, ge=0, le=50, description="Retries after the first try of one round trip")
@@ -68,7 +65,7 @@ class RetryConfig(_Section):
     timeout_s: float = Field(600.0, gt=0.0, description="Per-request timeout of the HTTP client")
 
 
-class BatchConfig(_Section):
+class BatchConfig(Section):
     """Message Batches for bulk stages (queries, rubric stages, SFT answers)."""
 
     enabled: bool = Field(True, description="Bulk stages submit batches when the provider supports them")
@@ -80,7 +77,7 @@ class BatchConfig(_Section):
     discount: float = Field(0.5, gt=0.0, le=1.0, description="Batch price as a fraction of the normal price")
 
 
-class ServerConfig(_Section):
+class ServerConfig(Section):
     """An OpenAI-compatible vLLM server started by ``rubricrl serve-judge`` (``tasks/llm/vllm_server.py``)."""
 
     host: str = Field("127.0.0.1", description="Listen address; 127.0.0.1 keeps the server on this machine")
@@ -97,7 +94,7 @@ class ServerConfig(_Section):
     start_timeout_s: float = Field(600.0, gt=0.0, description="Give up waiting for the server to answer")
 
 
-class LLMConfig(_Section):
+class LLMConfig(Section):
     provider: ProviderName = Field("auto", description="auto = anthropic when its key is set, else offline")
     model: str | None = Field(None, description="Model name; None = the provider's default")
     base_url: str | None = Field(None, description="API base URL (a local fake, or an OpenAI-compatible server)")

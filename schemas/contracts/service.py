@@ -21,8 +21,8 @@ import pandas as pd
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from schemas.config_env import TIERS
-from schemas.validation import FrameSuite, rows, suite
+from schemas.config.env import TIERS
+from schemas.contracts.validation import FrameSuite, rows, suite
 
 
 class ScoreItem(BaseModel):

@@ -1,12 +1,13 @@
 """generate-sft (paper D.1): teachers, gates, export. The SFT job itself is ``train_sft``
-(``schemas.config_train.SFTConfig``)."""
+(``schemas.config.train.TrainSFTConfig``)."""
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from schemas.config.base import Section
 
 
-class SFTConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+class SFTConfig(Section):
     teachers: list[str] = Field(default_factory=lambda: ["claude-opus-4-8"],
                                 description="Teacher models (one or several); offline runs use the offline teacher")
     max_queries: int | None = Field(None, ge=1, description="Answer at most this many queries (None = all with a reference)")

@@ -1,14 +1,55 @@
-"""GX suites of the stages the train-rl flow publishes from the job's per-step records
-(``rollouts`` and ``train_steps``; schemas in ``schemas/train_records.py``)."""
+"""The stages the training flows publish from their jobs' per-step records: ``rollouts`` and
+``train_steps`` (train-rl), ``sft_steps`` (train-sft); pyarrow schemas and GX suites.
+
+The GRPO job writes one Parquet part per step and rank under ``<out_dir>/records/<stage>/``; the train-rl
+flow publishes them through the stage store with ``judge_provider`` added (``with_judge_provider``).
+``token_weights`` are the final w_{i,t} the objective used (after the sign rule), aligned with
+``response_ids`` (the prediction targets). The SFT job's per-step metrics have the long format of
+``train_steps`` (``step``, ``metric``, ``value``) and are published once the job finished.
+
+The training jobs import these schemas, so great_expectations (seconds and about 280 MB to import) is
+imported only when a suite is built.
+"""
 from __future__ import annotations
 
-import great_expectations as gx
-import pandas as pd
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.config_train import MODES
-from schemas.validation import FrameSuite, rows, suite
+from schemas.config.train import MODES
+from schemas.contracts.validation import FrameSuite, rows, suite
+
+if TYPE_CHECKING:  # the training jobs import these schemas: GX (seconds, ~280 MB) loads when a suite is built
+    import great_expectations as gx
+    import pandas as pd
+
+
+TRAIN_ROLLOUTS_SCHEMA = pa.schema([
+    pa.field("step", pa.int64(), nullable=False),
+    pa.field("rank", pa.int32(), nullable=False),
+    pa.field("query_id", pa.string(), nullable=False),
+    pa.field("group_id", pa.int64(), nullable=False),
+    pa.field("sample", pa.int32(), nullable=False),
+    pa.field("response", pa.string(), nullable=False),
+    pa.field("response_ids", pa.list_(pa.int32()), nullable=False),
+    pa.field("logprobs", pa.list_(pa.float32()), nullable=False),
+    pa.field("finished", pa.bool_(), nullable=False),
+    pa.field("reward", pa.float64(), nullable=True),  # null: missing reward (judge failure), response dropped
+    pa.field("advantage", pa.float64(), nullable=False),
+    pa.field("informative", pa.bool_(), nullable=False),
+    pa.field("passed", pa.bool_(), nullable=True),
+    pa.field("tier", pa.string(), nullable=True),
+    pa.field("token_weights", pa.list_(pa.float32()), nullable=False),
+    pa.field("mode", pa.string(), nullable=False),
+])
+
+TRAIN_STEPS_SCHEMA = pa.schema([
+    pa.field("step", pa.int64(), nullable=False),
+    pa.field("metric", pa.string(), nullable=False),
+    pa.field("value", pa.float64(), nullable=False),
+])
+
 
 # Lineage: the stages derived from the judge's verdicts say which provider judged (offline rules or an LLM) in
 # every row, not only in the manifest, so a query over them cannot mix offline and LLM-judged rows unknowingly.
@@ -21,10 +62,12 @@ def with_judge_provider(schema: pa.Schema) -> pa.Schema:
 
 
 def judge_provider_expectation() -> gx.expectations.Expectation:
+    import great_expectations as gx
     return gx.expectations.ExpectColumnValuesToNotBeNull(column="judge_provider")
 
 
 def rollouts_suites() -> list[FrameSuite]:
+    import great_expectations as gx
     E = gx.expectations
     return [FrameSuite("rows", rows, suite(
         "rollouts",
@@ -43,6 +86,7 @@ def rollouts_suites() -> list[FrameSuite]:
 
 
 def _aligned(table: pa.Table) -> pd.DataFrame:
+    import pandas as pd
     n = pc.list_value_length(table.column("response_ids"))
     return pd.DataFrame({
         "step": table.column("step").to_pylist(), "query_id": table.column("query_id").to_pylist(),
@@ -52,6 +96,7 @@ def _aligned(table: pa.Table) -> pd.DataFrame:
 
 
 def train_steps_suites() -> list[FrameSuite]:
+    import great_expectations as gx
     E = gx.expectations
     return [FrameSuite("rows", rows, suite(
         "train_steps",
@@ -82,3 +127,18 @@ def _timing(table: pa.Table) -> pd.DataFrame:
     tail, score = wide["time/score_tail_s"], wide["time/score_s"]
     wide["tail_within_score"] = (tail.isna() | score.isna() | (tail <= score + 1e-9)).tolist()
     return wide
+
+
+SFT_STEPS_SCHEMA = TRAIN_STEPS_SCHEMA
+
+
+def sft_steps_suites() -> list[FrameSuite]:
+    import great_expectations as gx
+    E = gx.expectations
+    return [FrameSuite("rows", rows, suite(
+        "sft_steps",
+        E.ExpectColumnValuesToBeBetween(column="step", min_value=1),
+        E.ExpectColumnValuesToNotBeNull(column="metric"),
+        E.ExpectColumnValuesToNotBeNull(column="value"),
+        E.ExpectCompoundColumnsToBeUnique(column_list=["step", "metric"]),
+    ), ["step", "metric"])]

@@ -20,9 +20,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from schemas.contracts.validation import FrameSuite, suite
+from schemas.llm.rubric_construction import CANDIDATE_TARGETS, MODULE_KINDS, REQUIREMENT_TYPES
 from schemas.rubric import RUBRIC_LEVELS, SCOPES
-from schemas.rubric_outputs import CANDIDATE_TARGETS, MODULE_KINDS, REQUIREMENT_TYPES
-from schemas.validation import FrameSuite, suite
 
 STATUSES = ("ok", "missing", "error", "budget", "upstream_missing", "no_items")
 E = gx.expectations
@@ -49,7 +49,7 @@ MODULES_SCHEMA = pa.schema(COMMON + [
     pa.field("description", _S), pa.field("covered_requirement_ids", _L), pa.field("query_evidence", _S),
     pa.field("evidence_in_query", pa.bool_()),
 ])
-CANDIDATES_SCHEMA = pa.schema(COMMON + [
+RUBRIC_CANDIDATES_SCHEMA = pa.schema(COMMON + [
     pa.field("position", pa.int32()), pa.field("candidate_id", _S), pa.field("scope", _S),
     pa.field("requirement", _S), pa.field("verification", _S), pa.field("source_module", _S),
     pa.field("covered_requirement_ids", _L), pa.field("query_evidence", _S), pa.field("rubric_level", _S),
@@ -161,7 +161,7 @@ def modules_suites(requirements: pa.Table | None = None) -> list[FrameSuite]:
             _covered("modules", requirements, "module_id")]
 
 
-def candidates_suites(requirements: pa.Table | None = None) -> list[FrameSuite]:
+def rubric_candidates_suites(requirements: pa.Table | None = None) -> list[FrameSuite]:
     return [*_element_suites("rubric_candidates", "candidate_id",
                              E.ExpectColumnValuesToBeInSet(column="scope", value_set=list(SCOPES)),
                              E.ExpectColumnValuesToBeInSet(column="rubric_level", value_set=list(RUBRIC_LEVELS)),
