@@ -203,6 +203,57 @@ def item_check_results(inp: ScoreInput, rt: RuntimeEvidence | None, ran: list[di
     return not_run(checks, why)
 
 
+@dataclass
+class _App:
+    """One response on its way through the batch: its evidence as it comes in, then its judgment."""
+
+    inp: ScoreInput
+    ex: Extraction | None
+    st: StaticEvidence | None
+    rt: RuntimeEvidence | None = None
+    diag: Diagnosis | None = None
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+    judge: dict[str, Any] = field(default_factory=lambda: _judge_record(None, False))
+
+    def take(self, diag: Any, given: bool, res: LLMResult | None = None) -> None:
+        """The diagnosis, given or judged, normalised against the rubric."""
+        rubric = self.inp.task.rubric
+        self.diag, self.dropped = (parse_diagnosis(diag, rubric) if isinstance(diag, dict)
+                                   else normalize_diagnosis(diag, rubric))
+        self.judge = _judge_record(res, given)
+        if res is not None and res.provider != "offline":  # a model judge keeps the paper's rule: no finding is met
+            self.diag = self.diag.model_copy(update={"undecided": []})  # type: ignore[union-attr]
+
+
+def _judge_request(app: _App, provider: Provider | None, cfg: EnvConfig) -> Any:
+    """The app's judge request once its evidence is in; None when no call is needed (a diagnosis given, a
+    failure decided locally, an environment gap)."""
+    inp, st, rt = app.inp, app.st, app.rt
+    assert st is not None and app.ex is not None
+    if inp.diagnosis is not None:
+        app.take(inp.diagnosis, given=True)
+        return None
+    gap = st.source_valid and rt is not None and bool(rt.environment_gaps(cfg.runtime))  # no reward to judge for
+    locally_failed = not st.source_valid or (rt is not None and rt.runtime_valid(cfg.runtime) is False)
+    if gap or (locally_failed and not cfg.judge.judge_invalid_apps):
+        app.judge = _judge_record(None, False, gap)
+        return None
+    if provider is None:
+        raise ValueError("no judge provider and no diagnosis given; pass provider=get_provider(...) or a diagnosis")
+    return build_judge_request(inp.task, app.ex.html, key=inp.key, local_evidence=local_evidence(st, rt, cfg),
+                               cfg=cfg.judge)
+
+
+def _with_evidence(apps: list[_App], todo: list[int], checked: dict[Future, int]) -> Any:
+    """The apps in the order their browser evidence comes in (all at once without a browser)."""
+    if not checked:
+        yield from todo
+        return
+    for f in as_completed(checked):
+        apps[checked[f]].rt = f.result()
+        yield checked[f]
+
+
 def _submit_judge(pool: ThreadPoolExecutor, provider: Provider | None, request: Any, tick: Any,
                   rt: RuntimeEvidence | None) -> Future | None:
     """The app's judge call on ``pool`` (None when no call is needed); ``tick`` counts the app, with the checks
@@ -216,6 +267,18 @@ def _submit_judge(pool: ThreadPoolExecutor, provider: Provider | None, request: 
     return call
 
 
+def _browse(apps: list[_App], todo: list[int], cfg: EnvConfig, runtime: BrowserRuntime | None) -> dict[Future, int]:
+    """Start every app's browser check (each future answers one app); without a browser the runtime is skipped."""
+    engine = _runtime_for(cfg, runtime) if todo else None
+    if engine is None:
+        for j in todo:
+            apps[j].rt = RuntimeEvidence(status="skipped")
+        return {}
+    hooks = [_checks_hook(apps[j].inp, cfg) for j in todo]
+    futures = engine.check_each([apps[j].ex.html for j in todo], extras=hooks)  # type: ignore[union-attr]
+    return dict(zip(futures, todo))
+
+
 def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, runtime: BrowserRuntime | None = None,
                 cfg: EnvConfig | None = None, reward_kind: str | None = None,
                 attribution: AttributionConfig | None = None, progress: Progress | None = None) -> list[ScoreResult]:
@@ -225,69 +288,26 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
     tick = progress.update if progress is not None else (lambda n=1, **counts: None)
     cfg = cfg or EnvConfig()
     kind = reward_kind or cfg.reward_kind
-    exs = [extract_html(i.response) for i in inputs]
-    sts = [check_source(e.html, cfg.static) if e else None for e in exs]
-    rts: list[RuntimeEvidence | None] = [None] * len(inputs)
-    todo = [j for j, e in enumerate(exs) if e is not None]
+    apps = []
+    for inp in inputs:
+        ex = extract_html(inp.response)
+        apps.append(_App(inp, ex, check_source(ex.html, cfg.static) if ex else None))
+    todo = [j for j, a in enumerate(apps) if a.ex is not None]
     tick(len(inputs) - len(todo))  # no application in the response: decided already
-    rt_engine = _runtime_for(cfg, runtime) if todo else None
-    checked: dict[Future, int] = {}
-    if rt_engine is not None:
-        hooks = [_checks_hook(inputs[j], cfg) for j in todo]
-        futures = rt_engine.check_each([exs[j].html for j in todo], extras=hooks)  # type: ignore[union-attr]
-        checked = dict(zip(futures, todo))
-    else:
-        for j in todo:
-            rts[j] = RuntimeEvidence(status="skipped")
-    diags: list[Diagnosis | None] = [None] * len(inputs)
-    dropped: list[list[dict[str, Any]]] = [[] for _ in inputs]
-    judges: list[dict[str, Any]] = [_judge_record(None, False) for _ in inputs]
-
-    def judge_request(j: int) -> Any:
-        """The app's judge request once its evidence is in; None when no call is needed (given, or failed)."""
-        inp, st, rt = inputs[j], sts[j], rts[j]
-        assert st is not None and exs[j] is not None
-        if inp.diagnosis is not None:
-            d = inp.diagnosis
-            diags[j], dropped[j] = (parse_diagnosis(d, inp.task.rubric) if isinstance(d, dict)
-                                    else normalize_diagnosis(d, inp.task.rubric))
-            judges[j] = _judge_record(None, True)
-            return None
-        gap = st.source_valid and rt is not None and bool(rt.environment_gaps(cfg.runtime))  # no reward to judge for
-        locally_failed = not st.source_valid or (rt is not None and rt.runtime_valid(cfg.runtime) is False)
-        if gap or (locally_failed and not cfg.judge.judge_invalid_apps):
-            judges[j] = _judge_record(None, False, gap)
-            return None
-        if provider is None:
-            raise ValueError("no judge provider and no diagnosis given; pass provider=get_provider(...) "
-                             "or a diagnosis")
-        return build_judge_request(inp.task, exs[j].html, key=inp.key,  # type: ignore[union-attr]
-                                   local_evidence=local_evidence(st, rt, cfg), cfg=cfg.judge)
-
-    def with_evidence() -> Any:
-        """The apps in the order their browser evidence comes in (all at once without a browser)."""
-        if not checked:
-            yield from todo
-            return
-        for f in as_completed(checked):
-            rts[checked[f]] = f.result()
-            yield checked[f]
-
+    checked = _browse(apps, todo, cfg, runtime)
     calls: dict[Future, int] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(cfg.judge.concurrency, len(todo)))) as pool:
-        for j in with_evidence():
-            call = _submit_judge(pool, provider, judge_request(j), tick, rts[j])
+        for j in _with_evidence(apps, todo, checked):
+            call = _submit_judge(pool, provider, _judge_request(apps[j], provider, cfg), tick, apps[j].rt)
             if call is not None:
                 calls[call] = j
         for fut, j in calls.items():
             res = fut.result()
-            judges[j] = _judge_record(res, False)
             if res.output is not None:
-                diags[j], dropped[j] = normalize_diagnosis(res.output, inputs[j].task.rubric)  # type: ignore[arg-type]
-                if res.provider != "offline":  # a model judge keeps the paper's rule: no finding means met
-                    diags[j] = diags[j].model_copy(update={"undecided": []})  # type: ignore[union-attr]
-    return [combine(inputs[j], exs[j], sts[j], rts[j], diags[j], dropped[j], judges[j], cfg, kind, attribution)
-            for j in range(len(inputs))]
+                apps[j].take(res.output, given=False, res=res)
+            else:
+                apps[j].judge = _judge_record(res, False)
+    return [combine(a.inp, a.ex, a.st, a.rt, a.diag, a.dropped, a.judge, cfg, kind, attribution) for a in apps]
 
 
 def score_response(task: Task, response: str, *, diagnosis: Diagnosis | dict[str, Any] | None = None,
