@@ -212,6 +212,16 @@ async def idle_sample(page: Any, cfg: ProbeConfig) -> tuple[dict[str, Any], floa
         return None
 
 
+def dead_controls(actions: list[dict[str, Any]], navigations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Clicked controls (not links, form fields or disclosure) that ran cleanly and changed nothing: no DOM
+    change, no error, no submit, no navigation (pure)."""
+    return [{"action": a["i"], "target": a["target_desc"], "label": a["label"], "has_handler": a["handled"]}
+            for a in actions
+            if a["kind"] == "click" and a["tag"] not in ("a", "input", "select", "label", "summary")
+            and a.get("outcome") == "ok" and not a.get("changed") and not a.get("errors")
+            and not a.get("submit") and not any(nv["action"] == a["i"] for nv in navigations)]
+
+
 async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSession, stack_offset: Any,
                     viewport: dict[str, int], idle: tuple[dict[str, Any], float] | None,
                     clock: ClockConfig) -> InteractionEvidence:
@@ -257,11 +267,7 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
         _errors(ev, html, got["errors"], n, stack_offset)
         if any(e["caused"] for e in ev.errors) and (ev.liveness.get("rafs") or ev.liveness.get("draws")):
             ev.loop_after = await _loop_after(page, cfg)  # whether the app's own loop survived what the actions threw
-        ev.dead_controls = [{"action": a["i"], "target": a["target_desc"], "label": a["label"],
-                             "has_handler": a["handled"]} for a in ev.actions
-                            if a["kind"] == "click" and a["tag"] not in ("a", "input", "select", "label", "summary")
-                            and a.get("outcome") == "ok" and not a.get("changed") and not a.get("errors")
-                            and not a.get("submit") and not any(nv["action"] == a["i"] for nv in session.navigations)]
+        ev.dead_controls = dead_controls(ev.actions, session.navigations)
     except asyncio.TimeoutError:
         ev.status, ev.error = "hung", "the page stopped answering the probe outside any action"
     except Exception as e:  # navigation that got through, a closed page: evidence, not a crash of the check
