@@ -3,7 +3,7 @@ once; none when it did not fail (it works despite them) or when the request came
 from __future__ import annotations
 
 from schemas.config.env import RuntimeConfig
-from tasks.env.runtime import RuntimeEvidence
+from tasks.env.evidence import RuntimeEvidence
 
 CFG = RuntimeConfig()
 LIB = "https://cdnjs.cloudflare.com/ajax/libs/p5.js/1.10.0/p5.js"

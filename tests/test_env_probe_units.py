@@ -36,7 +36,7 @@ def test_only_caused_errors_hangs_and_reloads_fail():
 
 
 def test_runtime_gate_follows_the_failures_and_config():
-    from tasks.env.runtime import RuntimeEvidence
+    from tasks.env.evidence import RuntimeEvidence
 
     ev = RuntimeEvidence(status="ok", blank_body=False, interaction=inter(errors=[ERR]))
     assert ev.runtime_valid(RuntimeConfig()) is False

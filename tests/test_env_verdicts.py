@@ -180,7 +180,7 @@ def test_popups_without_a_gesture_are_refused_and_the_page_is_judged(scored):
 
 def _runtime_evidence(r):
     """The browser evidence of a scored app, back as the runtime's record (for re-judging under another rule)."""
-    from tasks.env.runtime import RuntimeEvidence
+    from tasks.env.evidence import RuntimeEvidence
 
     ev = r.evidence
     return RuntimeEvidence(status=ev["runtime_status"], blank_body=ev["blank_body"],

@@ -44,7 +44,8 @@ from pathlib import Path  # noqa: E402
 from schemas.config.env import RuntimeConfig  # noqa: E402
 from tasks.env.extract import extract_html  # noqa: E402
 from tasks.env.probe import interaction_failures  # noqa: E402
-from tasks.env.runtime import VIEWPORT, BrowserRuntime, ScreenshotSpec, app_key  # noqa: E402
+from tasks.env.runtime import VIEWPORT, BrowserRuntime
+from tasks.env.shots import ScreenshotSpec, app_key
 from tasks.evaluation.screenshots import FOLDER, off_reason, screenshot_columns  # noqa: E402
 
 FIX = Path(__file__).parent / "fixtures" / "env"

@@ -29,7 +29,7 @@ library request the mirror could not serve gets no verdict (``RuntimeEvidence.en
 ``BrowserRuntime.after_probe`` is the step where later checks run (per-rubric-item checks in a fresh page
 of the same context); ``check_many(htmls, extras)`` passes each app's extra argument to it.
 
-Screenshots (evaluation only; ``BrowserRuntime(cfg, screenshots=ScreenshotSpec(folder, timeout_s))``):
+Screenshots (evaluation only, ``tasks.env.shots``; ``BrowserRuntime(cfg, screenshots=ScreenshotSpec(...))``):
 one PNG of the viewport after load and settle, before the probe acts (``<app key>-load.png``), and one
 after the probe (``<app key>-probe.png``), named by ``app_key(html)``; ``shots[app key]`` says which were
 kept or why not. The time a screenshot takes is added to the app's hard limit, so taking one never
@@ -46,26 +46,25 @@ Playwright's async API runs on a private event loop in a background thread, so c
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import os
 import re
 import threading
 import time
 import uuid
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from schemas.config.env import RuntimeConfig
+from tasks.env.capture import answer_dialog, record_console
 from tasks.env.cdn import CdnMirror
+from tasks.env.evidence import RuntimeEvidence
 from tasks.env.launch import launch_args, sandbox_launch
-from tasks.env.navigation import (POPUP_JS, block_websocket, count_refused_popups, on_console_popup, on_popup,
-                                  route_request, settle_verdict)
-from tasks.env.page import APP_URL, html_offset, page_error_record, stack_offset
+from tasks.env.navigation import (POPUP_JS, block_websocket, count_refused_popups, on_popup, route_request,
+                                  settle_verdict)
+from tasks.env.page import APP_URL, page_error_record, stack_offset
 from tasks.env.pagetime import install_controlled_clock, let_pass
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, idle_sample, run_probe
-from tasks.env.severity import blocking_failures
+from tasks.env.shots import ScreenshotSpec, take_screenshot
 
 VIEWPORT = {"width": 1280, "height": 800}
 _BLANK_JS = """() => {
@@ -84,83 +83,14 @@ _BLANK_JS = """() => {
 }"""
 
 
-_SHOT_MARGIN_S = 1.0  # the hard limit, moved while a screenshot runs, stays this far past its own timeout
 
 
-def app_key(html: str) -> str:
-    """The name of an app's screenshots: the same HTML application, the same files."""
-    return hashlib.sha256(html.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
-class ScreenshotSpec:
-    folder: Path  # where the PNGs go (created on first use)
-    timeout_s: float  # one screenshot's limit; a page too busy to paint gets none, and its verdict stands
 
 
-FAILED = ("page_error", "load_timeout", "unresponsive", "crashed", "reload_loop")  # statuses that fail the gate
 
 
-@dataclass
-class RuntimeEvidence:
-    """What happened when the app was loaded. Offsets are into the HTML application."""
-
-    # ok | page_error | load_timeout | unresponsive | crashed | reload_loop | blank | skipped | unavailable
-    status: str = "ok"
-    page_errors: list[dict[str, Any]] = field(default_factory=list)
-    console_errors: list[dict[str, Any]] = field(default_factory=list)
-    blocked_requests: list[dict[str, Any]] = field(default_factory=list)  # tasks.env.navigation.record
-    cdn_served: list[dict[str, str]] = field(default_factory=list)
-    refused_popups: int = 0  # window.open calls no user gesture opened (refused, as a browser does)
-    blank_body: bool | None = None
-    duration_s: float = 0.0
-    error: str | None = None  # an environment failure (no browser): no verdict, never a made-up one
-    check_results: list[dict[str, Any]] = field(default_factory=list)  # filled by an after-load hook (checks)
-    interaction: dict[str, Any] | None = None  # the probe's evidence (tasks.env.probe.InteractionEvidence)
-    rechecked_from: str | None = None  # the status beside other apps, when a re-check alone replaced it
-
-    def failure(self, cfg: RuntimeConfig) -> str | None:
-        """How the app failed our own gate: "load" (load, settle, the page as loaded), "interaction" (a failure
-        the probe caused that blocks, ``tasks.env.severity``), or None (no failure, or no verdict)."""
-        if self.status in ("skipped", "unavailable"):
-            return None
-        if self.status in FAILED or (self.blank_body and cfg.blank_body_fails) or \
-                (self.console_errors and cfg.console_errors_fail):
-            return "load"
-        if cfg.probe.errors_fail and blocking_failures(self.interaction, cfg.probe.error_rule):
-            return "interaction"
-        return None
-
-    def environment_gaps(self, cfg: RuntimeConfig) -> list[dict[str, Any]]:
-        """The library requests the mirror could not serve before the app failed (none when it did not fail):
-        the app may work in a user's browser, so the environment cannot judge it (paper B.4: an evaluator
-        failure is a missing reward). An app that works despite such a request keeps its verdict."""
-        failed = self.failure(cfg)
-        if failed is None:
-            return []
-        last = max((f.get("action") or 0 for f in blocking_failures(self.interaction, cfg.probe.error_rule)),
-                   default=0) if failed == "interaction" else None
-        out: dict[str, dict[str, Any]] = {}  # each URL once
-        for b in self.blocked_requests:
-            before = b.get("phase") == "load" or (last is not None and b.get("action") is not None and b["action"] <= last)
-            if b.get("outcome") == "environment_gap" and before:
-                out.setdefault(b["url"], b)
-        return list(out.values())
-
-    def runtime_valid(self, cfg: RuntimeConfig) -> bool | None:
-        """Our own verdict; None when the browser gave none (skipped, unavailable) or the app failed after a
-        library request the mirror could not serve (an environment gap)."""
-        if self.status in ("skipped", "unavailable") or self.environment_gaps(cfg):
-            return None
-        return self.failure(cfg) is None
-
-    @property
-    def timed_out(self) -> bool:
-        """A verdict that load on the machine could have caused: checked again alone before it stands."""
-        return self.status in ("load_timeout", "unresponsive") or (self.interaction or {}).get("status") == "hung"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 class BrowserRuntime:
@@ -412,9 +342,9 @@ class BrowserRuntime:
             if not session.started:  # during the probe the page records errors with the action that caused them
                 ev.page_errors.append(page_error_record(html, getattr(exc, "name", "Error"),
                                                         getattr(exc, "message", str(exc)), getattr(exc, "stack", "") or ""))
-        listeners = {"pageerror": on_error, "console": lambda msg: self._on_console(msg, html, ev, session),
+        listeners = {"pageerror": on_error, "console": lambda msg: record_console(msg, html, ev, session),
                      "crash": lambda _p: setattr(ev, "status", "crashed"),
-                     "dialog": lambda d: asyncio.ensure_future(self._dialog(d, session))}
+                     "dialog": lambda d: asyncio.ensure_future(answer_dialog(d, session))}
         for name, fn in listeners.items():
             page.on(name, fn)
         return page, lambda: [page.remove_listener(name, fn) for name, fn in listeners.items()], probing
@@ -460,32 +390,8 @@ class BrowserRuntime:
         await self.after_probe(context, html, ev, extra)
 
     async def _screenshot(self, page: Any, html: str, moment: str, limit: Any) -> None:
-        """Keep the viewport as ``<app key>-<moment>.png`` when asked. The hard limit moves by the time it takes
-        (the app's own time is unchanged); a kept file is not undone by a failed copy of the same app."""
-        spec = self.screenshots
-        if spec is None:
-            return
-        key, started = app_key(html), time.perf_counter()
-        rec = self.shots.setdefault(key, {})
-        if limit is not None:
-            limit.reschedule(limit.when() + spec.timeout_s + _SHOT_MARGIN_S)
-        try:
-            png = await self._capture(page, spec)
-            spec.folder.mkdir(parents=True, exist_ok=True)
-            tmp = spec.folder / f".{key}-{moment}.{uuid.uuid4().hex[:8]}.tmp"
-            tmp.write_bytes(png)
-            os.replace(tmp, spec.folder / f"{key}-{moment}.png")
-            rec[moment] = f"{key}-{moment}.png"
-        except Exception as e:  # noqa: BLE001 - no screenshot is a note in the results, never a verdict
-            first = (str(e).splitlines() or [""])[0][:200]
-            rec.setdefault(f"{moment}_error", f"screenshot failed: {type(e).__name__}: {first}")
-        finally:
-            if limit is not None:
-                limit.reschedule(limit.when() - spec.timeout_s - _SHOT_MARGIN_S + (time.perf_counter() - started))
-
-    @staticmethod
-    async def _capture(page: Any, spec: ScreenshotSpec) -> bytes:
-        return await page.screenshot(type="png", timeout=spec.timeout_s * 1000)
+        if self.screenshots is not None:
+            await take_screenshot(page, html, moment, self.screenshots, self.shots, limit)
 
     async def _still_loading(self, page: Any, started: float) -> bool:
         """Past the load timeout: a page whose main thread still answers is busy, not hung. It gets what is
@@ -501,33 +407,6 @@ class BrowserRuntime:
             return True
         except Exception:
             return False
-
-    @staticmethod
-    async def _dialog(dialog: Any, session: ProbeSession) -> None:
-        """A dialog the init script did not answer (beforeunload, one from a frame): answered and recorded."""
-        session.evidence.dialogs.append({"action": session.current_action, "type": dialog.type,
-                                         "message": (dialog.message or "")[:300]})
-        try:
-            await dialog.accept() if dialog.type != "beforeunload" else await dialog.dismiss()
-        except Exception:
-            pass
-
-    @staticmethod
-    def _on_console(msg: Any, html: str, ev: RuntimeEvidence, session: ProbeSession) -> None:
-        if msg.type == "debug" and (session.on_console(msg.text) or on_console_popup(msg.text, ev, session)):
-            return
-        if msg.type != "error" or session.started:  # during the probe: the page's own records
-            return
-        text = msg.text
-        if text.startswith("Failed to load resource"):
-            return  # our own blocking; recorded in blocked_requests
-        loc = msg.location or {}
-        line = loc.get("lineNumber")
-        rec = {"text": text[:1000], "line": None, "column": None, "offset": None}
-        if loc.get("url") == APP_URL and isinstance(line, int):
-            rec["line"], rec["column"] = line + 1, int(loc.get("columnNumber") or 0) + 1
-            rec["offset"] = html_offset(html, rec["line"], rec["column"])
-        ev.console_errors.append(rec)
 
 
 def _mirror(cfg: RuntimeConfig) -> CdnMirror | None:

@@ -28,7 +28,8 @@ from tasks.env.judge import (build_judge_request, findings_list, layer_gates, no
                              rubric_severities, with_observed_findings)
 from tasks.env.probe import shift_offsets, summarize
 from tasks.env.rewards import reward, rubric_score
-from tasks.env.runtime import BrowserRuntime, RuntimeEvidence, shared_runtime
+from tasks.env.runtime import BrowserRuntime, shared_runtime
+from tasks.env.evidence import RuntimeEvidence
 from tasks.env.severity import classify_failures
 from tasks.env.static import StaticEvidence, check_source
 from tasks.llm.base import LLMResult, Provider

@@ -9,7 +9,7 @@ images' digests in the key), ledgered and budgeted like every call; a reply with
 corrective retry, then the score is missing (the benchmark itself retries up to four times).
 
 Where it departs from the benchmark: the screenshots are the two the browser check already keeps for evaluate
-(after load, after our interaction probe: ``tasks/env/runtime.py`` ``ScreenshotSpec``), of the page our
+(after load, after our interaction probe: ``tasks/env/shots.py`` ``ScreenshotSpec``), of the page our
 environment extracted, at the viewport (1280 x 800), where the benchmark takes three full-page ones one second
 apart of the last ``<html>`` block; the answer is cut at ``evaluation.official.judge_max_answer_chars``
 characters where the benchmark cuts its prompt at 27,000 tokens of its judge's tokenizer.

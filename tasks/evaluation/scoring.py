@@ -14,7 +14,8 @@ from schemas.contracts.evaluation import EVAL_RESULTS_SCHEMA
 from schemas.rubric import Task
 from tasks.env.extract import extract_html
 from tasks.env.score_tables import score_rollouts_table
-from tasks.env.runtime import BrowserRuntime, ScreenshotSpec, app_key
+from tasks.env.runtime import BrowserRuntime
+from tasks.env.shots import ScreenshotSpec, app_key
 from tasks.evaluation import summary as evaluation
 from tasks.evaluation.official import OfficialInputs, official_columns
 from tasks.evaluation.official_summary import official_metrics

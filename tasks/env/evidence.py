@@ -1,0 +1,75 @@
+"""What the browser saw of one app (``RuntimeEvidence``) and the gate verdicts read from it: how the app failed
+our own gate (on load, or by a blocking interaction failure), the library requests the mirror could not serve
+before it failed (an environment gap: no verdict), and whether the verdict could be the machine's load."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.config.env import RuntimeConfig
+from tasks.env.severity import blocking_failures
+
+
+FAILED = ("page_error", "load_timeout", "unresponsive", "crashed", "reload_loop")  # statuses that fail the gate
+
+
+@dataclass
+class RuntimeEvidence:
+    """What happened when the app was loaded. Offsets are into the HTML application."""
+
+    # ok | page_error | load_timeout | unresponsive | crashed | reload_loop | blank | skipped | unavailable
+    status: str = "ok"
+    page_errors: list[dict[str, Any]] = field(default_factory=list)
+    console_errors: list[dict[str, Any]] = field(default_factory=list)
+    blocked_requests: list[dict[str, Any]] = field(default_factory=list)  # tasks.env.navigation.record
+    cdn_served: list[dict[str, str]] = field(default_factory=list)
+    refused_popups: int = 0  # window.open calls no user gesture opened (refused, as a browser does)
+    blank_body: bool | None = None
+    duration_s: float = 0.0
+    error: str | None = None  # an environment failure (no browser): no verdict, never a made-up one
+    check_results: list[dict[str, Any]] = field(default_factory=list)  # filled by an after-load hook (checks)
+    interaction: dict[str, Any] | None = None  # the probe's evidence (tasks.env.probe.InteractionEvidence)
+    rechecked_from: str | None = None  # the status beside other apps, when a re-check alone replaced it
+
+    def failure(self, cfg: RuntimeConfig) -> str | None:
+        """How the app failed our own gate: "load" (load, settle, the page as loaded), "interaction" (a failure
+        the probe caused that blocks, ``tasks.env.severity``), or None (no failure, or no verdict)."""
+        if self.status in ("skipped", "unavailable"):
+            return None
+        if self.status in FAILED or (self.blank_body and cfg.blank_body_fails) or \
+                (self.console_errors and cfg.console_errors_fail):
+            return "load"
+        if cfg.probe.errors_fail and blocking_failures(self.interaction, cfg.probe.error_rule):
+            return "interaction"
+        return None
+
+    def environment_gaps(self, cfg: RuntimeConfig) -> list[dict[str, Any]]:
+        """The library requests the mirror could not serve before the app failed (none when it did not fail):
+        the app may work in a user's browser, so the environment cannot judge it (paper B.4: an evaluator
+        failure is a missing reward). An app that works despite such a request keeps its verdict."""
+        failed = self.failure(cfg)
+        if failed is None:
+            return []
+        last = max((f.get("action") or 0 for f in blocking_failures(self.interaction, cfg.probe.error_rule)),
+                   default=0) if failed == "interaction" else None
+        out: dict[str, dict[str, Any]] = {}  # each URL once
+        for b in self.blocked_requests:
+            before = b.get("phase") == "load" or (last is not None and b.get("action") is not None and b["action"] <= last)
+            if b.get("outcome") == "environment_gap" and before:
+                out.setdefault(b["url"], b)
+        return list(out.values())
+
+    def runtime_valid(self, cfg: RuntimeConfig) -> bool | None:
+        """Our own verdict; None when the browser gave none (skipped, unavailable) or the app failed after a
+        library request the mirror could not serve (an environment gap)."""
+        if self.status in ("skipped", "unavailable") or self.environment_gaps(cfg):
+            return None
+        return self.failure(cfg) is None
+
+    @property
+    def timed_out(self) -> bool:
+        """A verdict that load on the machine could have caused: checked again alone before it stands."""
+        return self.status in ("load_timeout", "unresponsive") or (self.interaction or {}).get("status") == "hung"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
