@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from schemas.checks import MAX_WAIT_MS, Check, parse_check
-from tasks.env.checks import changed_fraction, label_agreement, parse_number
+from tasks.env.checks import label_agreement
+from tasks.env.check_steps import changed_fraction, parse_number
 
 CLICK = {"do": "click", "target": {"role": "button", "name": "add"}}
 
