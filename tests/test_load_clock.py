@@ -16,8 +16,8 @@ CFG = RuntimeConfig()
 pytestmark = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
                                 reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh")
 LIGHT = "<button onclick='this.textContent++'>0</button><script>setInterval(() => {}, 100)</script>"
-# every frame runs about 150 ms of script: far more than the 16 ms a frame has, on any machine
-HEAVY = ("<canvas></canvas><script>const f = () => { let x = 0; for (let i = 0; i < 4e7; i++) x += Math.sqrt(i);"
+# every frame runs about half a second of script: far more than max_lag times the 16 ms a frame has, on any machine
+HEAVY = ("<canvas></canvas><script>const f = () => { let x = 0; for (let i = 0; i < 1.2e8; i++) x += Math.sqrt(i);"
          " requestAnimationFrame(f); }; requestAnimationFrame(f);</script>")
 
 

@@ -22,7 +22,7 @@ class ClockConfig(Section):
                                    "app is read the same way on every run)")
     busy_reads: int = Field(50_000, ge=1000, description="Clock reads in one task that mean the page busy-waits on "
                                                         "the clock: it leaves the controlled clock for its own")
-    max_lag: float = Field(4.0, ge=1.0, le=50.0,
+    max_lag: float = Field(8.0, ge=1.0, le=50.0,
                            description="The load page's timers and frames may take this many times their page time "
                                        "to run (real time in the renderer, not counting the environment's round trips); "
                                        "past that it leaves the controlled clock (its frames then drop, as in a "
