@@ -10,7 +10,9 @@ Prints, per model and over all apps: pairwise agreement within a task between ou
 no PFT test and of apps passing at least 80%, tiers, items per query, the executable checks' verdicts by
 status and the items no evidence decided, and seconds per step and per app; the goals as PASS/FAIL with
 ``uptime``; and the best Spearman and pass-80 mean any judge could reach with the same gate verdicts (the tiers
-bound them: a runtime-invalid app's reward is fixed whatever its label). Asserts nothing.
+bound them: a runtime-invalid app's reward is fixed whatever its label); and the same figures on labels that
+count a test failed only by number formatting (``"0"`` shown as ``"0.0"``) as passed, a measure of how strict
+the labels are (the goals stay on the published ones). Asserts nothing.
 
 Needs a local copy of github.com/open-compass/InteractScience (``--corpus DIR`` or
 ``RUBRICRL_INTERACTSCIENCE``); development split only (task ids A to M) unless ``--split`` says otherwise.
@@ -209,7 +211,26 @@ def main() -> None:
     best = ceiling(tiered, load_config(None, sets=args.set).env.reward)
     print(f"at best with these gate verdicts (the valid tier ordered as the labels): spearman "
           f"{fmt(best['spearman'])}, mean reward of apps passing >= 80% {fmt(best['reward_pass_80'])}")
+    if root is not None:
+        lenient_section(rows, by_label, corpus.load(root, args.split))
     env_sections(rows, by_label, labels, root, args)
+
+
+def lenient_section(rows: list[dict], by_label: dict[str, str], c: "corpus.Corpus") -> None:
+    """The same figures on labels that count a test failed only by number formatting (``"0"`` shown as
+    ``"0.0"``) as passed: how much of the disagreement is the labels' strictness. The goals stay on the
+    published labels."""
+    lenient = {m: c.format_only_labels(m) for m in set(by_label.values())}
+    apps = [(r["query_id"], r["reward"], lenient.get(by_label.get(r["model"], r["model"]), {}).get(r["query_id"]))
+            for r in rows]
+    strict = {m: c.labels(m) for m in lenient}
+    moved = sum(1 for r in rows if (m := by_label.get(r["model"], r["model"])) in lenient and
+                lenient[m].get(r["query_id"]) != strict[m].get(r["query_id"]))
+    f = figures(apps)
+    print(f"with number-format failures counted as passes ({moved} of {len(rows)} labels move): pairwise "
+          f"{fmt(f['pairwise'])}, spearman {fmt(f['spearman'])}, mean reward of apps passing none "
+          f"{fmt(f['reward_pass_none'])} (n {f['n_pass_none']}), passing >= 80% {fmt(f['reward_pass_80'])} "
+          f"(n {f['n_pass_80']})")
 
 
 def env_sections(rows: list[dict], by_label: dict[str, str], labels: dict[str, dict], root: Path | None,

@@ -19,17 +19,32 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import _safe  # noqa: F401 - the repo on sys.path, no paid call by accident
 
-from tasks.evaluation.playwright_report import pass_share, spec_outcomes, spec_task_id
+from tasks.evaluation.playwright_report import ANSI, pass_share, spec_outcomes, spec_task_id
 
 DEV_FIRST, DEV_LAST = "A", "M"
 ENV_VAR = "RUBRICRL_INTERACTSCIENCE"
 # The models whose answers and PFT results are both in the public snapshot.
 LABELLED_MODELS = ("Qwen2.5-Coder-32B-Instruct", "Qwen3-8B-Base", "gpt-oss-20b")
+
+
+_EXPECTED = re.compile(r'Expected(?: string| value)?: "([^"\n]*)"\s*\n\s*Received(?: string| value)?: "([^"\n]*)"')
+
+
+def same_number(message: str) -> bool:
+    """A Playwright assertion error whose expected and received texts read as the same number (pure)."""
+    m = _EXPECTED.search(message)
+    if m is None:
+        return False
+    try:
+        return float(m.group(1)) == float(m.group(2))
+    except ValueError:
+        return False
 
 
 def in_split(task_id: str, split: str) -> bool:
@@ -68,6 +83,27 @@ class Corpus:
     def labels(self, model: str) -> dict[str, float]:
         """query id -> share of the app's PFT tests that passed."""
         return {query_id(t): s for t, tests in self.outcomes(model).items() if (s := pass_share(tests)) is not None}
+
+    def format_only_labels(self, model: str) -> dict[str, float]:
+        """query id -> the share of the app's PFT tests that passed, counting as passed a failed test whose every
+        error is a text or value that reads as the same number the test expected (``"0"`` shown as ``"0.0"``).
+        A diagnostic of how strict the labels are; the goals are measured on ``labels``."""
+        path = self.root / "results" / "lm_results" / "PFT_test_results" / f"{model}_component_results.json"
+        out: dict[str, list[bool]] = {}
+
+        def walk(suite: dict, file: str) -> None:
+            for spec in suite.get("specs") or []:
+                t = spec_task_id(spec.get("file") or file)
+                if t in self.tasks:
+                    last = ([r for x in spec.get("tests") or [] for r in x.get("results") or []] or [{}])[-1]
+                    msgs = [ANSI.sub("", (e or {}).get("message") or "") for e in last.get("errors") or []]
+                    out.setdefault(query_id(t), []).append(bool(spec.get("ok")) or bool(msgs) and all(map(same_number, msgs)))
+            for child in suite.get("suites") or []:
+                walk(child, child.get("file") or file)
+
+        for suite in json.loads(path.read_text(encoding="utf-8")).get("suites") or []:
+            walk(suite, suite.get("file") or suite.get("title") or "")
+        return {q: sum(v) / len(v) for q, v in out.items() if v}
 
     def write_queries(self, path: Path, limit: int | None = None) -> list[str]:
         """The split's tasks as an InteractScience JSONL file for ``rubricrl ingest``; returns the task ids."""

@@ -61,6 +61,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_env_probe_units.py": ("unit",),
     "test_env_sandbox.py": ("browser",),
     "test_env_severity.py": ("unit",),
+    "test_load_errors.py": ("browser",),
     "test_env_verdicts.py": ("browser",),
     "test_eval_agreement.py": ("unit",),
     "test_eval_report.py": ("flows", "browser"),

@@ -122,3 +122,45 @@ def test_the_judge_prompt_says_which_failures_block():
     assert "click on 'Boost' throws TypeError: x is undefined (line 2; confined to this control's handler" in confined
     gate = observed_facts(html, {**ev, "interaction_failures": classify_failures(ev["runtime"]["interaction"], "gate")})
     assert "(line 2; blocking: an interaction error fails the runtime gate)" in gate
+
+
+def acted(changed_by_action, status="ok", animated=False):
+    """Probe evidence after an error at load: ``changed_by_action`` maps an ACTIONS index to what it changed."""
+    return {"status": status, "errors": [], "liveness": {"animated": animated},
+            "actions": [{**a, "outcome": "ok", "changed": changed_by_action.get(a["i"], [])} for a in ACTIONS]}
+
+
+def test_an_error_at_load_blocks_only_when_nothing_answers_after_it():
+    from tasks.env.severity import load_errors_verdict
+
+    # a control that changed the DOM or a canvas answers; the probe's own fill changes values ('v'), which does not
+    assert load_errors_verdict(acted({1: ["m"]}), "evidence") == {
+        "blocking": False, "why": "the app still answers input after the error: 1 of 4 controls used changed the page"}
+    assert not load_errors_verdict(acted({5: ["m"], 0: ["c"]}), "evidence")["blocking"]
+    dead = load_errors_verdict(acted({2: ["v"], 0: ["s"]}), "evidence")
+    assert dead == {"blocking": True, "why": "none of the 4 controls used changed the page after the error"}
+    # no control: motion by itself decides; a hang or no probe run blocks; the gate rule always blocks
+    bare = {**acted({}), "actions": [ACTIONS[5]]}
+    assert load_errors_verdict({**bare, "liveness": {"animated": True}}, "evidence")["blocking"] is False
+    assert load_errors_verdict(bare, "evidence")["blocking"] is True
+    assert load_errors_verdict(acted({1: ["m"]}, status="hung"), "evidence")["blocking"] is True
+    assert load_errors_verdict(None, "evidence")["blocking"] is True
+    assert load_errors_verdict(acted({1: ["m"]}), "gate")["blocking"] is True
+    with pytest.raises(ValueError, match="load_error_rule"):
+        load_errors_verdict(None, "strict")
+
+
+def test_an_error_at_load_that_does_not_block_is_a_minor_simulation_finding_and_the_prompt_says_so():
+    from tasks.env.judge import _simulation_layer, observed_facts
+
+    html = "<html>\n<script>\nconst c = color(1);\n</script></html>"
+    rt = {"status": "page_error", "interaction": acted({1: ["m"]}),
+          "page_errors": [{"name": "ReferenceError", "message": "color is not defined", "offset": html.index("color")}]}
+    answers = {"blocking": False, "why": "the app still answers input after the error: 1 of 4 controls used changed the page"}
+    layer = _simulation_layer(html, rt, answers)
+    assert layer["critical"] == [] and "not blocking: the app still answers" in layer["minor"][0]["explanation"]
+    assert layer["minor"][0]["code_quotes"] == ["const c = color(1);"]
+    assert len(_simulation_layer(html, rt, {"blocking": True, "why": "x"})["critical"]) == 1
+    assert len(_simulation_layer(html, rt)["critical"]) == 1  # unmarked errors block
+    facts = observed_facts(html, {"syntax_errors": [], "runtime": rt, "load_errors": answers})
+    assert "load in headless Chromium: page_error (not blocking: the app still answers input" in facts

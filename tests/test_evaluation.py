@@ -94,8 +94,9 @@ def test_screenshot_after_load_before_the_probe_and_after_it(shots):
         assert a.size == (VIEWPORT["width"], VIEWPORT["height"])  # before the probe resized the viewport
     digest = lambda f: hashlib.sha256(f.read_bytes()).hexdigest()  # noqa: E731
     assert digest(load) != digest(probe)  # the probe clicked: the swatch changed colour
-    for name in ("throws", "blank"):  # loaded, not probed: the load screenshot only
-        assert set(recs[app_key(APPS[name][0])]) == {"load"}
+    assert set(recs[app_key(APPS["blank"][0])]) == {"load"}  # loaded, not probed: the load screenshot only
+    # an error at load: the probe uses the app to see whether the error blocks (env.runtime.probe.load_error_rule)
+    assert set(recs[app_key(APPS["throws"][0])]) == {"load", "probe"}
 
 
 def test_screenshot_columns_say_why_a_path_is_null(shots):

@@ -101,6 +101,11 @@ class ProbeConfig(Section):
         "which the app's main loop stops, or failures on most controls; an error confined to one control's handler "
         "is a major finding on the rubric item that control serves plus a minor code_simulation finding. The default "
         "agrees better with the InteractScience functional tests (docs/sandbox.md)")
+    load_error_rule: Literal["gate", "evidence"] = Field(
+        "evidence", description="Whether an uncaught error at load blocks the app (tasks/env/severity.py). gate: "
+        "always (runtime-invalid). evidence: the probe uses the app after the error, which blocks when no control it "
+        "used changed the page (or, with no control, nothing moves); otherwise it is a minor code_simulation finding. "
+        "The default agrees better with the InteractScience functional tests (docs/sandbox.md)")
     max_keys: int = Field(12, ge=0, description="Keys pressed per app, at most (those the handlers compare against "
                                                 "first, then arrows, space, enter)")
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.config.env import RuntimeConfig
-from tasks.env.severity import blocking_failures
+from tasks.env.severity import blocking_failures, load_errors_verdict
 
 
 FAILED = ("page_error", "load_timeout", "unresponsive", "crashed", "reload_loop")  # statuses that fail the gate
@@ -32,16 +32,24 @@ class RuntimeEvidence:
     rechecked_from: str | None = None  # the status beside other apps, when a re-check alone replaced it
 
     def failure(self, cfg: RuntimeConfig) -> str | None:
-        """How the app failed our own gate: "load" (load, settle, the page as loaded), "interaction" (a failure
-        the probe caused that blocks, ``tasks.env.severity``), or None (no failure, or no verdict)."""
+        """How the app failed our own gate: "load" (load, settle, the page as loaded; an uncaught error at load
+        unless ``load_errors`` says the app still answers), "interaction" (a failure the probe caused that blocks,
+        ``tasks.env.severity``), or None (no failure, or no verdict)."""
         if self.status in ("skipped", "unavailable"):
             return None
-        if self.status in FAILED or (self.blank_body and cfg.blank_body_fails) or \
+        confined = self.status == "page_error" and not (self.load_errors(cfg) or {}).get("blocking", True)
+        if (self.status in FAILED and not confined) or (self.blank_body and cfg.blank_body_fails) or \
                 (self.console_errors and cfg.console_errors_fail):
             return "load"
         if cfg.probe.errors_fail and blocking_failures(self.interaction, cfg.probe.error_rule):
             return "interaction"
         return None
+
+    def load_errors(self, cfg: RuntimeConfig) -> dict[str, Any] | None:
+        """Whether the uncaught errors at load block the app (``severity.load_errors_verdict``); None without any."""
+        if self.status != "page_error":
+            return None
+        return load_errors_verdict(self.interaction, cfg.probe.load_error_rule if cfg.probe.enabled else "gate")
 
     def environment_gaps(self, cfg: RuntimeConfig) -> list[dict[str, Any]]:
         """The library requests the mirror could not serve before the app failed (none when it did not fail):

@@ -73,7 +73,9 @@ def observed_facts(html: str, ev: dict[str, Any], limit: int = 8) -> str:
     if not rt:
         lines.append("- browser: not run")
         return "\n".join(lines)
-    lines.append(f"- load in headless Chromium: {rt.get('status')}" + "".join(
+    load = ev.get("load_errors")
+    lines.append(f"- load in headless Chromium: {rt.get('status')}" + (f" ({'blocking' if load['blocking'] else 'not blocking'}: "
+                                                                     f"{load['why']})" if load else "") + "".join(
         f"\n  - uncaught {pe.get('name')}: {str(pe.get('message'))[:160]} ({_line_of(html, pe.get('offset'))})"
         for pe in (rt.get("page_errors") or [])[:limit]))
     inter = rt.get("interaction")
@@ -204,13 +206,16 @@ def _static_layer(html: str, errors: list[dict[str, Any]]) -> dict[str, list]:
     return layer
 
 
-def _simulation_layer(html: str, rt: dict[str, Any] | None) -> dict[str, list]:
+def _simulation_layer(html: str, rt: dict[str, Any] | None, load: dict[str, Any] | None = None) -> dict[str, list]:
+    """``load``: whether the errors at load block (``RuntimeEvidence.load_errors``); unmarked ones do."""
     layer: dict[str, list] = {s: [] for s in SEVERITIES}
     if not rt:
         return layer
+    blocking = (load or {}).get("blocking", True)
     for pe in rt.get("page_errors", []):
-        layer["critical"].append(_finding(f"uncaught {pe.get('name', 'Error')} during load: {pe.get('message', '')}",
-                                          _line_quote(html, pe.get("offset")), "headless Chromium page error"))
+        layer["critical" if blocking else "minor"].append(_finding(
+            f"uncaught {pe.get('name', 'Error')} during load: {pe.get('message', '')}", _line_quote(html, pe.get("offset")),
+            "headless Chromium page error" + ("" if blocking else f"; not blocking: {load['why']}")))
     status = rt.get("status")
     if status == "load_timeout":
         layer["critical"].append(_finding("the page never finished loading (likely an infinite loop at load)", [],
@@ -295,7 +300,7 @@ def offline_diagnosis(variables: dict[str, Any]) -> dict[str, Any]:
     rubric, undecided = _rubric_layer(html, variables.get("rubric_items", []), ev.get("runtime"), check_results_of(ev))
     layers = {
         "static_check": _static_layer(html, ev.get("syntax_errors", [])),
-        "code_simulation": _simulation_layer(html, ev.get("runtime")),
+        "code_simulation": _simulation_layer(html, ev.get("runtime"), ev.get("load_errors")),
         "rubric_alignment": rubric,
     }
     return {**{name: {"name": name, **layers[name]} for name in LAYERS}, "undecided": undecided}

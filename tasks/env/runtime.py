@@ -381,7 +381,8 @@ class BrowserRuntime:
         elif ev.blank_body:
             ev.status = "blank"
         await self._screenshot(page, html, "load", limit)  # what the user sees before anyone acts
-        if ev.status != "ok":
+        # after an uncaught error at load the probe still uses the app when its use decides whether the error blocks
+        if ev.status != "ok" and not (ev.status == "page_error" and not ev.blank_body and probe.load_error_rule == "evidence"):
             return
         if probe.enabled:
             await run_probe(page, html, probe, session, lambda st: stack_offset(html, st), VIEWPORT, idle,

@@ -117,10 +117,11 @@ def interaction_output(inter: dict[str, Any] | None, h: int) -> dict[str, Any] |
 
 
 def local_evidence(st: StaticEvidence, rt: RuntimeEvidence | None, cfg: EnvConfig) -> dict[str, Any]:
-    """Evidence with HTML offsets, as the offline judge rule reads it; the failures the probe caused carry their
-    severity (``tasks.env.severity``) so the judge prompt says which are blocking."""
+    """Evidence with HTML offsets, as the offline judge rule reads it; the failures the probe caused and the errors
+    at load carry their severity (``tasks.env.severity``) so the judge prompt says which are blocking."""
     return {"syntax_errors": [e.shifted(0) for e in st.errors], "runtime": rt.to_dict() if rt else None,
-            "interaction_failures": classify_failures(rt.interaction, cfg.runtime.probe.error_rule) if rt else []}
+            "interaction_failures": classify_failures(rt.interaction, cfg.runtime.probe.error_rule) if rt else [],
+            "load_errors": rt.load_errors(cfg.runtime) if rt else None}
 
 
 def _runtime_for(cfg: EnvConfig, runtime: BrowserRuntime | None) -> BrowserRuntime | None:

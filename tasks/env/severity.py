@@ -14,7 +14,14 @@ a probe action raised made the whole app runtime-invalid. ``env.runtime.probe.er
 The default is the rule that agrees better with the benchmark's own functional tests (docs/sandbox.md has the
 figures; ``bench/bench_realapps.py --set env.runtime.probe.error_rule=gate`` measures the other one).
 
-Run: ``classify_failures(interaction, "evidence")`` -> the failures, each with ``blocking`` and ``why``.
+``env.runtime.probe.load_error_rule`` chooses the same for the uncaught errors at load (``load_errors_verdict``):
+``gate`` fails the app on any of them; ``evidence`` has the probe use the app after the error, and the error blocks
+when nothing answers: no control the probe used changed the page (its DOM, a canvas, a drawing, a dialog), or,
+with no control to use, nothing moves by itself. An app that still answers keeps the error as a minor
+code_simulation finding, and the items it broke are decided by their own checks and evidence.
+
+Run: ``classify_failures(interaction, "evidence")`` -> the failures, each with ``blocking`` and ``why``;
+``load_errors_verdict(interaction, "evidence")`` -> ``{"blocking": ..., "why": ...}``.
 """
 from __future__ import annotations
 
@@ -77,6 +84,37 @@ def classify_failures(inter: dict[str, Any] | None, rule: str) -> list[dict[str,
             continue
         out.append({**f, "blocking": True, "why": why})
     return out
+
+
+ANSWERS = ("m", "c", "d", "dl")  # what an action changed that only the app changes: DOM, canvas, draws, dialogs
+
+
+def load_errors_verdict(inter: dict[str, Any] | None, rule: str) -> dict[str, Any]:
+    """Whether the uncaught errors at load block the app, from what the probe saw after them (pure): ``blocking``
+    and ``why``. The form controls' values and the scroll do not count as an answer: the probe's own fill and
+    scroll change them."""
+    if rule not in RULES:
+        raise ValueError(f"env.runtime.probe.load_error_rule={rule!r}; choose one of {', '.join(RULES)}")
+    if rule == "gate":
+        return {"blocking": True, "why": "an uncaught error at load fails the runtime gate"}
+    d = inter or {}
+    if d.get("status") == "hung":
+        return {"blocking": True, "why": "the page stopped responding when used after the error"}
+    if d.get("status") not in ("ok", "navigated"):
+        return {"blocking": True, "why": "the app could not be used after the error"}
+    acts = d.get("actions") or []
+    ctl = controls(acts)
+    answered = {ctl[a["i"]] for a in acts if a.get("i") in ctl and a.get("outcome") == "ok"
+                and set(a.get("changed") or ()) & set(ANSWERS)}
+    if ctl:
+        n = len(set(ctl.values()))
+        if answered:
+            return {"blocking": False, "why": f"the app still answers input after the error: {len(answered)} of "
+                                              f"{n} controls used changed the page"}
+        return {"blocking": True, "why": f"none of the {n} controls used changed the page after the error"}
+    if (d.get("liveness") or {}).get("animated"):
+        return {"blocking": False, "why": "the app has no control to use and still moves by itself after the error"}
+    return {"blocking": True, "why": "after the error nothing on the page answers input or moves"}
 
 
 def blocking_failures(inter: dict[str, Any] | None, rule: str) -> list[dict[str, Any]]:
