@@ -2,8 +2,8 @@
 
 The apps and checks are the hand-labelled fixtures (tests/fixtures/checks: ``labelled.json``, and
 ``labelled_more.json``: a countdown that fails the round at 0, an animation, a CSS fade, pages that must leave
-the controlled clock, the interaction fixtures, each with its broken twin where it has one) and the quiz of the
-attribution tests with its buggy twin.
+the controlled clock, the interaction fixtures, a plot in SVG beside a canvas, each with its broken twin where it
+has one) and the quiz of the attribution tests with its buggy twin.
 
 - default: a GRPO-sized step, ``--responses`` apps (default 512, the paper's 64 x 8) with ``--checks`` checks
   each (default 6), in turn over the apps. Two passes through one browser: load only (the runtime gate), then

@@ -84,6 +84,8 @@ class Locator(_Model):
     placeholder: str | None = Field(None, description="Placeholder pattern of an input")
     css: str | None = Field(None, max_length=MAX_PATTERN_CHARS, description="CSS selector: last resort only")
     canvas: bool = Field(False, description="The (nth) visible canvas element")
+    drawing: bool = Field(False, description="Everything drawn on the page: each visible canvas and svg, wherever "
+                          "the app put them (for remember and canvas_changes: it changed when any of them did)")
     nth: int = Field(0, ge=0, le=50, description="Which match, when several match")
 
     _norm = field_validator("name", "text", "label", "placeholder")(lambda v: _pattern(v))
@@ -91,9 +93,10 @@ class Locator(_Model):
     @model_validator(mode="after")
     def _one(self) -> "Locator":
         ways = [k for k in ("role", "text", "label", "placeholder", "css") if getattr(self, k) is not None]
-        ways += ["canvas"] if self.canvas else []
+        ways += [k for k in ("canvas", "drawing") if getattr(self, k)]
         if len(ways) != 1:
-            raise ValueError(f"a locator uses exactly one of role, text, label, placeholder, css, canvas; got {ways or 'none'}")
+            raise ValueError("a locator uses exactly one of role, text, label, placeholder, css, canvas, drawing; got "
+                             f"{ways or 'none'}")
         if self.name is not None and self.role is None:
             raise ValueError("'name' (accessible-name pattern) goes with 'role'; add a role or use 'text'")
         if self.role is not None and self.role not in ROLES:
@@ -106,7 +109,7 @@ class Locator(_Model):
         for k in ("text", "label", "placeholder", "css"):
             if getattr(self, k) is not None:
                 return f"{k}~/{getattr(self, k)}/" + (f" #{self.nth}" if self.nth else "")
-        return f"canvas #{self.nth}"
+        return "the drawing (every canvas and svg)" if self.drawing else f"canvas #{self.nth}"
 
 
 class _Step(_Model):

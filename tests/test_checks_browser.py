@@ -88,3 +88,45 @@ def test_every_labelled_check_is_inconclusive_on_an_empty_page(runtime):
     # its twin: on the app the panel exists and is hidden on load, so "hidden" holds there
     twin = run_item_checks(runtime, (FIX / "apps" / "details.html").read_text(), [("H", hidden)], fast)
     assert twin[0]["status"] == "passed"
+
+
+# A slider that redraws the drawing, wherever the app puts it: a second canvas, a canvas appended to the body
+# outside the plan's areas, an SVG plot. Each twin's slider moves but nothing drawn changes.
+_SLIDER = '<input type="range" id="s" min="1" max="9" value="3"><span id="v">3</span>'
+_CANVASES = f"""<!DOCTYPE html><html><body>{_SLIDER}<div id="a"><canvas id="c1" width="120" height="80"></canvas></div>
+<div id="b"></div><script>
+const c2 = document.createElement('canvas'); c2.width = 120; c2.height = 80; document.WHERE.appendChild(c2);
+for (const c of [document.getElementById('c1'), c2]) {{ const g = c.getContext('2d'); g.fillStyle = '#36c';
+  g.fillRect(10, 10, 30, 30); }}
+function draw(n) {{ const g = c2.getContext('2d'); g.clearRect(0, 0, 120, 80); g.fillStyle = '#c33';
+  g.fillRect(5, 5, n * 10, 60); }}
+draw(3);
+document.getElementById('s').addEventListener('input', e => {{ document.getElementById('v').textContent = e.target.value;
+  REDRAW }});
+</script></body></html>"""
+_PLOT = f"""<!DOCTYPE html><html><body>{_SLIDER}<svg id="plot" width="200" height="100" viewBox="0 0 200 100">
+<path id="p" d="M0,90 L200,80" stroke="#c33" stroke-width="3" fill="none"/></svg><script>
+document.getElementById('s').addEventListener('input', e => {{ document.getElementById('v').textContent = e.target.value;
+  REDRAW }});
+</script></body></html>"""
+_REPLOT = "document.getElementById('p').setAttribute('d', `M0,90 L200,${90 - e.target.value * 9}`);"
+DRAWING_CHECK = parse_check({"steps": [{"do": "remember", "target": {"drawing": True}, "name": "before"},
+                                       {"do": "fill", "target": {"css": "#s"}, "value": "8"},
+                                       {"expect": "canvas_changes", "target": {"drawing": True}, "since": "before"}]})
+
+
+def test_a_drawing_check_sees_any_canvas_or_svg_change_and_fails_the_twin_whose_slider_redraws_nothing(runtime):
+    apps = {"second canvas": _CANVASES.replace("WHERE", "getElementById('b')"),
+            "canvas in the body": _CANVASES.replace("WHERE", "body"), "svg plot": _PLOT}
+    redraw = {"second canvas": "draw(+e.target.value);", "canvas in the body": "draw(+e.target.value);",
+              "svg plot": _REPLOT}
+    names = sorted(apps)
+    htmls = [apps[n].replace("REDRAW", redraw[n]) for n in names] + [apps[n].replace("REDRAW", "") for n in names]
+    htmls.append(f"<!DOCTYPE html><html><body>{_SLIDER}</body></html>")  # nothing drawn at all
+    evs = runtime.check_many(htmls, extras=[checks_hook([("D", DRAWING_CHECK)], CHECKS)] * len(htmls))
+    got = [ev.check_results[0] for ev in evs]
+    k = len(names)
+    assert [r["status"] for r in got[:k]] == ["passed"] * k, got[:k]  # the correct apps stay clean
+    assert [r["status"] for r in got[k:2 * k]] == ["failed"] * k, got[k:2 * k]
+    assert all(r["step_kind"] == "canvas_changes" and "some canvas or svg" in r["expected"] for r in got[k:2 * k])
+    assert got[-1]["status"] == "inconclusive" and "found nothing" in got[-1]["reason"]

@@ -7,7 +7,7 @@ import pytest
 
 from schemas.checks import MAX_WAIT_MS, Check, parse_check
 from tasks.env.checks import label_agreement
-from tasks.env.check_steps import changed_fraction, parse_number
+from tasks.env.check_steps import changed_fraction, drawing_changed, parse_number
 
 CLICK = {"do": "click", "target": {"role": "button", "name": "add"}}
 
@@ -18,6 +18,8 @@ CLICK = {"do": "click", "target": {"role": "button", "name": "add"}}
     ([{"expect": "text", "target": {"text": "(?P<n>x)"}, "matches": "x"}], "Python-only syntax"),
     ([{"expect": "text_changes", "target": {"text": "a"}, "since": "x"}], "no earlier remember step defines"),
     ([{"expect": "visible", "target": {"text": "a", "css": "b"}}], "exactly one of role, text"),
+    ([{"do": "remember", "target": {"canvas": True, "drawing": True}, "name": "a"}, {"expect": "canvas_changes",
+      "target": {"drawing": True}, "since": "a"}], "got ['canvas', 'drawing']"),
     ([{"expect": "visible", "target": {"text": "x", "name": "a"}}], "goes with 'role'"),
     ([{"expect": "visible", "target": {"role": "buton"}}], "unknown role"),
     ([{"do": "wait", "ms": MAX_WAIT_MS + 1}, {"expect": "no_error"}], "less than or equal to"),
@@ -55,6 +57,20 @@ def test_changed_fraction_counts_only_the_region():
     assert changed_fraction(a, b, (0, 0, 1, 1)) == 0.5
     assert changed_fraction(a, b, (0.5, 0, 1, 1)) == 0.0
     assert changed_fraction(a, a, (0, 0, 1, 1)) == 0.0
+
+
+def test_the_drawing_changed_when_any_of_its_elements_did_or_one_came_or_went():
+    a = np.zeros((10, 10, 3), dtype=np.uint8)
+    b = a.copy()
+    b[:2] = 255  # a fifth of the second element
+    assert drawing_changed([a, a], [a, b], (0, 0, 1, 1)) == 0.2
+    assert drawing_changed([a, a], [a, a], (0, 0, 1, 1)) == 0.0
+    assert drawing_changed([a, None], [a, None], (0, 0, 1, 1)) == 0.0  # off screen both times: nothing seen to change
+    assert drawing_changed([a], [a, a], (0, 0, 1, 1)) == drawing_changed([a, None], [a, a], (0, 0, 1, 1)) == 1.0
+    assert drawing_changed([a, a], [a, b], (0, 0.5, 1, 1)) == 0.0  # the region of each element
+    assert parse_check({"steps": [{"do": "remember", "target": {"drawing": True}, "name": "d"}, {
+        "expect": "canvas_changes", "target": {"drawing": True}, "since": "d"}]}).steps[0].target.describe() == \
+        "the drawing (every canvas and svg)"
 
 
 def test_label_agreement_counts_inconclusive_apart_and_false_fails():

@@ -18,6 +18,7 @@ from tasks.env.pagetime import Limit, OutOfTime, PageTime
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 
 
+_BOXES_JS = "es => es.map(e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })"
 _TEXT_JS = "es => es.slice(0, 1).map(e => /^(INPUT|TEXTAREA|SELECT)$/.test(e.tagName) ? [true, e.value] : [false, e.innerText])"
 
 
@@ -51,6 +52,21 @@ def parse_number(text: str | None, pattern: str | None = None) -> float | None:
         return float(m.group(0).replace(",", ""))
     except ValueError:
         return None
+
+
+def drawing_changed(before: list[Any], after: list[Any], region: tuple[float, float, float, float]) -> float:
+    """The largest share of changed pixels among the drawing's elements (pictures in page order, None when off
+    screen): 1.0 when an element came, went, or came on or off screen (pure)."""
+    if len(before) != len(after):
+        return 1.0
+    out = 0.0
+    for a, b in zip(before, after):
+        if a is None or b is None:
+            if a is not b:
+                return 1.0
+            continue
+        out = max(out, changed_fraction(a, b, region))
+    return out
 
 
 def changed_fraction(before: Any, after: Any, region: tuple[float, float, float, float]) -> float:
@@ -158,6 +174,33 @@ class StepRun:
                 if not await el.count():
                     raise
 
+    async def drawing(self, loc: Locator, t: int) -> list[Any]:
+        """Pictures of every element of the drawing (each visible canvas and svg, in page order) cut from one
+        picture of the viewport; None for one off screen. Inconclusive when nothing is drawn."""
+        import numpy as np
+        from PIL import Image
+        from playwright.async_api import TimeoutError as ActionTimeout
+
+        await self.find(loc, t)
+        els = matches(self.page, loc)
+        while True:  # as ``picture``: a starved renderer paints slowly, and a read changes nothing in the page
+            try:
+                boxes = await els.evaluate_all(_BOXES_JS)
+                png = await self.page.screenshot(timeout=self.act_timeout(self.cfg.step_timeout_ms), animations="allow")
+                break
+            except ActionTimeout:
+                if not await els.count():
+                    raise
+        shot = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+        h, w = shot.shape[:2]
+        scale = w / ((self.page.viewport_size or {}).get("width") or w)
+        out = []
+        for x0, y0, x1, y1 in boxes:
+            a, b = max(int(x0 * scale), 0), max(int(y0 * scale), 0)
+            c, d = min(int(x1 * scale), w), min(int(y1 * scale), h)
+            out.append(shot[b:d, a:c] if c > a and d > b else None)
+        return out
+
     async def number(self, n: Any, t: int) -> float:
         if isinstance(n, Const):
             return n.const
@@ -201,7 +244,9 @@ class StepRun:
                 else:
                     await p.keyboard.press(key)
             elif isinstance(s, Remember):
-                if s.target.canvas:
+                if s.target.drawing:
+                    self.memory[s.name] = {"drawing": await self.drawing(s.target, t)}
+                elif s.target.canvas:
                     self.memory[s.name] = {"picture": await self.picture(await self.find(s.target, t))}
                 else:
                     text = await self.text_at(s.target, t)
@@ -305,6 +350,16 @@ class StepRun:
 
     async def expect_change(self, el: Any, s: Any, t: int) -> None:
         before = self.memory.get(s.since, {})
+        if isinstance(s, CanvasChanges) and s.target.drawing:
+            if "drawing" not in before:
+                raise Inconclusive(f"{s.since!r} holds no picture of the drawing; remember the drawing first")
+
+            async def drawn() -> float:
+                return drawing_changed(before["drawing"], await self.drawing(s.target, t), s.region)
+
+            await self.poll_value(t, drawn, lambda v: v >= s.min_changed, f">= {s.min_changed:.3%} of the pixels of "
+                                  "some canvas or svg changed")
+            return
         if isinstance(s, CanvasChanges):
             if "picture" not in before:
                 raise Inconclusive(f"{s.since!r} holds no canvas picture; remember the canvas first")
@@ -346,6 +401,8 @@ def matches(page: Any, loc: Locator, visible: bool = True) -> Any:
         b = p.get_by_placeholder(re.compile(loc.placeholder, flags))
     elif loc.css is not None:
         b = p.locator(loc.css)
+    elif loc.drawing:
+        b = p.locator("canvas, svg")
     else:
         b = p.locator("canvas")
     return b.filter(visible=True) if visible else b
