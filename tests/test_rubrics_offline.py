@@ -92,7 +92,8 @@ def test_checks_are_built_from_what_the_plan_states():
     moving = next(i for i, r in items.items() if r.startswith("Moving the slider"))
     steps = [s.model_dump(exclude_none=True) for s in checks[moving].steps]
     assert steps[0]["target"]["css"] == "#length-value" and steps[1] == {"do": "fill", "target": {
-        "css": "#slider-length", "canvas": False, "nth": 0}, "value": "3"} and steps[2]["expect"] == "text_changes"
+        "css": "#slider-length", "canvas": False, "drawing": False, "nth": 0}, "value": "3"} and steps[2]["expect"] == \
+        "text_changes"
     for _id, check in checks.items():
         parse_check(check.model_dump(exclude_none=True))
 
@@ -230,3 +231,34 @@ def test_what_a_plan_says_of_any_slider_holds_for_sliders_only():
             "### 4. Interaction Logic\n*   **On any slider input:** the text content of the span next to it is updated.\n")
     effects = {b.control.id: b.effects for b in read_spec(plan).behaviours if b.control is not None}
     assert effects == {"slider-a": ("text",)}, effects
+
+
+TWO_AREAS_PLAN = """### 2. Components
+*   `<input type="range" id="slider-size">`: the size.
+*   `<input type="text" id="input-letter">`: the letter.
+*   `<div id="before-area">`: holds the canvas of the source picture.
+*   `<div id="after-area">`: holds the canvas of the filtered picture.
+### 3. Component IDs and State
+*   `id="slider-size"`
+    *   **Initial Value:** 20
+    *   **Min:** 10
+    *   **Max:** 40
+### 4. Interaction Logic
+A single `update()` function is triggered by any change in the control panel's inputs.
+1.  **`update()` function**:
+    -   Draw the letter as a grid of squares on the "before" canvas.
+    -   Draw the filtered grid on the "after" canvas.
+"""
+
+
+def test_what_is_said_of_any_change_in_the_inputs_holds_for_each_and_several_areas_watch_the_whole_drawing():
+    from tasks.rubrics.checks_offline import DRAWING
+    from tasks.rubrics.prompt_spec import read_spec
+
+    spec = read_spec(TWO_AREAS_PLAN)
+    effects = {b.control.id: b.effects for b in spec.behaviours if b.control is not None}
+    assert effects == {"slider-size": ("drawing",), "input-letter": ("drawing",)}, effects
+    checks = dict(offline_task("q", TWO_AREAS_PLAN).rubric.checks())
+    watched = [s.target.model_dump(exclude_defaults=True) for c in checks.values() for s in c.steps
+               if getattr(s, "expect", None) == "canvas_changes"]
+    assert watched == [DRAWING, DRAWING], checks  # two areas: no one canvas to watch, so every canvas and svg

@@ -8,7 +8,8 @@ requirement text; from it:
   maximum and minimum; an output shows its stated text (a number as stated, give or take trailing zeros);
 - a behaviour: operating the control as a user would (fill a value within its bounds other than the default,
   click, pick another option, press the named key) changes what the item says should change: the named
-  output's text, else the drawing (when the query has exactly one canvas), else the page's text;
+  output's text, else the drawing (a request's one canvas; in a plan that names a canvas or a drawing area,
+  every canvas and svg on the page, of which one must change), else the page's text;
 - a display the plan pairs with a slider (``slider-length`` / ``length-value``, said to show a value): it shows
   a number equal to the slider's value on load, and again once the slider is moved to a bound (both read from
   the page, within half a step or the display's rounding to one decimal place fewer);
@@ -19,7 +20,7 @@ requirement text; from it:
 A presence check counts matches, so an element that is there but hidden leaves it inconclusive, never
 failed; whether a named element is missing is the judge's call (``tasks/env/rubric_evidence.py``). Items
 with nothing a check can observe soundly (a rule stated in a sentence, what a short request draws, a drawing
-on one of several canvases or in an SVG plot) get no check. Rows made by this rule say provider=offline like
+in a plan that names no canvas or drawing area) get no check. Rows made by this rule say provider=offline like
 every offline row.
 """
 from __future__ import annotations
@@ -34,9 +35,9 @@ from tasks.rubrics.prompt_controls import Control
 from tasks.rubrics.prompt_spec import read_spec
 
 CANVAS = {"canvas": True}
+DRAWING = {"drawing": True}  # every canvas and svg: what a plan naming a canvas or drawing area watches
 MOTION_WAIT_MS = 800  # how long a motion check lets the page run before comparing the canvas
 TYPED_TEXT = "Hello World"
-_CANVAS_WORDS = re.compile(r"\b(canvas|p5|three\.?js|webgl|sketch)\b", re.I)
 
 
 def by_id(cid: str, suffix: str = "") -> dict[str, str]:
@@ -135,32 +136,34 @@ def readout_check(c: Control, display: Control) -> list[dict[str, Any]]:
     return steps if len(steps) > 1 else []
 
 
-def single_canvas(controls: list[Control]) -> bool:
-    """The query names exactly one canvas (declared, or a drawing area said to hold one): the one to watch."""
-    declared = [c for c in controls if c.kind == "canvas"]
-    held = [c for c in controls if c.kind == "area" and _CANVAS_WORDS.search(c.evidence)]
-    return len(declared) == 1 or (not declared and len(held) == 1)
+def drawing_of(controls: list[Control], structured: bool = True) -> dict[str, Any] | None:
+    """What a check watches for the drawing: a request's drawing is its one canvas; a plan that names a canvas
+    or a drawing area, everything drawn (a plan's one canvas is seldom all it draws: a plot beside it, a
+    diagram in SVG, and an app may draw in SVG what the plan puts on a canvas); else nothing."""
+    if not structured:
+        return CANVAS
+    return DRAWING if any(c.kind in ("canvas", "area") for c in controls) else None
 
 
-def _watched(item: SpecItem, one_canvas: bool) -> tuple[dict[str, Any], str] | None:
-    """(locator, kind) of what a behaviour's check watches: the named output, the canvas, the page's text."""
+def _watched(item: SpecItem, drawn: dict[str, Any] | None) -> tuple[dict[str, Any], str] | None:
+    """(locator, kind) of what a behaviour's check watches: the named output, the drawing, the page's text."""
     b, c = item.behaviour, item.control
     assert b is not None
     outs = [e for e in b.effects if e not in ("drawing", "text")]
     if outs and c is not None:
         own = [o for o in outs if set(re.split(r"[-_]", o)) & set(re.split(r"[-_]", c.id)) - {"slider", "value"}]
         return by_id((own or outs)[0]), "text"
-    if ("drawing" in b.effects or b.motion) and one_canvas:
-        return CANVAS, "canvas"
+    if ("drawing" in b.effects or b.motion) and drawn is not None:
+        return drawn, "canvas"
     if "text" in b.effects and c is not None:
         return {"css": "body"}, "text"
     return None
 
 
-def behaviour_check(item: SpecItem, one_canvas: bool) -> list[dict[str, Any]] | None:
+def behaviour_check(item: SpecItem, drawn: dict[str, Any] | None) -> list[dict[str, Any]] | None:
     b, c = item.behaviour, item.control
     assert b is not None
-    watched = _watched(item, one_canvas)
+    watched = _watched(item, drawn)
     action = {"do": "press", "key": b.key} if b.key is not None else operate(c) if c is not None else None
     if watched is None or action is None or (b.key is not None and watched[1] != "canvas"):
         return None
@@ -192,7 +195,7 @@ def named_check(item: SpecItem) -> list[dict[str, Any]] | None:
     return None
 
 
-def item_steps(item: SpecItem, one_canvas: bool) -> list[dict[str, Any]] | None:
+def item_steps(item: SpecItem, drawn: dict[str, Any] | None) -> list[dict[str, Any]] | None:
     """The steps of ``item``'s check, or None when nothing can observe it soundly."""
     if item.role == "control" and item.control is not None:
         return control_check(item.control)
@@ -201,7 +204,7 @@ def item_steps(item: SpecItem, one_canvas: bool) -> list[dict[str, Any]] | None:
     if item.role == "area" and item.control is not None:
         return [present(by_id(item.control.id))]
     if item.role in ("behaviour", "key"):
-        return behaviour_check(item, one_canvas)
+        return behaviour_check(item, drawn)
     if item.role == "readout" and item.control is not None and item.display is not None:
         return readout_check(item.control, item.display) or None
     if item.role in ("motion", "request_motion"):
@@ -217,11 +220,11 @@ def offline_checks(v: dict[str, Any]) -> dict[str, Any]:
     items = json.loads(v["items"])
     spec = read_spec(v.get("expanded_query", ""))
     spec_of = items_by_requirement(spec)
-    one_canvas = single_canvas(spec.controls) or not spec.structured  # a request's drawing is its one canvas
+    drawn = drawing_of(spec.controls, spec.structured)
     out = []
     for it in items:
         spec = spec_of.get(T.normalise(it["requirement"]))
-        steps = item_steps(spec, one_canvas) if spec is not None else None
+        steps = item_steps(spec, drawn) if spec is not None else None
         if steps:
             out.append({"item_id": it["id"], "check": {"steps": steps}})
     return {"checks": out}

@@ -37,12 +37,15 @@ _DRAWN = r"(?:canvas|plot|chart|graph|scene|visuali[sz]ation|drawing|diagram|ske
 _DRAWING = re.compile(r"\b(re-?draw\w*|re-?render\w*|re-?plot\w*|" + _DRAWN + r"s?\b[^.\n]{0,40}\b(?:is|are|gets?)\s+"
                       r"(?:updated|redrawn|re-rendered|refreshed|recomputed|recalculated|moved|changed)|"
                       r"(?:updat\w*|chang\w*|mov\w*|recomput\w*|recalculat\w*|refresh\w*)\s+(?:the\s+)?(?:\w+\s+){0,2}"
+                      + _DRAWN + r"|draw(?:s|ing)?\b[^.\n]{0,60}?\b(?:on|onto|into)\s+(?:the\s+)?(?:[\"'\w-]+\s+){0,2}"
                       + _DRAWN + r")\b", re.I)
 # A text the plan says is shown anew (without naming its element): the page's text is then what changes.
 _TEXT = re.compile(r"\b(text\s*content|readout|<span>|`span`|(?:value|number|text|label)s?\s+(?:is|are)\s+(?:displayed|"
                    r"shown|updated)|displays?\s+(?:the|its)\s+(?:current|new|updated)?\s*value)\b", re.I)
-_GLOBAL = re.compile(r"\b(?:any|all|every|each)\s+(?:of\s+the\s+)?(?P<what>controls?|inputs?|sliders?|parameters?|"
-                     r"control values?)\b", re.I)
+# "all controls", "any slider", and "any change in the control panel's inputs", "any change to a slider's value"
+_GLOBAL = re.compile(r"\b(?:(?:any|all|every|each)\s+(?:of\s+the\s+)?|any\s+change\s+(?:in|to|of)\s+(?:any\s+"
+                     r"(?:of\s+the\s+)?|the\s+|an?\s+|these\s+)?(?:[\w-]+\s+)??(?:[\w-]+'s\s+)?)(?P<what>controls?|"
+                     r"inputs?|sliders?|parameters?|control values?)\b", re.I)
 _NO_EFFECT = re.compile(r"\b(reset\w*|restor\w*|clear\w*|undo|pause\w*|stop\w*|default values?)\b", re.I)
 _KEY = re.compile(r"\b(?:press(?:es|ing)?|hit(?:s|ting)?|tap(?:s|ping)?|using|use|with)\s+(?:the\s+)?(?:[\"'`]?"
                   r"(?P<name>arrow\s+keys?|(?:left|right|up|down)\s+arrow(?:\s+keys?)?|space\s*(?:bar|key)?|spacebar|"
