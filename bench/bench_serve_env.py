@@ -48,6 +48,7 @@ FIX = REPO / "tests" / "fixtures" / "env"
 COUNTER = ("clean.txt", "throws.txt", "no_html.txt", "syntax_error.txt", "truncated.txt")
 APPS = {"button": ("button_wired.html", "button_unwired.html"), "key": ("key_ok.html", "key_throws.html"),
         "quiz": ("quiz_ok.txt", "quiz_throws.txt"), "form": ("form_prevented.html", "form_reload.html")}
+SIGTERM_JUDGE_S = 5.0  # judge work in flight at the signal: enough that the drain has items left to finish
 
 
 def pool() -> tuple[list[Task], list[tuple[str, str]]]:
@@ -206,13 +207,14 @@ def metric(text: str, name: str) -> float:
 
 def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, str]], args: argparse.Namespace
                       ) -> dict[str, Any]:
-    """SIGTERM while ``args.clients`` requests are in flight (each the pool, repeated so the judge alone needs
-    some 20 s for them all): whole answers, refusals after it, the exit code."""
+    """SIGTERM once the service is handling all ``args.clients`` requests and scoring their items (each the pool,
+    repeated so the judge alone needs some ``SIGTERM_JUDGE_S`` for them all): whole answers, refusals after it,
+    the exit code."""
     outcomes: list[str] = []
     lock = threading.Lock()
     clients, max_seconds = args.clients, args.max_seconds
     judge_s = args.latency_s * clients * len(pairs) / args.judge_concurrency if args.judge == "fake" else 0.0
-    repeat = max(1, math.ceil(20.0 / judge_s)) if judge_s else 1
+    repeat = max(1, math.ceil(SIGTERM_JUDGE_S / judge_s)) if judge_s else 1
     body = {"items": [{"query_id": q, "response": r} for q, r in pairs] * repeat}
 
     def send() -> None:
@@ -230,13 +232,14 @@ def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, s
     threads = [threading.Thread(target=send) for _ in range(clients)]
     for t in threads:
         t.start()
-    deadline, in_flight = time.monotonic() + 60, 0.0
-    while time.monotonic() < deadline:  # every request received and its items queued or being scored
+    deadline, in_flight, handling = time.monotonic() + 60, 0.0, 0.0
+    while time.monotonic() < deadline:  # every request being handled, and items of them queued or being scored
         text = httpx.get(f"{url}/metrics", timeout=10).text
         in_flight = metric(text, "rubricrl_service_items_queued") + metric(text, "rubricrl_service_items_running")
+        handling = metric(text, 'rubricrl_service_requests_in_progress{route="score"}')
         with lock:
             done = len(outcomes)
-        if in_flight >= clients * len(body["items"]) or done == clients:
+        if (handling >= clients and in_flight > 0) or done == clients:
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
@@ -246,7 +249,8 @@ def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, s
     for t in [*threads, late]:
         t.join()
     code = proc.wait(timeout=max_seconds)
-    return {"sent": len(outcomes), "items_in_flight_at_signal": in_flight, "finished": outcomes.count("finished"),
+    return {"sent": len(outcomes), "items_in_flight_at_signal": in_flight, "requests_at_signal": handling,
+            "finished": outcomes.count("finished"),
             "refused": outcomes.count("refused"),
             "other": [o for o in outcomes if o not in ("finished", "refused")], "exit_code": code}
 

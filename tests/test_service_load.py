@@ -28,7 +28,8 @@ def test_load_on_loopback_loses_nothing_and_holds_the_judge_bound(tmp_path):
     assert f["judge_calls_api"] == f["judged_items"]  # cache off: every app with HTML reached the judge, once
     assert {"valid", "format_invalid", "source_invalid"} <= set(f["tiers"]) and f["rewards_missing"] == 0
     s = f["sigterm"]
-    assert s["items_in_flight_at_signal"] > 0  # the signal came while requests were being scored
+    # the signal came while every request was being handled and items of them scored
+    assert s["requests_at_signal"] == CLIENTS and s["items_in_flight_at_signal"] > 0
     assert s["finished"] == CLIENTS and s["refused"] == 1 and s["other"] == [] and s["exit_code"] == 0
 
 

@@ -112,10 +112,11 @@ class Routes:
                       query_token: bool = False) -> Response:
         started = time.perf_counter()
         try:
-            if not self.authorized(request, query_token):
-                raise RequestError(401, "Authorization", f"missing or wrong token; send the token in "
-                                   f"${self.cfg.token_env} (service.token_env) as 'Authorization: Bearer <token>'")
-            response = await work()
+            with self.metrics.in_progress.labels(route).track_inprogress():
+                if not self.authorized(request, query_token):
+                    raise RequestError(401, "Authorization", f"missing or wrong token; send the token in "
+                                       f"${self.cfg.token_env} (service.token_env) as 'Authorization: Bearer <token>'")
+                response = await work()
         except RequestError as e:
             response = json_response(e.status, e.body())
         except ClientGone:

@@ -2,6 +2,7 @@
 
 - ``rubricrl_service_requests_total{route, code}`` and ``rubricrl_service_request_seconds{route}``
   (histogram): every request, refused ones included;
+- ``rubricrl_service_requests_in_progress{route}``: requests being handled (received, not yet answered);
 - ``rubricrl_service_items_total{tier}`` and ``rubricrl_service_item_seconds`` (histogram): answered items;
 - ``rubricrl_service_rewards_missing_total{cause}``: null rewards by cause (judge, failed, timeout);
 - gauges read at scrape time: items queued and running, the browser's apps in flight and queue depth
@@ -35,6 +36,8 @@ class ServiceMetrics:
                                 registry=r)
         self.request_s = Histogram("rubricrl_service_request_seconds", "Request latency", ["route"],
                                    buckets=_SECONDS, registry=r)
+        self.in_progress = Gauge("rubricrl_service_requests_in_progress", "Requests being handled (received, not yet "
+                                 "answered)", ["route"], registry=r)
         self.items = Counter("rubricrl_service_items", "Answered items by tier", ["tier"], registry=r)
         self.item_s = Histogram("rubricrl_service_item_seconds", "Item latency (queue, browser, judge, reward)",
                                 buckets=_SECONDS, registry=r)
