@@ -53,3 +53,21 @@ def test_the_gate_rule_fails_both():
     got = score("gate")
     assert [got[a].runtime_valid for a in APPS] == [False, False]
     assert [got[a].evidence["interaction"] for a in APPS] == [None, None]  # nothing to decide: the probe stays off
+
+
+
+def test_the_hard_limit_cutting_the_probe_short_after_an_error_at_load_is_a_time_verdict():
+    # Found under load on a real app: the hard limit hit mid-probe after an error at load, the status stayed
+    # page_error, the probe's record said ok with no action run, the checks never ran and every item undecided
+    # gave reward 1.0. Here the probe's first click blocks the page past the hard limit.
+    busy = "const t = performance.now(); while (performance.now() - t < 5000) {}"
+    blocks = APPS["load_error_answers.html"].replace("index = (index + 1)", busy + "; index = (index + 1)", 1)
+    assert blocks != APPS["load_error_answers.html"]
+    cfg = BASE.model_copy(update={"hard_limit_s": 3.0, "load_timeout_s": 1.0})
+    with BrowserRuntime(cfg) as rt:
+        (res,) = score_batch([ScoreInput("blocks", TASK, blocks)], provider=get_provider("offline"), runtime=rt,
+                             cfg=EnvConfig(runtime=cfg))
+    # a time verdict: rechecked alone in a batch (RuntimeEvidence.timed_out), and not a valid tier on no evidence
+    assert res.evidence["runtime_status"] == "unresponsive", (res.evidence["runtime_status"], res.reward)
+    assert res.evidence["interaction"]["status"] == "hung"
+    assert res.runtime_valid is False and res.reward == EnvConfig().reward.runtime_invalid

@@ -285,7 +285,8 @@ class BrowserRuntime:
                 except Exception:  # their results stay empty, which readers report as not run
                     pass
         except asyncio.TimeoutError:
-            if ev.status == "ok":
+            # after an error at load the probe's use decides whether it blocks: cut short, it showed nothing
+            if ev.status in ("ok", "page_error"):
                 ev.status = "unresponsive"
             ev.page_errors.append({"name": "TimeoutError", "message": f"hard limit of {self.cfg.hard_limit_s}s reached",
                                    "stack": "", "line": None, "column": None, "offset": None})
