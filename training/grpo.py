@@ -82,12 +82,6 @@ def build_packed(cfg: TrainRLConfig, rollouts: list[Rollout], scored: Scored, re
     return packed, adv
 
 
-
-
-
-
-
-
 def prepare_model_dir(cfg: TrainRLConfig, rank: int) -> Path:
     """The policy directory: ``model.path``, or the tiny random model built once under out_dir (rank 0)."""
     import torch.distributed as dist

@@ -75,8 +75,6 @@ OUTCOMES = ("served", "not_found", "environment_gap", "refused")
 _IMPORT = re.compile(r"""((?:\bfrom|\bimport)\s*\(?\s*)(["'])([^"':\n]+)\2""")
 
 
-
-
 @dataclass(frozen=True)
 class Served:
     body: bytes
@@ -92,26 +90,6 @@ class Resolution:
     served: Served | None = None
     reason: str = ""
     spec: str | None = None  # what `rubricrl mirror add` pins to fill a gap ("p5@1.4.0", "mathjax@3")
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def unserved(url: str, resource_type: str) -> tuple[str, str]:

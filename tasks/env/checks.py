@@ -55,14 +55,6 @@ _ISOLATE_JS = """(() => { try { Object.defineProperty(window, 'localStorage',
   {configurable: true, get: () => window.sessionStorage}); } catch (e) {} })();"""
 
 
-
-
-
-
-
-
-
-
 def result_record(item_id: str, status: str, *, step: int | None = None, kind: str | None = None, reason: str = "",
                   observed: Any = None, expected: Any = None, errors: list[dict[str, Any]] | None = None,
                   duration_s: float = 0.0, clock: str | None = None, clock_reason: str | None = None) -> dict[str, Any]:
@@ -72,10 +64,6 @@ def result_record(item_id: str, status: str, *, step: int | None = None, kind: s
     return {"item_id": item_id, "status": status, "step": step, "step_kind": kind, "reason": reason[:1000],
             "observed": short(observed), "expected": short(expected), "errors": list(errors or [])[:10],
             "duration_s": round(duration_s, 3), "clock": clock, "clock_reason": clock_reason}
-
-
-
-
 
 
 async def _outlive(task: asyncio.Future, t: PageTime, limit_s: float, wall_cap_s: float) -> Any:

@@ -83,16 +83,6 @@ _BLANK_JS = """() => {
 }"""
 
 
-
-
-
-
-
-
-
-
-
-
 class BrowserRuntime:
     """One browser reused across apps, a fresh context per app, checks run ``cfg.concurrency`` at a time."""
 
