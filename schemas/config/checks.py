@@ -10,6 +10,7 @@ from pydantic import Field
 
 from schemas.checks import MAX_STEP_TIMEOUT_MS
 from schemas.config.base import Section
+from schemas.config.rubrics import OFFLINE_MAX_ITEMS
 
 
 class ClockConfig(Section):
@@ -43,9 +44,9 @@ class ChecksConfig(Section):
     check_limit_s: float = Field(12.0, gt=0, description="Limit (page time) of one check (fresh page, load, all steps)")
     app_limit_s: float = Field(40.0, gt=0, description="Limit (page time) of all checks of one app, counted in rubric "
                                                        "order; the rest are inconclusive")
-    max_checks: int = Field(20, ge=1, le=64, description="Checks run per app, at most (rubric order); as many as "
-                            "the offline rubric's items (rubrics.max_items) by default, so a behaviour item at the "
-                            "end of a long rubric is still checked")
+    max_checks: int = Field(OFFLINE_MAX_ITEMS, ge=1, le=64, description="Checks run per app, at most (rubric "
+                            "order); by default as many as an offline rubric's items at most (rubrics.max_items' "
+                            "default), so a behaviour item at the end of a long rubric is still checked")
     parallel: int = Field(2, ge=1, le=16, description="Checks of one app at once, at most, each lane a page of the "
                                                       "app's context that runs its checks one after another, each "
                                                       "in a fresh document; lanes past the first open only while the "

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from schemas.config.base import Section
 
+OFFLINE_MAX_ITEMS = 20  # rubrics.max_items' default, which env.checks.max_checks also takes
 RUBRIC_STAGES = ("expansions", "requirements", "modules", "rubric_candidates", "rubric_references", "rubric_checks")
 
 
@@ -25,7 +26,7 @@ class RubricsConfig(Section):
                             description="Queries per resumable part (chunks of the sorted query ids)")
     max_queries: int | None = Field(None, ge=1, description="Build references for the first N query ids only")
     evidence_min_chars: int = Field(3, ge=1, description="Shorter query_evidence cannot support an item")
-    max_items: int = Field(20, ge=1, le=200, description="Rubric items per query the offline rules build, at most "
+    max_items: int = Field(OFFLINE_MAX_ITEMS, ge=1, le=200, description="Rubric items per query the offline rules build, at most "
                                                          "(the first in their order of priority: controls and what "
                                                          "operating them does, displayed values, drawing areas, motion)")
     prompt_dir: str | None = Field(None, description="Folder of rubric_*.md prompts; None = tasks/prompts/")
