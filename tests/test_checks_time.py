@@ -172,3 +172,62 @@ def test_limits_count_the_time_a_check_lets_pass_not_the_time_a_starved_renderer
     (counted,), = primes.values()
     assert (counted["status"], counted["clock"]) == ("passed", "page"), counted
     assert statuses(paint) == {"paint.html": ["passed"], "paint_broken.html": ["failed"]}, paint
+
+
+READ_APP = """<!doctype html><html><body><span id="a">5</span><span id="flash">Ready</span><span id="done">working</span>
+<script>setTimeout(() => { document.getElementById('flash').textContent = 'Go'; }, 1000);
+setTimeout(() => { document.getElementById('done').textContent = 'Done'; }, 1200);</script></body></html>"""
+READS = [  # each only reads the page: three hold on the settled page, one once 1.2 s pass, one never
+    ("shows_a", check({"expect": "count", "target": {"css": "#a"}, "at_least": 1},
+                      {"expect": "text", "target": {"css": "#a"}, "matches": "^5$"})),
+    ("done_later", check({"expect": "text", "target": {"css": "#done"}, "matches": "Done"})),
+    ("flash_first", check({"expect": "text", "target": {"css": "#flash"}, "matches": "Ready"})),
+    ("a_is_7", check({"expect": "text", "target": {"css": "#a"}, "matches": "^7$"})),
+    ("a_is_5", check({"expect": "number_relation", "left": {"read": {"css": "#a"}}, "op": "eq",
+                      "right": {"const": 5}})),
+]
+
+
+def test_checks_that_only_read_share_one_document_with_the_verdicts_each_gives_in_its_own(tmp_path, monkeypatch):
+    import tasks.env.checks as checks_mod
+
+    app = tmp_path / "reads.html"
+    app.write_text(READ_APP)
+    own_documents = []
+    in_page = checks_mod._check_in_page
+
+    async def counted(lane, item_id, *a, **kw):
+        own_documents.append(item_id)
+        return await in_page(lane, item_id, *a, **kw)
+
+    monkeypatch.setattr(checks_mod, "_check_in_page", counted)
+    want = ["passed", "passed", "passed", "failed", "passed"]
+    with ThrottledRuntime(CFG, rate=1) as rt:
+        alone, = run(rt, {app: (READS, None)}, CHECKS.model_copy(update={"share_reads": False})).values()
+        assert sorted(own_documents) == sorted(i for i, _c in READS)
+        own_documents.clear()
+        shared, = run(rt, {app: (READS, None)}).values()
+    assert [r["status"] for r in alone] == want and [r["status"] for r in shared] == want
+    # only what did not hold at its first reading got a document of its own: the timer's text, and the wrong number
+    assert sorted(own_documents) == ["a_is_7", "done_later"]
+    assert shared[3]["observed"] == alone[3]["observed"] == "5"
+
+
+DISABLED_APP = """<!doctype html><html><body><button id="go" disabled>go</button><output id="out">idle</output>
+<script>document.getElementById('go').onclick = () => { document.getElementById('out').textContent = 'went'; };
+%s</script></body></html>"""
+GO = [("goes", check({"do": "click", "target": {"css": "#go"}}, {"expect": "text", "target": {"css": "#out"},
+                                                                 "matches": "went"}))]
+
+
+def test_a_control_disabled_on_the_still_page_is_inconclusive_at_once_and_one_a_timer_enables_is_clicked(tmp_path):
+    never, later = tmp_path / "never.html", tmp_path / "later.html"
+    never.write_text(DISABLED_APP % "")
+    later.write_text(DISABLED_APP % "setTimeout(() => { document.getElementById('go').disabled = false; }, 1000);")
+    with ThrottledRuntime(CFG, rate=1) as rt:
+        res = run(rt, {never: (GO, None), later: (GO, None)})
+    (stuck,), (went,) = res["never.html"], res["later.html"]
+    assert (stuck["status"], stuck["reason"]) == ("inconclusive", "the target is disabled: css~/#go/")
+    # Playwright's own wait for an enabled control is wall time, where the page's clock stands still: on both it
+    # timed out after max_slowdown x the step's limit (18 s), "could not click: ... Timeout 18000ms exceeded"
+    assert went["status"] == "passed"

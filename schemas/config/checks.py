@@ -38,6 +38,9 @@ class ChecksConfig(Section):
                                              "expectation becoming true (polled)")
     poll_ms: int = Field(50, ge=10, le=1000, description="Page time between two readings of an expectation (and "
                                                          "after each action) until it holds")
+    picture_poll_ms: int = Field(200, ge=10, le=1000, description="Page time between two pictures of a canvas or "
+                                 "drawing while its change is awaited, at most: from poll_ms it doubles up to this "
+                                 "(each picture is a screenshot; the last is still taken once the limit passes)")
     settle_ms: int = Field(300, ge=0, le=5000, description="Page time after the fresh page's load before the first "
                                                            "step, at most: on the controlled clock it ends with the "
                                                            "first poll interval that changes nothing in the DOM")
@@ -59,5 +62,9 @@ class ChecksConfig(Section):
                                             "Playwright's own waits before an action get this many times the step's "
                                             "limit. Above the 8x CPU throttling the verdicts are held to (bench_checks "
                                             "--load-noise 8): at 6, clicks timed out there")
+    share_reads: bool = Field(True, description="Checks that only read the page (expectations, no action) are first "
+                              "read together in one fresh document of the app; each that holds at its first reading "
+                              "passes there, any other runs in its own document as before (the same verdicts, a "
+                              "reload each saved); False: every check in its own")
     random_seed: int = Field(13, description="Math.random is seeded in every check page so a check reads the "
                                              "same app the same way on every run")

@@ -30,6 +30,20 @@ class Inconclusive(Exception):
     """The check could not look (nothing found, nothing readable): no verdict on the item."""
 
 
+class NotAtOnce(Exception):
+    """A read of ``StepRun(at_once=True)`` that needs page time to pass (its expectation did not hold, or its
+    target is not there yet): the check must run on its own."""
+
+
+# Expectations that only read the page: a check made of these alone can be read in a document shared with others
+# of its kind (``tasks/env/checks.py``), as long as each one holds at its first reading.
+READS = (Count, NumberRelation, TextMatches, Value, Visible, Enabled, Disabled)
+
+
+def reads_only(check: Any) -> bool:
+    return bool(check.steps) and all(isinstance(s, READS) for s in check.steps)
+
+
 class Failed(Exception):
     def __init__(self, reason: str, observed: Any = None, expected: Any = None) -> None:
         super().__init__(reason)
@@ -85,8 +99,9 @@ class StepRun:
     """One check in one page: the remembered values, the page errors, the locators seen."""
 
     def __init__(self, page: Any, html: str, cfg: ChecksConfig, t: PageTime, errors: list[dict[str, Any]],
-                 lane: Any) -> None:
+                 lane: Any, at_once: bool = False) -> None:
         self.page, self.html, self.cfg, self.time, self.lane = page, html, cfg, t, lane
+        self.at_once = at_once  # every reading is the first: none lets page time pass (NotAtOnce instead)
         self.memory: dict[str, Any] = {}
         self.errors = errors  # filled as the page reports them
         self.seen: set[str] = set()
@@ -104,6 +119,18 @@ class StepRun:
                 return el
             if ended:
                 raise Inconclusive(f"locator found nothing: {loc.describe()}")
+            if self.at_once:
+                raise NotAtOnce(loc.describe())
+            ended = await limit.step() is not None
+
+    async def enabled(self, el: Any, loc: Locator, timeout_ms: int) -> None:
+        """Wait in page time for a control found disabled to be enabled (an app may enable it on a timer), and
+        say it is disabled once the limit passes or the page is still: Playwright's own wait for it would be wall
+        time, in which the page's controlled clock does not move."""
+        limit, ended = Limit(self.time, timeout_ms), False
+        while not await el.is_enabled(timeout=self.act_timeout(timeout_ms)):
+            if ended:
+                raise Inconclusive(f"the target is disabled: {loc.describe()}")
             ended = await limit.step() is not None
 
     def act_timeout(self, t: int) -> int:
@@ -112,10 +139,12 @@ class StepRun:
         may still have landed (a second click would answer a quiz twice), and a timeout is inconclusive anyway."""
         return int(t * self.cfg.max_slowdown)
 
-    async def poll(self, timeout_ms: int, probe: Callable[[], Awaitable[tuple[bool, Any]]]) -> Any:
+    async def poll(self, timeout_ms: int, probe: Callable[[], Awaitable[tuple[bool, Any]]],
+                   pictures: bool = False) -> Any:
         """Re-read until ``probe`` says it holds, or until the step's timeout passes (or the page is still before
-        it does); returns the last observation or raises Failed."""
-        limit, passed = Limit(self.time, timeout_ms), None
+        it does); returns the last observation or raises Failed. ``pictures``: each reading is a screenshot, so
+        the page time between two doubles from ``poll_ms`` up to ``picture_poll_ms``."""
+        limit, passed, gap = Limit(self.time, timeout_ms), None, float(self.cfg.poll_ms)
         while True:  # the verdict rests on a reading taken after the limit passed (the page may have changed
             ok, observed = await probe()  # while the last one was read)
             if ok:
@@ -124,7 +153,10 @@ class StepRun:
                 raise Failed("expectation did not hold", observed)
             if passed == "wall":
                 raise Inconclusive(f"{limit.why}; last observed {str(observed)[:100]!r}")
-            passed = await limit.step()
+            if self.at_once:
+                raise NotAtOnce(str(observed)[:100])
+            passed = await limit.step(gap)
+            gap = min(gap * 2, max(self.cfg.picture_poll_ms, self.cfg.poll_ms)) if pictures else gap
 
     async def no_error_yet(self, timeout_ms: int) -> None:
         """On the controlled clock, let the step's timeout pass (or the page be still) unless an error comes first:
@@ -256,6 +288,8 @@ class StepRun:
                 await self.drag(s, t)
             else:
                 el = await self.find(s.target, t)
+                if not isinstance(s, Hover):  # as Playwright's own click, fill and pick wait for it
+                    await self.enabled(el, s.target, t)
                 at = self.act_timeout(t)
                 self.lane.pointer_moved = self.lane.pointer_moved or isinstance(s, (Click, DblClick, Hover))
                 if isinstance(s, (Click, DblClick)):
@@ -338,13 +372,13 @@ class StepRun:
         await self.poll_value(t, read, ok, want)
 
     async def poll_value(self, t: int, read: Callable[[], Awaitable[Any]], ok: Callable[[Any], bool],
-                         expected: str) -> Any:
+                         expected: str, pictures: bool = False) -> Any:
         async def probe() -> tuple[bool, Any]:
             v = await read()
             return ok(v), v
 
         try:
-            return await self.poll(t, probe)
+            return await self.poll(t, probe, pictures)
         except Failed as f:
             raise Failed(f"expected {expected}, observed {str(f.observed)[:200]!r}", f.observed, expected) from None
 
@@ -358,7 +392,7 @@ class StepRun:
                 return drawing_changed(before["drawing"], await self.drawing(s.target, t), s.region)
 
             await self.poll_value(t, drawn, lambda v: v >= s.min_changed, f">= {s.min_changed:.3%} of the pixels of "
-                                  "some canvas or svg changed")
+                                  "some canvas or svg changed", pictures=True)
             return
         if isinstance(s, CanvasChanges):
             if "picture" not in before:
@@ -367,7 +401,8 @@ class StepRun:
             async def read() -> float:
                 return changed_fraction(before["picture"], await self.picture(el), s.region)
 
-            await self.poll_value(t, read, lambda v: v >= s.min_changed, f">= {s.min_changed:.3%} of pixels changed")
+            await self.poll_value(t, read, lambda v: v >= s.min_changed, f">= {s.min_changed:.3%} of pixels changed",
+                                  pictures=True)
             return
         if isinstance(s, TextChanges):
             await self.poll_value(t, lambda: self.text_of(el), lambda v: v != before.get("text"),

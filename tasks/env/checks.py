@@ -38,7 +38,7 @@ from typing import Any, Awaitable, Callable
 
 from schemas.checks import Check, step_kind
 from schemas.config.checks import ChecksConfig
-from tasks.env.check_steps import Failed, Inconclusive, StepRun
+from tasks.env.check_steps import Failed, Inconclusive, StepRun, reads_only
 from tasks.env.lanes import Lane
 from tasks.env.page import APP_URL
 from tasks.env.pagetime import CLOCK_READ_S, OutOfTime, PageTime, limit_passed, page_clock_ms
@@ -135,6 +135,44 @@ async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConf
     return {**out, "clock": "controlled" if t.controlled else "page", "clock_reason": t.fallback}, used
 
 
+async def _read_together(lane: Lane, todo: list[tuple[int, tuple[str, Check]]], cfg: ChecksConfig,
+                         load_timeout_s: float, wall_cap_s: float) -> dict[int, tuple[dict[str, Any], float]]:
+    """Checks made only of reads (``reads_only``), read in one fresh document of the app on the controlled clock,
+    each on its own ``StepRun`` with no page time let pass: the results of those whose every reading held at once
+    (by index). A check passing so reads what its own fresh document would have shown at its first readings; every
+    other check is left out, to run in its own document (its verdict then decided as without this)."""
+    started, errors = time.perf_counter(), []
+    page = await lane.open(errors)
+    t = PageTime(page, cfg, min(cfg.check_limit_s, cfg.app_limit_s) * 1000)
+    held: dict[int, str] = {}
+
+    async def reads() -> None:
+        await page.goto(APP_URL, wait_until="load", timeout=load_timeout_s * cfg.max_slowdown * 1000)
+        await t.settle(cfg.settle_ms)
+        for k, (item_id, check) in todo:
+            if not t.controlled:  # page time no longer the environment's: each check on its own, as without this
+                return
+            run = StepRun(page, lane.html, cfg, t, errors, lane, at_once=True)
+            try:
+                for s in check.steps:
+                    await run.expect(s, s.timeout_ms or cfg.step_timeout_ms)
+            except Exception:  # not at once (or could not look): its own document decides
+                continue
+            held[k] = item_id
+
+    try:
+        await _outlive(asyncio.ensure_future(reads()), t, t.limit_ms / 1000, wall_cap_s)
+    except Exception:  # out of time or the page gone: what was read at once before stands
+        pass
+    await lane.forget(t)
+    if not t.controlled:
+        return {}
+    each = (time.perf_counter() - started) / max(len(held), 1)
+    used = t.used_s()  # the settle's page time, what each check's own document would have used to read at once
+    return {k: (result_record(item_id, "passed", errors=errors, duration_s=each, clock="controlled"), used)
+            for k, item_id in held.items()}
+
+
 def within_app_limit(ran: list[tuple[dict[str, Any], float]], app_limit_s: float) -> list[dict[str, Any]]:
     """Results with the app's limit of page time applied in rubric order (pure): a check that ends past it, or
     starts after it is spent, is inconclusive, whatever order the checks ran in."""
@@ -161,12 +199,30 @@ async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksCon
     wall_deadline = time.monotonic() + cfg.app_limit_s * cfg.max_slowdown
     todo = list(enumerate(checks[:cfg.max_checks]))
     ran: list[Any] = [None] * len(todo)
+    lanes = min(cfg.parallel, len(todo), 1 + max(idle, 0) if idle is not None else cfg.parallel)
+    reads = [job for job in todo if reads_only(job[1][1])] if cfg.share_reads else []
+    reads = reads if len(reads) > 1 else []  # one alone saves nothing
+    todo = [job for job in todo if job[0] not in {k for k, _ in reads}]
+    reads_done = asyncio.Event()
 
-    async def lane_runs(reuse: Any) -> None:
+    async def lane_runs(first: bool, reuse: Any) -> None:
         lane = Lane(context, html)
         if reuse is not None:
             await lane.adopt(reuse)
-        while todo:
+        if first:
+            try:
+                got = await _read_together(lane, reads, cfg, load_timeout_s, min(
+                    cfg.check_limit_s * cfg.max_slowdown, wall_deadline - time.monotonic())) if reads else {}
+                for k, rec in got.items():
+                    ran[k] = rec
+            finally:
+                todo.extend(job for job in reads if ran[job[0]] is None)
+                todo.sort(key=lambda job: job[0])
+                reads_done.set()
+        while todo or not reads_done.is_set():
+            if not todo:  # the shared reading may yet hand checks back to run on their own
+                await reads_done.wait()
+                continue
             k, (item_id, check) = todo.pop(0)
             wall_left = wall_deadline - time.monotonic()
             ran[k] = (result_record(item_id, "inconclusive", reason=f"not run: app limit of {cfg.app_limit_s:g}s "
@@ -174,8 +230,7 @@ async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksCon
                 await _check_in_page(lane, item_id, check, cfg, load_timeout_s,
                                      min(cfg.check_limit_s * cfg.max_slowdown, wall_left))
 
-    lanes = min(cfg.parallel, len(todo), 1 + max(idle, 0) if idle is not None else cfg.parallel)
-    await asyncio.gather(*(lane_runs(page if i == 0 else None) for i in range(lanes)))
+    await asyncio.gather(*(lane_runs(i == 0, page if i == 0 else None) for i in range(lanes)))
     skipped = [result_record(i, "inconclusive", reason=f"not run: more than {cfg.max_checks} checks")
                for i, _c in checks[cfg.max_checks:]]
     return within_app_limit(ran, cfg.app_limit_s) + skipped

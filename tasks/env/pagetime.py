@@ -219,11 +219,11 @@ class PageTime:
         due = self._due()
         return due is None or due > end
 
-    async def step_toward(self, end: float) -> None:
-        """One poll interval on, or straight to the next timer when that is later (nothing can change before
-        it), never past ``end``."""
+    async def step_toward(self, end: float, gap_ms: float | None = None) -> None:
+        """One poll interval on (``gap_ms`` when given), or straight to the next timer when that is later
+        (nothing can change before it), never past ``end``."""
         due = self._due()
-        gap = max(self.cfg.poll_ms, (due - self.ticks) if due is not None else 0.0)
+        gap = max(gap_ms or self.cfg.poll_ms, (due - self.ticks) if due is not None else 0.0)
         await self.advance(min(gap, end - self.ticks))
 
     async def settle(self, cap_ms: float) -> None:
@@ -262,7 +262,7 @@ class Limit:
         self.real_deadline: float | None = None
         self.why = ""  # when step() said "wall": why the page did not have its time
 
-    async def step(self) -> str | None:
+    async def step(self, gap_ms: float | None = None) -> str | None:
         """None: time passed (look again); "page": the limit passed and the page had its time (a verdict may
         stand); "wall": it did not (machine load, real-time work that never finished): no verdict."""
         t = self.t
@@ -272,7 +272,7 @@ class Limit:
                 self.start = t.ticks
             end = self.start + self.limit_ms
             if t.ticks < end and not t.still_until(end):
-                await t.step_toward(end)
+                await t.step_toward(end, gap_ms)
                 return None
             if t.controlled:  # the limit passed, or the page is still until it does
                 if not t.state.get("real_work"):
