@@ -92,6 +92,13 @@ async def _outlive(task: asyncio.Future, t: PageTime, limit_s: float, wall_cap_s
         wait_s = min(1.0 if t.controlled else max((limit_s * 1000 - t.used_ms()) / 1000, 0.5), wall_cap_s - wall)
 
 
+async def _fresh_document(page: Any, t: PageTime, cfg: ChecksConfig, load_timeout_s: float) -> None:
+    """A fresh document of the app in ``page``, loaded and settled on ``t``: where every check starts."""
+    # the runtime has loaded this app already: a slow load here is the machine's, not the app's
+    await page.goto(APP_URL, wait_until="load", timeout=load_timeout_s * cfg.max_slowdown * 1000)
+    await t.settle(cfg.settle_ms)
+
+
 async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConfig, load_timeout_s: float,
                          wall_cap_s: float) -> tuple[dict[str, Any], float]:
     """One check in a fresh document of the app in ``lane``'s page (the context's routes serve it), and the page
@@ -104,9 +111,7 @@ async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConf
     state: dict[str, Any] = {"step": None}
 
     async def steps() -> None:
-        # the runtime has loaded this app already: a slow load here is the machine's, not the app's
-        await page.goto(APP_URL, wait_until="load", timeout=load_timeout_s * cfg.max_slowdown * 1000)
-        await t.settle(cfg.settle_ms)
+        await _fresh_document(page, t, cfg, load_timeout_s)
         for i, s in enumerate(check.steps):
             state["step"] = i
             limit = s.timeout_ms or cfg.step_timeout_ms
@@ -147,8 +152,7 @@ async def _read_together(lane: Lane, todo: list[tuple[int, tuple[str, Check]]], 
     held: dict[int, str] = {}
 
     async def reads() -> None:
-        await page.goto(APP_URL, wait_until="load", timeout=load_timeout_s * cfg.max_slowdown * 1000)
-        await t.settle(cfg.settle_ms)
+        await _fresh_document(page, t, cfg, load_timeout_s)
         for k, (item_id, check) in todo:
             if not t.controlled:  # page time no longer the environment's: each check on its own, as without this
                 return
