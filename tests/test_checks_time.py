@@ -213,6 +213,46 @@ def test_checks_that_only_read_share_one_document_with_the_verdicts_each_gives_i
     assert shared[3]["observed"] == alone[3]["observed"] == "5"
 
 
+ACT_APP = """<!doctype html><html><body><span id="a">5</span><button id="inc">+</button><output id="out">0</output>
+<script>document.getElementById('inc').onclick = () => { const a = document.getElementById('a');
+  a.textContent = String(+a.textContent + 1); };
+setTimeout(() => { document.getElementById('out').textContent = 'late'; }, 1000);</script></body></html>"""
+INC = {"do": "click", "target": {"css": "#inc"}}
+ACTS = [  # a read at once, the first check that acts (the 1 s timer must not have fired), a wrong one, a late read
+    ("shows_5", check({"expect": "text", "target": {"css": "#a"}, "matches": "^5$"})),
+    ("inc_to_6", check(INC, {"expect": "text", "target": {"css": "#a"}, "matches": "^6$"},
+                       {"expect": "text", "target": {"css": "#out"}, "matches": "^0$"})),
+    ("inc_to_7", check(INC, {"expect": "text", "target": {"css": "#a"}, "matches": "^7$"})),
+    ("late", check({"expect": "text", "target": {"css": "#out"}, "matches": "late"})),
+]
+
+
+def test_the_first_check_that_acts_runs_in_the_document_the_reads_shared_with_the_verdicts_of_its_own(
+        tmp_path, monkeypatch):
+    import tasks.env.checks as checks_mod
+
+    app = tmp_path / "acts.html"
+    app.write_text(ACT_APP)
+    own_documents = []
+    in_page = checks_mod._check_in_page
+
+    async def counted(lane, item_id, *a, **kw):
+        if kw.get("before") is None:
+            own_documents.append(item_id)
+        return await in_page(lane, item_id, *a, **kw)
+
+    monkeypatch.setattr(checks_mod, "_check_in_page", counted)
+    want = ["passed", "passed", "failed", "passed"]
+    with ThrottledRuntime(CFG, rate=1) as rt:
+        alone, = run(rt, {app: (ACTS, None)}, CHECKS.model_copy(update={"share_reads": False})).values()
+        own_documents.clear()
+        shared, = run(rt, {app: (ACTS, None)}).values()
+    assert [r["status"] for r in alone] == want and [r["status"] for r in shared] == want, shared
+    # the read held at once and the first acting check ran after it, before any page time passed (#out still 0)
+    assert sorted(own_documents) == ["inc_to_7", "late"]
+    assert shared[2]["observed"] == alone[2]["observed"] == "6"
+
+
 DISABLED_APP = """<!doctype html><html><body><button id="go" disabled>go</button><output id="out">idle</output>
 <script>document.getElementById('go').onclick = () => { document.getElementById('out').textContent = 'went'; };
 %s</script></body></html>"""

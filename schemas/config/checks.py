@@ -64,7 +64,8 @@ class ChecksConfig(Section):
                                             "--load-noise 8): at 6, clicks timed out there")
     share_reads: bool = Field(True, description="Checks that only read the page (expectations, no action) are first "
                               "read together in one fresh document of the app; each that holds at its first reading "
-                              "passes there, any other runs in its own document as before (the same verdicts, a "
+                              "passes there, any other runs in its own document as before; the first check that acts "
+                              "then runs in that document, which the readings left as loaded (the same verdicts, a "
                               "reload each saved); False: every check in its own")
     random_seed: int = Field(13, description="Math.random is seeded in every check page so a check reads the "
                                              "same app the same way on every run")

@@ -45,6 +45,7 @@ from tasks.env.pagetime import CLOCK_READ_S, OutOfTime, PageTime, limit_passed, 
 
 ItemChecks = list[tuple[str, Check]]
 Hook = Callable[[Any, str, Any, Any, Any], Awaitable[None]]
+Reading = Callable[[Any, PageTime, list[dict[str, Any]]], Awaitable[None]]  # reads a fresh document, no time passing
 # mulberry32: a seeded Math.random, so random quizzes, shuffles and games deal the same way every run
 _SEED_JS = """(() => { let a = %d >>> 0; Math.random = function () {
   a = (a + 0x6D2B79F5) >>> 0; let t = a; t = Math.imul(t ^ (t >>> 15), t | 1);
@@ -100,9 +101,10 @@ async def _fresh_document(page: Any, t: PageTime, cfg: ChecksConfig, load_timeou
 
 
 async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConfig, load_timeout_s: float,
-                         wall_cap_s: float) -> tuple[dict[str, Any], float]:
+                         wall_cap_s: float, before: Reading | None = None) -> tuple[dict[str, Any], float]:
     """One check in a fresh document of the app in ``lane``'s page (the context's routes serve it), and the page
-    time it used (seconds); never raises."""
+    time it used (seconds); never raises. ``before``: what reads the fresh document first, letting no page time
+    pass (``_read_at_once``), so the check still starts on the document as loaded and settled."""
     started = time.perf_counter()
     errors: list[dict[str, Any]] = []
     page = await lane.open(errors)
@@ -112,6 +114,8 @@ async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConf
 
     async def steps() -> None:
         await _fresh_document(page, t, cfg, load_timeout_s)
+        if before is not None:
+            await before(page, t, errors)
         for i, s in enumerate(check.steps):
             state["step"] = i
             limit = s.timeout_ms or cfg.step_timeout_ms
@@ -140,19 +144,15 @@ async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConf
     return {**out, "clock": "controlled" if t.controlled else "page", "clock_reason": t.fallback}, used
 
 
-async def _read_together(lane: Lane, todo: list[tuple[int, tuple[str, Check]]], cfg: ChecksConfig,
-                         load_timeout_s: float, wall_cap_s: float) -> dict[int, tuple[dict[str, Any], float]]:
-    """Checks made only of reads (``reads_only``), read in one fresh document of the app on the controlled clock,
-    each on its own ``StepRun`` with no page time let pass: the results of those whose every reading held at once
-    (by index). A check passing so reads what its own fresh document would have shown at its first readings; every
-    other check is left out, to run in its own document (its verdict then decided as without this)."""
-    started, errors = time.perf_counter(), []
-    page = await lane.open(errors)
-    t = PageTime(page, cfg, min(cfg.check_limit_s, cfg.app_limit_s) * 1000)
-    held: dict[int, str] = {}
+def _read_at_once(lane: Lane, todo: list[tuple[int, tuple[str, Check]]], cfg: ChecksConfig,
+                  held: dict[int, tuple[dict[str, Any], float]]) -> Reading:
+    """What reads ``todo`` (checks made only of reads, ``reads_only``) in a settled fresh document on the controlled
+    clock, each on its own ``StepRun`` with no page time let pass: into ``held``, by index, the results of those
+    whose every reading held at once, as its own fresh document would have read them first. None is kept when the
+    page is not on the controlled clock once they are read."""
 
-    async def reads() -> None:
-        await _fresh_document(page, t, cfg, load_timeout_s)
+    async def reading(page: Any, t: PageTime, errors: list[dict[str, Any]]) -> None:
+        started, got = time.perf_counter(), []
         for k, (item_id, check) in todo:
             if not t.controlled:  # page time no longer the environment's: each check on its own, as without this
                 return
@@ -162,19 +162,44 @@ async def _read_together(lane: Lane, todo: list[tuple[int, tuple[str, Check]]], 
                     await run.expect(s, s.timeout_ms or cfg.step_timeout_ms)
             except Exception:  # not at once (or could not look): its own document decides
                 continue
-            held[k] = item_id
+            got.append((k, item_id))
+        await t.look()  # a page that left the controlled clock while read: nothing is taken from it
+        if t.controlled:
+            # the settle's page time: what each check's own document would have used to read at once
+            each, used = (time.perf_counter() - started) / max(len(got), 1), t.used_s()
+            held.update({k: (result_record(item_id, "passed", errors=list(errors), duration_s=each,
+                                           clock="controlled"), used) for k, item_id in got})
+
+    return reading
+
+
+async def _read_together(lane: Lane, todo: list[tuple[int, tuple[str, Check]]], cfg: ChecksConfig,
+                         load_timeout_s: float, wall_cap_s: float,
+                         then: tuple[int, tuple[str, Check]] | None = None) -> dict[int, tuple[dict[str, Any], float]]:
+    """Checks made only of reads, read in one fresh document (``_read_at_once``); ``then``: a check that acts,
+    run in that document once they are read (it needs the document as loaded, which the readings left as it was;
+    nothing after it does). The results by index: every ``then`` gets one, a read only when it held at once
+    (every other is left out, to run in its own document and be decided there as without this)."""
+    held: dict[int, tuple[dict[str, Any], float]] = {}
+    reading = _read_at_once(lane, todo, cfg, held)
+    if then is not None:
+        k, (item_id, check) = then
+        out = await _check_in_page(lane, item_id, check, cfg, load_timeout_s, wall_cap_s, before=reading)
+        return {**held, k: out}
+    errors: list[dict[str, Any]] = []
+    page = await lane.open(errors)
+    t = PageTime(page, cfg, min(cfg.check_limit_s, cfg.app_limit_s) * 1000)
+
+    async def reads() -> None:
+        await _fresh_document(page, t, cfg, load_timeout_s)
+        await reading(page, t, errors)
 
     try:
         await _outlive(asyncio.ensure_future(reads()), t, t.limit_ms / 1000, wall_cap_s)
     except Exception:  # out of time or the page gone: what was read at once before stands
         pass
     await lane.forget(t)
-    if not t.controlled:
-        return {}
-    each = (time.perf_counter() - started) / max(len(held), 1)
-    used = t.used_s()  # the settle's page time, what each check's own document would have used to read at once
-    return {k: (result_record(item_id, "passed", errors=errors, duration_s=each, clock="controlled"), used)
-            for k, item_id in held.items()}
+    return held if t.controlled else {}
 
 
 def within_app_limit(ran: list[tuple[dict[str, Any], float]], app_limit_s: float) -> list[dict[str, Any]]:
@@ -205,8 +230,12 @@ async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksCon
     ran: list[Any] = [None] * len(todo)
     lanes = min(cfg.parallel, len(todo), 1 + max(idle, 0) if idle is not None else cfg.parallel)
     reads = [job for job in todo if reads_only(job[1][1])] if cfg.share_reads else []
-    reads = reads if len(reads) > 1 else []  # one alone saves nothing
-    todo = [job for job in todo if job[0] not in {k for k, _ in reads}]
+    # the first check that acts ends the shared document: it needs the document as loaded, nothing after it does
+    then = next((job for job in todo if not reads_only(job[1][1])), None) if reads else None
+    reads = reads if len(reads) > 1 or then is not None else []  # one read alone saves nothing
+    then = then if reads else None
+    shared = {k for k, _ in reads} | ({then[0]} if then is not None else set())
+    todo = [job for job in todo if job[0] not in shared]
     reads_done = asyncio.Event()
 
     async def lane_runs(first: bool, reuse: Any) -> None:
@@ -216,11 +245,11 @@ async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksCon
         if first:
             try:
                 got = await _read_together(lane, reads, cfg, load_timeout_s, min(
-                    cfg.check_limit_s * cfg.max_slowdown, wall_deadline - time.monotonic())) if reads else {}
+                    cfg.check_limit_s * cfg.max_slowdown, wall_deadline - time.monotonic()), then) if reads else {}
                 for k, rec in got.items():
                     ran[k] = rec
             finally:
-                todo.extend(job for job in reads if ran[job[0]] is None)
+                todo.extend(job for job in [*reads, *([then] if then else [])] if ran[job[0]] is None)
                 todo.sort(key=lambda job: job[0])
                 reads_done.set()
         while todo or not reads_done.is_set():
