@@ -253,6 +253,46 @@ def test_the_first_check_that_acts_runs_in_the_document_the_reads_shared_with_th
     assert shared[2]["observed"] == alone[2]["observed"] == "6"
 
 
+PICTURE_APP = """<!doctype html><html><body><canvas width="80" height="80"></canvas><button id="go">go</button>
+<script>const x = document.querySelector('canvas').getContext('2d'); let t0 = null;
+function frame(now) { x.fillStyle = '#fff'; x.fillRect(0, 0, 80, 80);  // redrawn every frame, the same until...
+  if (t0 !== null && now - t0 >= %d) { x.fillStyle = '#c00'; x.fillRect(10, 10, 60, 60); }
+  requestAnimationFrame(frame); }
+requestAnimationFrame(frame); document.getElementById('go').onclick = () => { t0 = performance.now(); };</script>
+</body></html>"""
+DRAWN = [("drawn", check({"do": "remember", "target": {"canvas": True}, "name": "before"},
+                         {"do": "click", "target": {"css": "#go"}},
+                         {"expect": "canvas_changes", "target": {"canvas": True}, "since": "before",
+                          "timeout_ms": 1500}))]
+
+
+def test_pictures_of_a_canvas_are_taken_further_apart_while_it_redraws_the_same_and_a_late_change_is_still_seen(
+        tmp_path, monkeypatch):
+    from tasks.env.check_steps import StepRun
+
+    late, never = tmp_path / "late.html", tmp_path / "never.html"
+    late.write_text(PICTURE_APP % 1200)
+    never.write_text(PICTURE_APP % 10 ** 9)
+    shots = []
+    picture = StepRun.picture
+
+    async def counted(self, el):
+        shots.append(1)
+        return await picture(self, el)
+
+    monkeypatch.setattr(StepRun, "picture", counted)
+    with ThrottledRuntime(CFG.model_copy(update={"concurrency": 1}), rate=1) as rt:
+        changed = run(rt, {late: (DRAWN, None)})
+        n_late = len(shots)
+        shots.clear()
+        same = run(rt, {never: (DRAWN, None)})
+    assert statuses(changed) == {"late.html": ["passed"]} and statuses(same) == {"never.html": ["failed"]}
+    # a frame is always due, so every poll is a picture: poll_ms (50) apart, 30 in the 1.5 s; doubling up to
+    # picture_poll_ms, the remembered one and a few short gaps and then one every picture_poll_ms
+    assert len(shots) <= 1 + 4 + 1500 // CHECKS.picture_poll_ms, len(shots)
+    assert n_late <= len(shots)
+
+
 DISABLED_APP = """<!doctype html><html><body><button id="go" disabled>go</button><output id="out">idle</output>
 <script>document.getElementById('go').onclick = () => { document.getElementById('out').textContent = 'went'; };
 %s</script></body></html>"""
