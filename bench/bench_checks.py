@@ -13,12 +13,15 @@ has one) and the quiz of the attribution tests with its buggy twin.
 - ``--time``: the wall time of checks that live long in page time, each alone: a ``wait`` of 3000 ms and a
   countdown that fails the round after 10 s (median and worst of ``--repeat``), and an app whose 20 checks
   all look for what it does not have.
+- ``--per-document``: where a check's cost goes, in one app's context, one thing at a time (``--repeat`` x 8 each):
+  a navigation to the app, a fresh document (navigation, settle, forget), and a whole check that counts one
+  element (the same, plus Playwright's selector engine injected into the new document and the check's own work).
 - ``--load-noise RATE``: every app with all its checks, on a quiet CPU and with Chromium starving every page
   RATE times over (``tasks/env/throttle.py``); ``--vs-concurrency N``: at ``--concurrency`` and at N apps at
   once, one check at a time. Each prints how many check verdicts (and which status pairs) changed.
 
 Report ``uptime`` beside every figure. Run: ``python bench/bench_checks.py [--responses 512] [--checks 6]
-[--concurrency 8] [--time] [--load-noise 8] [--vs-concurrency 1]``.
+[--concurrency 8] [--time] [--per-document] [--load-noise 8] [--vs-concurrency 1]``.
 """
 from __future__ import annotations
 
@@ -151,6 +154,49 @@ def timed_checks(rt_cfg: Any, ck: Any, repeat: int) -> dict[str, Any]:
     return {**out, "goal": "wait_3000 and countdown_10s_lost < 0.2 s wall each; 20 missing checks < 3 s", **machine()}
 
 
+def per_document(rt_cfg: Any, ck: Any, repeat: int) -> dict[str, Any]:
+    """CPU seconds (this process and all it started) and wall seconds of each part of a check's fresh document."""
+    import asyncio
+
+    from schemas.checks import parse_check
+    from tasks.env import checks as K
+    from tasks.env.lanes import Lane
+    from tasks.env.page import APP_URL
+    from tasks.env.pagetime import PageTime
+    from tasks.env.runtime import BrowserRuntime
+
+    n, html = repeat * 8, app_html("checks/apps/todo.html")
+    count = parse_check({"steps": [{"expect": "count", "target": {"css": "body"}, "at_least": 1}]})
+    out: dict[str, Any] = {"bench": "checks_per_document", "app": "checks/apps/todo.html", "n": n}
+
+    async def hook(context: Any, html_: str, ev: Any, page: Any = None, idle: Any = None) -> None:
+        lane = Lane(context, html_)
+        await lane.adopt(page)
+
+        async def navigation() -> None:
+            await lane.page.goto(APP_URL, wait_until="load")
+
+        async def fresh_document() -> None:
+            p = await lane.open([])
+            t = PageTime(p, ck, ck.check_limit_s * 1000)
+            await K._fresh_document(p, t, ck, rt_cfg.load_timeout_s)
+            await lane.forget(t)
+
+        async def whole_check() -> None:
+            await K._check_in_page(lane, "count", count, ck, rt_cfg.load_timeout_s, ck.check_limit_s * ck.max_slowdown)
+
+        for name, part in (("navigation", navigation), ("fresh_document", fresh_document), ("check", whole_check)):
+            cpu0, t0 = tree_cpu_s(), time.perf_counter()
+            for _ in range(n):
+                await part()
+            out[name] = {"cpu_s": round((tree_cpu_s() - cpu0) / n, 4), "wall_s": round((time.perf_counter() - t0) / n, 4)}
+        await asyncio.sleep(0)
+
+    with BrowserRuntime(rt_cfg.model_copy(update={"concurrency": 1})) as rt:
+        rt.check_many([html], extras=[hook])
+    return {**out, **machine()}
+
+
 def compare(work: list, rt_cfg: Any, ck: Any, arms: list[tuple[str, float, int, int | None]]) -> dict[str, Any]:
     """The same checks under two arms (name, CPU throttling rate, apps at once, checks at once): changed verdicts."""
     from tasks.env.throttle import ThrottledRuntime
@@ -183,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="the step's apps: all of the bench's, or only those of labelled.json")
     ap.add_argument("--time", action="store_true", help="wall time of long-lived checks, each alone")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--per-document", action="store_true", help="the cost of each part of a check's fresh document")
     ap.add_argument("--load-noise", type=float, default=None, metavar="RATE",
                     help="check every app quiet and with CPU throttling RATE (e.g. 8); count the verdicts that change")
     ap.add_argument("--vs-concurrency", type=int, default=None, metavar="N",
@@ -199,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     every = [(a, app_html(a), cs) for a, cs in sorted(apps_and_checks().items())]
     if args.time:
         print(json.dumps(timed_checks(rt_cfg, ck, args.repeat)))
+    elif args.per_document:
+        print(json.dumps(per_document(rt_cfg, ck, args.repeat)))
     elif args.load_noise is not None:
         c = rt_cfg.concurrency
         print(json.dumps(compare(every, rt_cfg, ck, [("quiet", 1.0, c, par), ("throttled", args.load_noise, c, par)])))
