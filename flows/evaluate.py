@@ -40,8 +40,8 @@ from tasks.env.publish import env_fingerprint
 from tasks.env.score_tables import missing_counts
 from tasks.env.runtime import BrowserRuntime
 from tasks.evaluation import summary as evaluation
-from tasks.evaluation.generators import (api_provider, api_rollouts, benchmark_meta, benchmark_query_ids,
-                                         folder_rollouts, parse_generator)
+from tasks.evaluation.generators import (API_PREFIX, POLICY_PREFIX, api_provider, api_rollouts, benchmark_meta,
+                                         benchmark_query_ids, folder_rollouts, parse_generator, resolve_policy_alias)
 from tasks.evaluation.official import OfficialInputs, check_runner, official_inputs, protocol_identity
 from tasks.evaluation.official_summary import agreement_line, official_plot, pooled_agreement
 from tasks.evaluation.report import write_report
@@ -84,13 +84,25 @@ evaluate_model = task(_evaluate_model, name="evaluate-model", cache_policy=NO_CA
 
 
 def resolve_models(paths: list[str], data_dir: Path, cfg: Any) -> list[dict[str, Any]]:
-    """Each given generator (checkpoint, response folder, API model); none given: the newest policy."""
+    """Each given generator (checkpoint, policy alias, response folder, API model); a policy alias with no
+    checkpoint yet is left out with a warning, and the same checkpoint named twice is evaluated once; none
+    left: the newest policy (else the tiny random model)."""
     specs: list[dict[str, Any]] = []
-    if not paths:
+    seen: set[str] = set()
+    for raw in paths:
+        if raw.startswith(POLICY_PREFIX):
+            found = resolve_policy_alias(raw, data_dir)
+            if found is None:
+                get_run_logger().warning("generator %s: no such checkpoint in %s yet; left out", raw, data_dir)
+                continue
+            raw = str(found)
+        if raw in seen or (not raw.startswith(API_PREFIX) and str(Path(raw).resolve()) in seen):
+            continue
+        seen |= {raw, raw if raw.startswith(API_PREFIX) else str(Path(raw).resolve())}
+        specs.append(parse_generator(raw, {s["label"] for s in specs}))
+    if not specs:
         p = resolve_policy(data_dir, None, cfg.train.model, cfg.train.run.seed)
         return [{"label": p.label, "path": str(p.path), "kind": p.kind, "identity": p.identity}]
-    for raw in paths:
-        specs.append(parse_generator(raw, {s["label"] for s in specs}))
     return specs
 
 

@@ -24,6 +24,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_context, forward_library_logs, publish_artifact, scored_summaries, stage_summary
+from schemas.config.selection import EMPTY_SELECTION_HELP
 from schemas.contracts.selection import (PROBE_ROLLOUTS_SCHEMA, RL_QUERIES_SCHEMA, probe_rollouts_suites,
                                          rl_queries_suites)
 from tasks.queries.split import held_out
@@ -94,8 +95,8 @@ def _probe_stage(store: StageStore, chunks: dict[str, list[tuple[str, str]]], po
 
 def _warn_short(logger: Any, selected: int, candidates: int, target: int) -> None:
     if not selected:
-        logger.warning("no candidate is discriminative (all %d have equal probe rewards): rl_queries is empty; a "
-                       "stronger policy (train-sft) or more probe_samples / longer probe_max_new_tokens help", candidates)
+        logger.warning("no candidate is discriminative (all %d have equal probe rewards): rl_queries is empty; "
+                       "what helps: %s", candidates, EMPTY_SELECTION_HELP)
     elif selected < target:
         logger.warning("only %d discriminative queries for a target of %d: probe more candidates", selected, target)
 

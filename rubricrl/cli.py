@@ -48,18 +48,38 @@ def _flow(name: str):
     return getattr(importlib.import_module(module), fn)
 
 
+EMPTY_SELECTION_RC = 3
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from schemas.config import load_config
 
+    from rubricrl.run_summary import run_summary
+    from schemas.config.selection import EMPTY_SELECTION_HELP
     from tasks.stages.lock import data_dir_lock
 
     cfg = load_config(args.profile, sets=args.set)  # fail fast on a bad setting, before Prefect starts
     names = args.only or PIPELINE
+    done: list[str] = []
+    stop = None
     with data_dir_lock(cfg.data_dir, wait=args.wait):  # one run per data directory; the kernel frees it on death
-        for name in names:
-            print(f"== {name} (profile {cfg.profile})", flush=True)
-            _flow(name)(profile=cfg.profile, sets=args.set, force=args.force)
-    _print_where(args)
+        try:
+            for name in names:
+                print(f"== {name} (profile {cfg.profile})", flush=True)
+                result = _flow(name)(profile=cfg.profile, sets=args.set, force=args.force)
+                done.append(name)
+                if name == "select-rl-queries" and not result.get("selected") and name != names[-1]:
+                    stop = (f"select-rl-queries found no discriminative query: {result.get('all_equal')} of "
+                            f"{result.get('candidates')} candidates have equal probe rewards, so rl_queries is "
+                            f"empty and {', '.join(names[names.index(name) + 1:])} did not run. What helps: "
+                            f"{EMPTY_SELECTION_HELP}.")
+                    break
+        finally:  # what did complete is summarised even when a flow fails
+            _print_where(args)
+            print(run_summary(_store(args), done).text(), flush=True)
+    if stop:
+        print(f"\nrubricrl run: stopped: {stop}", file=sys.stderr)
+        return EMPTY_SELECTION_RC
     return 0
 
 

@@ -82,8 +82,9 @@ def build_packed(cfg: TrainRLConfig, rollouts: list[Rollout], scored: Scored, re
     return packed, adv
 
 
-def prepare_model_dir(cfg: TrainRLConfig, rank: int) -> Path:
-    """The policy directory: ``model.path``, or the tiny random model built once under out_dir (rank 0)."""
+def prepare_model_dir(cfg: TrainRLConfig, rank: int, corpus: list[str] | None = None) -> Path:
+    """The policy directory: ``model.path``, or the tiny random model built once under out_dir (rank 0),
+    its tokenizer also trained on ``corpus``."""
     import torch.distributed as dist
 
     if cfg.model.path is not None:
@@ -93,7 +94,7 @@ def prepare_model_dir(cfg: TrainRLConfig, rank: int) -> Path:
         from training.tiny import build_tiny_model
 
         build_tiny_model(path, vocab_size=cfg.model.tiny_vocab_size, hidden_size=cfg.model.tiny_hidden_size,
-                         num_layers=cfg.model.tiny_layers, seed=cfg.run.seed)
+                         num_layers=cfg.model.tiny_layers, seed=cfg.run.seed, corpus=corpus)
     if dist.is_initialized():
         dist.barrier()
     return path

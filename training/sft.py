@@ -112,7 +112,9 @@ def run_sft(cfg: TrainSFTConfig, examples: list[dict[str, str]] | None = None) -
     steps = validate_sft(cfg, world, len(examples))
     torch.manual_seed(cfg.run.seed)
     out = out_dir_of(cfg.run)
-    model_dir = prepare_model_dir(cfg, rank)  # type: ignore[arg-type]  (reads model.* and run.out_dir/seed)
+    # a tiny model's tokenizer learns the texts it is trained on (training.tiny): the teacher's HTML in few tokens
+    corpus = [f"{ex['query']}\n{ex['answer']}" for ex in examples]
+    model_dir = prepare_model_dir(cfg, rank, corpus)  # type: ignore[arg-type]  (reads model.* and run.out_dir/seed)
     model, tok = load_policy(model_dir, cfg.deepspeed.precision, device_for_rank(), cfg.model.gradient_checkpointing)
     per_rank = cfg.run.examples_per_step // world
     engine = build_engine_for(cfg.deepspeed, cfg.optim, model, per_rank // cfg.deepspeed.micro_batch_size)

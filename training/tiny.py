@@ -4,7 +4,9 @@ Used by the CPU tests, ``make run`` and ``training/gpu_check.sh``: nothing is do
 model is a Llama-architecture decoder (the family both transformers and vLLM load without custom
 code) with random weights; the tokenizer is a byte-level BPE trained with ``tokenizers`` on a small
 corpus of HTML/CSS/JS fragments and chat markup, so generated text looks like the web apps the real
-policy writes. The chat template opens the assistant turn; :func:`training.rollout.build_prompt`
+policy writes. The SFT job adds the texts it will learn (``corpus``): a tokenizer fitted to the
+domain's HTML, as a real one is, so a teacher app is about 640 tokens instead of about 1,150 and the demo
+policy can finish it within the demo's generation length. The chat template opens the assistant turn; :func:`training.rollout.build_prompt`
 then appends the empty ``<think></think>`` block (paper F.3).
 
 Run: ``python -m training.tiny OUT_DIR`` (prints the directory and parameter count).
@@ -47,8 +49,9 @@ def training_corpus(repeat: int = 40) -> list[str]:
     return [chat + "".join(_FRAGMENTS[i % len(_FRAGMENTS):] + _FRAGMENTS[: i % len(_FRAGMENTS)]) for i in range(repeat)]
 
 
-def build_tokenizer(vocab_size: int = 512):
-    """Train a byte-level BPE tokenizer locally and wrap it as a ``PreTrainedTokenizerFast``."""
+def build_tokenizer(vocab_size: int = 512, corpus: list[str] | None = None):
+    """Train a byte-level BPE tokenizer locally and wrap it as a ``PreTrainedTokenizerFast``; ``corpus``
+    (texts of the domain) is learned beside the built-in fragments."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -59,7 +62,7 @@ def build_tokenizer(vocab_size: int = 512):
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator(training_corpus(), trainer=trainer)
+    tok.train_from_iterator([*training_corpus(), *(corpus or [])], trainer=trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN,
                                    bos_token=None, unk_token=None, chat_template=CHAT_TEMPLATE,
                                    additional_special_tokens=SPECIAL_TOKENS[1:])
@@ -67,11 +70,11 @@ def build_tokenizer(vocab_size: int = 512):
 
 def build_tiny_model(out_dir: str | Path, *, vocab_size: int = 512, hidden_size: int = 128, num_layers: int = 2,
                      num_heads: int | None = None, intermediate_size: int | None = None, max_positions: int = 4096,
-                     seed: int = 0) -> Path:
+                     seed: int = 0, corpus: list[str] | None = None) -> Path:
     """Write a random Llama-style causal LM and its tokenizer to ``out_dir``; return the path.
 
     ``num_heads`` defaults to hidden_size / 64 so ``head_dim`` is 64, a size every vLLM CPU attention
-    kernel supports. Same arguments and seed give identical weights.
+    kernel supports. Same arguments and seed give identical weights; ``corpus`` goes to :func:`build_tokenizer`.
     """
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -82,7 +85,7 @@ def build_tiny_model(out_dir: str | Path, *, vocab_size: int = 512, hidden_size:
         raise ValueError(f"hidden_size={hidden_size} must be divisible by num_heads={num_heads}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = build_tokenizer(vocab_size)
+    tokenizer = build_tokenizer(vocab_size, corpus)
     config = LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=intermediate_size,
         num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_heads,

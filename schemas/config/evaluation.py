@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field
 
 from schemas.config.base import Section
+from schemas.config.train import DEMO_MAX_NEW_TOKENS
 
 BUILTIN_BENCHMARKS = ("heldout", "ingested")  # evaluation.benchmark may also name the ingested benchmark
 
@@ -40,7 +41,9 @@ class OfficialConfig(Section):
 
 class EvalConfig(Section):
     models: list[str] = Field(default_factory=list, description="Generators: policy checkpoints (HF directories), "
-                                                                 "folders of responses (<query_id>.txt, or "
+                                                                 "policy:sft / policy:newest (the SFT or the newest "
+                                                                 "checkpoint in the data directory), folders of "
+                                                                 "responses (<query_id>.txt, or "
                                                                  "run-<k>/<query_id>.txt per sampling run), or API "
                                                                  "models (api:anthropic/<model>, "
                                                                  "api:openai/<model>@<base_url>); empty = the newest "
@@ -67,4 +70,5 @@ class EvalConfig(Section):
     official: OfficialConfig = Field(default_factory=OfficialConfig)
 
 
-EVAL_DEMO_OVERRIDES: dict[str, Any] = {"max_queries": 8, "runs": 2, "max_new_tokens": 300, "max_prompt_tokens": 768}
+# The demo sets the SFT policy beside the newest (RL) one: what train-rl changed, in one table.
+EVAL_DEMO_OVERRIDES: dict[str, Any] = {"models": ["policy:sft", "policy:newest"], "max_queries": 8, "runs": 2, "max_new_tokens": DEMO_MAX_NEW_TOKENS, "max_prompt_tokens": 768}

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from schemas.config.base import Section
+from schemas.config.train import DEMO_MAX_NEW_TOKENS
 
 
 class SelectionConfig(Section):
@@ -26,8 +27,14 @@ class SelectionConfig(Section):
     schedule_timezone: str = Field("UTC", description="Time zone of the cron schedule")
 
 
+# What gives select-rl-queries discriminative queries when every probe reward is equal (the flow's warning and
+# `rubricrl run`'s stop message say it).
+EMPTY_SELECTION_HELP = ("a stronger SFT policy (train_sft.run.epochs), more probe samples (selection.probe_samples), "
+                        "room to finish an app (selection.probe_max_new_tokens) or more candidates "
+                        "(selection.max_candidates)")
+
 # The demo profile: a tiny model, few candidates, a few probe samples, enough new tokens for the SFT'd
 # tiny policy to finish its app (so probe samples differ in validity and selection has real choices).
 SELECTION_DEMO_OVERRIDES: dict[str, Any] = {"target_size": 6, "probe_samples": 4, "max_candidates": 12,
-                                            "probe_max_new_tokens": 300, "probe_max_prompt_tokens": 768,
+                                            "probe_max_new_tokens": DEMO_MAX_NEW_TOKENS, "probe_max_prompt_tokens": 768,
                                             "probe_chunk_size": 6}

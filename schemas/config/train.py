@@ -116,11 +116,12 @@ class TrainRLConfig(Section):
     run: RunSection = Field(default_factory=RunSection)
 
 
-# The CPU demo: a few steps of the tiny policy. It learned the (compact) offline teacher app by SFT
-# and is given enough new tokens to finish it, so GRPO samples differ in validity; a learning rate
-# suited to that policy (3e-3 collapsed it after one step).
+# The CPU demo: a few steps of the tiny policy. It learned the offline teacher app by SFT (about 650
+# tokens with its domain tokenizer, training.tiny) and is given enough new tokens to finish it, so GRPO
+# samples differ in validity; a learning rate suited to that policy (3e-3 collapsed it after one step).
+DEMO_MAX_NEW_TOKENS = 800  # one owner: the demo's probe, GRPO rollouts and evaluation generate this many at most
 DEMO_OVERRIDES: dict[str, Any] = {
-    "rollout": {"queries_per_step": 2, "group_size": 4, "max_new_tokens": 300, "max_prompt_tokens": 768},
+    "rollout": {"queries_per_step": 2, "group_size": 4, "max_new_tokens": DEMO_MAX_NEW_TOKENS, "max_prompt_tokens": 768},
     "optim": {"lr": 5e-5},
     "deepspeed": {"precision": "fp32", "micro_batch_size": 4, "zero_stage": 1},
     "run": {"steps": 3, "save_every": 2},
@@ -155,7 +156,9 @@ class TrainSFTConfig(Section):
 
 
 SFT_DEMO_OVERRIDES: dict[str, Any] = {  # 25 epochs: the tiny policy learns the offline teacher app
+    # a 1,536-token vocabulary trained on the teacher's apps: an app ~650 tokens, its prompt ~320 (max_seq_len fits both)
+    "model": {"tiny_vocab_size": 1536},
     "optim": {"lr": 2e-3},
     "deepspeed": {"precision": "fp32", "micro_batch_size": 2, "zero_stage": 1},
-    "run": {"epochs": 25, "examples_per_step": 4, "max_seq_len": 1024, "save_every": 1000},
+    "run": {"epochs": 25, "examples_per_step": 4, "max_seq_len": 1152, "save_every": 1000},
 }

@@ -3,6 +3,8 @@
 A generator is one of
 - a policy checkpoint (a Hugging Face directory; sampled by the flow with the GRPO job's engine),
 - a folder of responses: ``<query_id>.txt`` (run 0) or ``run-<k>/<query_id>.txt`` (run k),
+- ``policy:sft`` (the train-sft checkpoint) or ``policy:newest`` (the newest policy checkpoint, RL after
+  train-rl), resolved in the data directory when the flow runs (the demo compares the two),
 - a model behind an API: ``api:anthropic/<model>`` or ``api:openai/<model>@<base_url>`` (any
   OpenAI-compatible endpoint, e.g. a vLLM server). It answers the generation prompt through the LLM
   layer (cache, ledger, budget, batches as configured in ``llm.*``); run k is the k-th independent
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.config.evaluation import BUILTIN_BENCHMARKS, EvalConfig
-from schemas.layout import FINAL_MODEL
+from schemas.layout import CHECKPOINTS, FINAL_MODEL
 from schemas.rubric import Task
 from tasks.rl.checkpoints import is_model_dir, model_identity
 from tasks.llm.base import LLMRequest
@@ -27,10 +29,27 @@ from tasks.llm.replies import TextOutput
 from tasks.sft.teacher import GENERATION_PROMPT, offline_teacher_answer
 
 API_PREFIX = "api:"
+POLICY_PREFIX = "policy:"
+POLICY_ALIASES = ("sft", "newest")
 API_PROVIDERS = ("anthropic", "openai")
 STAGE = "eval_generations"  # ledger stage of API generators' calls
 _RUN_DIR = re.compile(r"^run-(\d+)$")
 _API = re.compile(r"^api:(?P<provider>[a-z]+)/(?P<model>[^@]+?)(?:@(?P<base_url>\S+))?$")
+
+
+def resolve_policy_alias(raw: str, data_dir: Path) -> Path | None:
+    """``policy:sft`` / ``policy:newest`` -> that checkpoint in ``data_dir`` (None: not trained yet); any other
+    generator spec is returned as it is."""
+    from tasks.rl.checkpoints import newest_policy
+
+    name = raw.removeprefix(POLICY_PREFIX)
+    if name not in POLICY_ALIASES:
+        raise ValueError(f"generator {raw!r}: the policy aliases are "
+                         f"{', '.join(POLICY_PREFIX + a for a in POLICY_ALIASES)}")
+    if name == "newest":
+        return newest_policy(data_dir)
+    sft = Path(data_dir) / CHECKPOINTS / "sft" / FINAL_MODEL
+    return sft if is_model_dir(sft) else None
 
 
 def read_response_folder(folder: Path) -> dict[int, dict[str, str]]:
