@@ -47,6 +47,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_cli_readme.py": ("flows", "wire"),
     "test_config.py": ("unit",),
     "test_cost.py": ("unit",),
+    "test_demo_output.py": ("flows",),
     "test_deployment.py": ("flows",),
     "test_env_browser.py": ("browser",),
     "test_env_cli_cdn.py": ("unit",),

@@ -104,6 +104,40 @@ def test_deployment_runs_through_server_and_worker(served):
     assert man is not None and man.row_count == 60 and man.provider == "offline"
 
 
+_ARTIFACT = """
+import asyncio
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+async def main():
+    async with get_client() as c:
+        arts = await c.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["build-rubrics-summary"])))
+        print(arts[-1].data if arts else "")
+asyncio.run(main())
+"""
+RUBRIC_STAGES = ("expansions", "requirements", "modules", "rubric_candidates", "rubric_references", "rubric_checks",
+                 "rubric_items")
+
+
+@pytest.mark.timeout(600)
+def test_readme_build_rubrics_demo_deployment_completes_and_its_artifact_names_the_stages(served):
+    """The README's second way in: `make serve`, then `prefect deployment run build-rubrics/demo --watch`."""
+    assert served.serve.returncode == 0, served.serve.stdout + served.serve.stderr
+    if StageStore(served.data).manifest("queries") is None:  # this test alone: the queries it builds on first
+        syn = served.run(str(BIN / "prefect"), "deployment", "run", "synthesize-queries/demo", "--watch",
+                         "--watch-timeout", "400", t=460)
+        assert syn.returncode == 0, syn.stdout[-3000:] + syn.stderr[-3000:]
+    run = served.run(str(BIN / "prefect"), "deployment", "run", "build-rubrics/demo", "--watch",
+                     "--watch-timeout", "400", t=460)
+    assert run.returncode == 0 and "Completed" in run.stdout + run.stderr, run.stdout[-3000:] + run.stderr[-3000:]
+    items = StageStore(served.data).manifest("rubric_items")
+    assert items is not None and items.provider == "offline" and items.row_count > 0
+    art = served.run(sys.executable, "-c", _ARTIFACT, t=60)
+    assert art.returncode == 0, art.stderr[-3000:]
+    assert art.stdout.startswith("# build-rubrics"), art.stdout[:500]
+    missing = [s for s in RUBRIC_STAGES if f"| {s} |" not in art.stdout]
+    assert not missing, (missing, art.stdout[:2000])
+
+
 @pytest.mark.timeout(900)
 def test_nightly_select_schedule_visible_and_scheduled_run_completes(served, tmp_path, prefect_harness):
     assert served.serve.returncode == 0, served.serve.stdout + served.serve.stderr

@@ -86,3 +86,28 @@ def test_random_policy_is_labelled_and_equal_rewards_select_nothing(prefect_harn
     assert store.manifest("rl_queries").row_count == 0
     kinds = set(store.read("probe_rollouts", columns=["policy_kind"]).column("policy_kind").to_pylist())
     assert kinds == {"tiny-random"}
+
+
+def test_run_stops_after_an_empty_selection_naming_the_cause_and_printing_what_completed(prefect_harness, data_dir):
+    """`rubricrl run` as a user types it: a policy that writes no app (the tiny random model, 8 new tokens) gives
+    equal probe rewards, so the run stops after select-rl-queries with rc 3, the cause and the settings that
+    help, the summary of what ran, and no traceback; train-rl never starts."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from rubricrl.cli import EMPTY_SELECTION_RC
+
+    build_references(data_dir)
+    sets = ["selection.max_candidates=3", "selection.probe_samples=2", "selection.probe_max_new_tokens=8",
+            "env.runtime.enabled=false"]
+    p = subprocess.run([str(Path(sys.executable).parent / "rubricrl"), "run", "--only", "select-rl-queries", "--only",
+                        "train-rl", *[a for s in sets for a in ("--set", s)]], capture_output=True, text=True,
+                       env={**os.environ, "RUBRICRL_DATA_DIR": str(data_dir)}, timeout=400)
+    assert p.returncode == EMPTY_SELECTION_RC, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "found no discriminative query: 3 of 3 candidates have equal probe rewards" in p.stderr
+    assert "train-rl did not run" in p.stderr and "selection.probe_max_new_tokens" in p.stderr
+    assert "== train-rl" not in p.stdout and "Traceback" not in p.stdout + p.stderr
+    assert "select-rl-queries: 0 rl_queries selected" in p.stdout
+    assert "WARNING degenerate output: select-rl-queries: rl_queries is empty" in p.stdout
