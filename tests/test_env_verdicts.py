@@ -61,6 +61,10 @@ APPS = {
                         + LOOP.replace("FACTOR", "1") + "</script>"),
     "main_loop": page("", BUTTONS + "boost.onclick = () => { state = null; };"
                       + LOOP.replace("FACTOR", "state.f0 || 1") + "</script>"),
+    # the handler answers and a helper it schedules throws later, outside the handler: the loop keeps running
+    "deferred_throw": page("", BUTTONS + "boost.onclick = () => { v *= 2; out.textContent = 'speed ' + v; "
+                           "setTimeout(() => { state.helper.track('boost'); }, 0); };"
+                           + LOOP.replace("FACTOR", "1") + "</script>"),
     # hostile pages and their twins
     "reload_loop": page("", "<script>setInterval(() => location.reload(), 10);</script>"),
     "reload_button": page("", "<button id='r'>Reset</button><script>r.onclick = () => location.reload();</script>"),
@@ -154,6 +158,18 @@ def test_an_error_that_stops_the_main_loop_blocks(scored):
     assert dead.runtime_valid is False and dead.reward == cfg.reward.runtime_invalid and tier_cause(dead) == "app_error"
     (major,) = _sim(dead, "major")
     assert "main loop stopped" in major["explanation"]
+
+
+def test_an_error_thrown_after_the_handler_does_not_stop_a_loop_that_keeps_running(scored):
+    """The twin of the main-loop verdict for an error outside the handler (a deferred helper): the motion after the
+    probe is sampled across page time, so the app's frames run and it is not judged stopped."""
+    cfg, by = scored
+    ok = by["deferred_throw"]
+    after = _runtime_evidence(ok).interaction["loop_after"]
+    assert after["rafs"] > 0 and after["gap_s"] == pytest.approx(cfg.runtime.probe.liveness_gap_s), after
+    assert ok.runtime_valid is True and ok.reward is not None and ok.reward >= cfg.reward.rubric_floor
+    (minor,) = _sim(ok, "minor")
+    assert "reading 'track'" in minor["description"] and "confined" in minor["explanation"] and _sim(ok, "major") == []
 
 
 def test_a_page_that_reloads_itself_forever_fails_and_one_reload_on_a_button_does_not(scored):

@@ -266,7 +266,7 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
         ev.dialogs = got["dialogs"]
         _errors(ev, html, got["errors"], n, stack_offset)
         if any(e["caused"] for e in ev.errors) and (ev.liveness.get("rafs") or ev.liveness.get("draws")):
-            ev.loop_after = await _loop_after(page, cfg)  # whether the app's own loop survived what the actions threw
+            ev.loop_after = await _loop_after(page, cfg, clock)  # whether the app's own loop survived what the actions threw
         ev.dead_controls = dead_controls(ev.actions, session.navigations)
     except asyncio.TimeoutError:
         ev.status, ev.error = "hung", "the page stopped answering the probe outside any action"
@@ -281,11 +281,13 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
     return ev
 
 
-async def _loop_after(page: Any, cfg: ProbeConfig) -> dict[str, Any]:
-    """Motion across ``liveness_gap_s`` after the run (two samples, as the idle liveness check takes them)."""
+async def _loop_after(page: Any, cfg: ProbeConfig, clock: ClockConfig) -> dict[str, Any]:
+    """Motion across ``liveness_gap_s`` of page time after the run (two samples, as the idle liveness check takes
+    them). The gap passes on the page's clock: a wall-clock sleep leaves a controlled clock paused, so no frame
+    could run and every animated app whose action threw would look stopped."""
     a = await asyncio.wait_for(page.evaluate("() => window.__rrProbe.snapshot()"), cfg.hang_grace_s)
     t0 = time.perf_counter()
-    await asyncio.sleep(cfg.liveness_gap_s)
+    await asyncio.wait_for(let_pass(page, cfg.liveness_gap_s * 1000, clock), cfg.liveness_gap_s + cfg.hang_grace_s)
     b = await asyncio.wait_for(page.evaluate("() => window.__rrProbe.snapshot()"), cfg.hang_grace_s)
     return liveness(a, b, round(time.perf_counter() - t0, 3))
 
