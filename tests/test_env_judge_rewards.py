@@ -210,3 +210,20 @@ def test_judge_through_the_real_sdk_with_one_corrective_retry(monkeypatch, tmp_p
     prompt = json.dumps(bodies[0]["messages"][0]["content"])
     assert "Increment button" in prompt and "D2" in prompt and "<!DOCTYPE html>" in prompt
     assert "Q7" in json.dumps(bodies[1]["messages"][-1]["content"])
+
+
+def test_two_equal_findings_get_two_keys_in_the_judge_output_and_in_attribution():
+    """One key per finding, shared by the judge's output and attribution's spans: equal findings (the same
+    text twice) are two findings, each with its own spans."""
+    from schemas.llm.diagnosis import Diagnosis, Finding, Layer
+    from tasks.attribution.normalize import normalize
+    from tasks.env.judge import findings_list
+
+    f = Finding(description="score never resets", code_quotes=["score += 1"])
+    d = Diagnosis(static_check=Layer(name="static_check"), code_simulation=Layer(name="code_simulation", major=[f, f]),
+                  rubric_alignment=Layer(name="rubric_alignment", minor=[Finding(item_id="D1", description="x")]))
+    keys = [x["key"] for x in findings_list(d)]
+    assert keys == ["code_simulation.major.0", "code_simulation.major.1", "rubric_alignment.minor.0"]
+    assert [n.key for n in normalize(d)] == keys
+    spans = {"code_simulation.major.1": {"direct_spans": [[3, 9]], "context_spans": []}}
+    assert [x["direct_spans"] for x in findings_list(d, spans)] == [[], [[3, 9]], []]

@@ -99,3 +99,14 @@ class Diagnosis(BaseModel):
 
     def layers(self) -> list[Layer]:
         return [self.static_check, self.code_simulation, self.rubric_alignment]
+
+    def keyed_findings(self) -> list[tuple[str, LayerName, Severity, Finding]]:
+        """Every finding with its key, in the one fixed order (layers, severities, list order): the judge's
+        output and attribution both key findings here, so two equal findings still get two keys."""
+        return [(finding_key(layer.name, sev, i), layer.name, sev, f)
+                for layer in self.layers() for sev in SEVERITIES for i, f in enumerate(getattr(layer, sev))]
+
+
+def finding_key(layer: str, severity: str, index: int) -> str:
+    """A finding's key, ``layer.severity.index`` (its position in that list)."""
+    return f"{layer}.{severity}.{index}"

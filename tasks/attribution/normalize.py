@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from schemas.llm.diagnosis import LAYERS, SEVERITIES, Diagnosis, Finding
+from schemas.llm.diagnosis import Diagnosis, Finding
 
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 # Words of a hint that are English, not code: they never name a symbol.
@@ -25,11 +25,6 @@ _STOP = {
     "it", "its", "only", "when", "not", "from", "function", "handler", "state", "variable", "reads", "writes",
     "calls", "click", "listener", "button", "display", "updates", "update", "render", "score", "event",
 }
-
-
-def finding_key(layer: str, severity: str, index: int) -> str:
-    """How findings are keyed everywhere in attribution output: ``layer.severity.index``."""
-    return f"{layer}.{severity}.{index}"
 
 
 @dataclass(frozen=True)
@@ -83,10 +78,5 @@ def normalize_finding(finding: Finding, key: str, layer: str, severity: str) -> 
 
 
 def normalize(diagnosis: Diagnosis) -> list[NormalizedFinding]:
-    """All findings of a diagnosis in a fixed order: layers, then severities, then list order."""
-    out = []
-    for layer in LAYERS:
-        for severity in SEVERITIES:
-            for i, f in enumerate(getattr(getattr(diagnosis, layer), severity)):
-                out.append(normalize_finding(f, finding_key(layer, severity, i), layer, severity))
-    return out
+    """All findings of a diagnosis, keyed and ordered as ``Diagnosis.keyed_findings`` keys them."""
+    return [normalize_finding(f, key, layer, severity) for key, layer, severity, f in diagnosis.keyed_findings()]

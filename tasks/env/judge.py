@@ -357,17 +357,12 @@ def rubric_severities(diag: Diagnosis) -> dict[str, str]:
 
 def findings_list(diag: Diagnosis | None, spans: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Findings as dicts for the score output and the judgments stage (built here only). ``key`` is
-    ``layer.severity.index``, the key attribution uses; ``spans`` (from attribution) adds each
+    ``Diagnosis.keyed_findings``'s, the key attribution uses; ``spans`` (from attribution) adds each
     finding's ``direct_spans`` / ``context_spans`` in response offsets."""
     if diag is None:
         return []
-    out = []
-    for layer in diag.layers():
-        for sev, f in layer.findings():
-            key = f"{layer.name}.{sev}.{getattr(layer, sev).index(f)}"
-            out.append({"key": key, "layer": layer.name, "severity": sev, "item_id": f.item_id, "scope": f.scope,
-                        "description": f.description, "code_quotes": list(f.code_quotes),
-                        "related_symbols": list(f.related_symbols), "state_variables": list(f.state_variables),
-                        "context_hints": list(f.context_hints), "explanation": f.explanation,
-                        **(spans or {}).get(key, {"direct_spans": [], "context_spans": []})})
-    return out
+    return [{"key": key, "layer": layer, "severity": sev, "item_id": f.item_id, "scope": f.scope,
+             "description": f.description, "code_quotes": list(f.code_quotes), "related_symbols": list(f.related_symbols),
+             "state_variables": list(f.state_variables), "context_hints": list(f.context_hints),
+             "explanation": f.explanation, **(spans or {}).get(key, {"direct_spans": [], "context_spans": []})}
+            for key, layer, sev, f in diag.keyed_findings()]
