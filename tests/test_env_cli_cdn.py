@@ -192,3 +192,17 @@ def test_mirror_serves_the_exact_version_a_url_names_or_nothing():
     assert lacking.outcome == "environment_gap" and lacking.spec == "three@0.158.1"  # not 0.158.0 in its place
     assert m.resolve("https://cdnjs.cloudflare.com/ajax/libs/three.js/r128/examples/js/controls/OrbitControls.js"
                      ).outcome == "not_found"  # cdnjs serves three.js's build folder only
+
+
+@pytest.mark.parametrize("version, spec, expect", [  # npm's reading of a range (node-semver), a table
+    ("3.10.0", "^3.9.1", True), ("4.0.0", "^3.9.1", False), ("0.0.17", "^0.0.16", False), ("0.1.5", "^0.1.0", True),
+    ("1.2.9", "~1.2", True), ("1.3.0", "~1.2", False), ("1.9.0", "~1", True), ("2.5.0", ">=2", True),
+    ("2.5.0", ">=2 <2.5", False), ("0.128.0", "0.128", True), ("0.129.0", "0.128", False), ("4.1.0", "^3 || ^4", True),
+    ("1.4.0", "1.x", True), ("1.4.0", "*", True), ("1.2.3", "v1.2.3", True), ("1.2.3", "1.2.0 - 1.3.0", True),
+    ("3.0.0-beta.1", "^3", False), ("3.0.0-beta.2", "^3.0.0-beta.1", True), ("3.0.0", "latest", True),
+    ("3.0.0-rc.1", "latest", False), ("3.0.0", None, True), ("3.0.0", "next", None), ("3.0.0", "^^3", None),
+])
+def test_a_range_is_read_as_npm_reads_it(version, spec, expect):
+    from tasks.env.cdn_urls import satisfies
+
+    assert satisfies(version, spec) is expect

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import nodesemver
+
 # cdnjs library name -> (npm packages it is built from, the package folder cdnjs serves). The folder comes from
 # cdnjs's own npm auto-update file map (github.com/cdnjs/packages); None where cdnjs's layout is not the
 # package's (a library cdnjs builds from git, or whose layout changed across versions): files are then found
@@ -138,30 +140,15 @@ def exact_version(spec: str | None, package: str = "") -> str | None:
 
 
 def satisfies(version: str, spec: str | None) -> bool | None:
-    """Whether an installed version satisfies a range or tag as npm reads it (``3``, ``0.128``, ``^3.9.1``,
-    ``~1.2``, ``>=2``, ``latest``, none; prereleases only by name); None for a form not understood (pure)."""
-    if "-" in version:
-        return False
-    have = version_key(version) + (0, 0, 0)
+    """Whether an installed version satisfies a range or tag as npm reads it (node-semver's port: ``3``,
+    ``0.128``, ``^3.9.1``, ``~1.2``, ``>=2 <3``, ``1.x || 2.x``; the tag ``latest`` or none: any; prereleases only
+    by a range that names one); None for a spec that is no range (another tag, a typo) (pure)."""
     s = (spec or "").strip().lower()
-    if s in ("", "latest", "*", "x"):
-        return True
-    m = re.fullmatch(r"(\^|~|>=)?v?(\d+)(?:\.(\d+|x))?(?:\.(\d+|x))?", s)
-    if not m:
+    if s in ("", "latest"):
+        return "-" not in version  # a dist-tag's version is a release
+    if nodesemver.valid_range(s, False) is None:
         return None
-    op, parts = m.group(1) or "", [int(p) for p in m.groups()[1:] if p is not None and p != "x"]
-    want = tuple(parts) + (0,) * (3 - len(parts))
-    if have[:3] < want:
-        return False
-    if op == ">=":
-        return True
-    if op == "^":  # the left-most non-zero part stays
-        fixed = min(next((i + 1 for i, p in enumerate(want) if p), 3), len(parts))
-    elif op == "~":  # the minor stays when given, else the major
-        fixed = 2 if len(parts) >= 2 else 1
-    else:  # a partial version: the parts given stay
-        fixed = len(parts)
-    return have[:fixed] == want[:fixed]
+    return bool(nodesemver.satisfies(version, s, False))
 
 
 def choose_version(installed: list[str], spec: str | None, package: str = "") -> str | None:
