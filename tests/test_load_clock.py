@@ -56,3 +56,27 @@ def test_a_light_page_keeps_the_controlled_clock_while_the_scorers_loop_is_busy(
 def test_a_page_whose_frames_cannot_run_in_real_time_leaves_for_its_own_clock():
     clock, why = asyncio.run(_clock_after_settle(HEAVY, busy=False))
     assert clock == "page" and f"took more than {CFG.clock.max_lag:g}x their page time" in why
+
+
+async def _check_hook(hook: str) -> None:
+    from playwright.async_api import async_playwright
+
+    from tasks.env.pagetime import require_clock_hook
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CFG.executable_path)
+        try:
+            await require_clock_hook(browser, CFG.clock, hook)
+        finally:
+            await browser.close()
+
+
+def test_the_clock_hook_page_time_reads_is_checked_at_start_and_its_absence_names_the_playwright():
+    """Page time reads Playwright's private in-page clock; this release has it, and a release without it (here a
+    hook of another name) stops the start with the installed version named, instead of real time in silence."""
+    from importlib.metadata import version
+
+    from tasks.env.pagetime import CLOCK_HOOK
+
+    asyncio.run(_check_hook(CLOCK_HOOK))
+    with pytest.raises(RuntimeError, match=f"Playwright {version('playwright')}'s clock has no globalThis.__pwClock2"):
+        asyncio.run(_check_hook("globalThis.__pwClock2"))

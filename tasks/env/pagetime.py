@@ -40,6 +40,10 @@ TIME_JS = Path(__file__).with_name("pagetime.js").read_text(encoding="utf-8")
 BEAT_MS = 20  # the page clock's beat: a gap longer than two beats counts as two (the renderer was starved)
 CLOCK_READ_S = 2.0  # a page that cannot answer a one-line evaluate in this long is not living either
 LOAD_STEP_MS = 100  # the load page's clock moves this far per step, so a page too heavy to keep up is seen early
+# Playwright's clock exposes no public way to read a page's pending timers or to advance one page alone: page time
+# (pagetime.js, probe.js) reads the library's in-page object. It is private, so every browser start checks it is
+# there (require_clock_hook) instead of letting every page fall back to real time in silence.
+CLOCK_HOOK = "globalThis.__pwClock"
 
 
 class OutOfTime(Exception):
@@ -56,6 +60,28 @@ async def install_controlled_clock(context: Any, clock: ClockConfig) -> None:
     any other init script, so the probe's and the environment's own waits keep the real timers."""
     await context.clock.pause_at(clock.start)
     await context.add_init_script(time_script(clock))
+
+
+async def require_clock_hook(browser: Any, clock: ClockConfig, hook: str = CLOCK_HOOK) -> None:
+    """Raise, naming the installed Playwright, when a page under ``context.clock`` has no ``hook`` (its
+    controller and the saved real timers): page time cannot be kept, and no verdict may silently run on the
+    machine's time instead."""
+    from importlib.metadata import version
+
+    context = await browser.new_context()
+    try:
+        await context.clock.pause_at(clock.start)
+        page = await context.new_page()
+        await page.route("**/*", lambda route: route.fulfill(body="<!DOCTYPE html><p>clock</p>", content_type="text/html"))
+        await page.goto("http://clock-check.rubricrl.test/")
+        found = await page.evaluate(f"() => !!({hook} && {hook}.controller && {hook}.builtins)")
+    finally:
+        await context.close()
+    if not found:
+        raise RuntimeError(f"Playwright {version('playwright')}'s clock has no {hook} (controller, builtins) in its "
+                           "pages: rubricrl's page time (tasks/env/pagetime.js, probe.js) reads it, so no app can be "
+                           "judged on the controlled clock. Install the pinned playwright (pyproject.toml) or port "
+                           "pagetime.js to this release.")
 
 
 async def let_pass(page: Any, ms: float, clock: ClockConfig) -> None:

@@ -62,7 +62,7 @@ from tasks.env.launch import launch_args, sandbox_launch
 from tasks.env.navigation import (POPUP_JS, block_websocket, count_refused_popups, on_popup, route_request,
                                   settle_verdict)
 from tasks.env.page import APP_URL, page_error_record, stack_offset
-from tasks.env.pagetime import install_controlled_clock, let_pass
+from tasks.env.pagetime import install_controlled_clock, let_pass, require_clock_hook
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, idle_sample, run_probe
 from tasks.env.shots import ScreenshotSpec, take_screenshot
 
@@ -104,6 +104,7 @@ class BrowserRuntime:
         self._thread.start()
         self._pw: Any = None
         self._browser: Any = None
+        self._clock_checked = False
         self._launch_lock: asyncio.Lock | None = None
         self._sem: asyncio.Semaphore | None = None
         self._busy = 0  # apps being checked now (at most cfg.concurrency)
@@ -194,6 +195,9 @@ class BrowserRuntime:
                     pass
             self._browser = await self._pw.chromium.launch(
                 headless=True, args=launch_args(self.cfg, self.marker), **self._launch_opts)
+            if not self._clock_checked:  # once per runtime: the same Playwright serves every relaunch
+                await require_clock_hook(self._browser, self.cfg.clock)
+                self._clock_checked = True
             return self._browser
 
     async def _check_all(self, htmls: list[str], extras: list[Any] | None, futures: list[Future]) -> None:
