@@ -105,3 +105,17 @@ def test_judge_prompt_gets_the_observed_facts():
     req = build_judge_request(task, html, key="k", local_evidence=ev)
     _, user = load_prompt(req.prompt).render(req.variables)
     assert facts in user and "Observed in headless Chromium" in user
+
+
+def test_the_change_codes_are_one_table_that_the_page_script_measures():
+    """probe.js compares exactly the codes of tasks/env/probe.py CHANGES (substituted into the script), and its
+    state() measures each; the codes that count as the app answering are the app-only rows."""
+    import re
+
+    from tasks.env.probe import ANSWERS, CHANGES, PROBE_JS
+
+    assert "PROBE_CHANGES" not in PROBE_JS and 'for (const k of ["m", "c", "s", "d", "dl", "v"])' in PROBE_JS
+    state = re.search(r"const state = \(\) => \(\{(.*?)\}\);", PROBE_JS, re.S).group(1)
+    measured = set(re.findall(r"(\w+):", state))
+    assert set(CHANGES) <= measured, set(CHANGES) - measured
+    assert ANSWERS == ("m", "c", "d", "dl")  # scroll and form values move under the probe's own fill and scroll

@@ -298,7 +298,7 @@
       const after = state();
       const sub = R.submits.slice(before.sub).find((s) => !s.event.defaultPrevented);
       const changed = [];
-      for (const k of ['m', 'c', 's', 'd', 'dl', 'v']) if (before[k] !== after[k]) changed.push(k);
+      for (const k of PROBE_CHANGES) if (before[k] !== after[k]) changed.push(k);  // the codes: tasks/env/probe.py CHANGES
       log.push({i, outcome, changed, errors: R.errors.length - nErr,
                 submit: sub ? {form: describe(sub.form), action_attr: sub.form.getAttribute('action')} : null});
     }

@@ -48,7 +48,20 @@ from schemas.config.env import ProbeConfig
 from tasks.env.page import APP_URL, html_offset
 from tasks.env.pagetime import clock_of, let_pass
 
-PROBE_JS = (Path(__file__).with_name("probe.js")).read_text(encoding="utf-8")
+# What the probe compares before and after each action, by the code an action's ``changed`` lists: code -> (what it
+# is, whether only the app changes it). probe.js takes its list of codes from here (PROBE_CHANGES below); its
+# state() measures each. The probe's own fill and scroll move the scroll and the form values, so they are no answer.
+CHANGES: dict[str, tuple[str, bool]] = {
+    "m": ("DOM mutations", True),
+    "c": ("canvas pixels (a 16x16 hash)", True),
+    "s": ("the scroll position", False),
+    "d": ("WebGL and 2D draw calls", True),
+    "dl": ("dialogs opened", True),
+    "v": ("form control values", False),
+}
+ANSWERS = tuple(k for k, (_, app_only) in CHANGES.items() if app_only)  # an action that changed one of these answered
+PROBE_JS = (Path(__file__).with_name("probe.js")).read_text(encoding="utf-8").replace(
+    "PROBE_CHANGES", json.dumps(list(CHANGES)))
 # Dialogs are answered at once (a user would), so the app never blocks on one: an init script of its own, before
 # the probe's, as every page of the app's context answers them (the checks' too, which the probe does not record).
 DIALOGS_JS = """(() => {

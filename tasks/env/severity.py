@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.env.probe import interaction_failures
+from tasks.env.probe import ANSWERS, interaction_failures
 
 RULES = ("gate", "evidence")
 
@@ -84,9 +84,6 @@ def classify_failures(inter: dict[str, Any] | None, rule: str) -> list[dict[str,
             continue
         out.append({**f, "blocking": True, "why": why})
     return out
-
-
-ANSWERS = ("m", "c", "d", "dl")  # what an action changed that only the app changes: DOM, canvas, draws, dialogs
 
 
 def load_errors_verdict(inter: dict[str, Any] | None, rule: str) -> dict[str, Any]:
