@@ -130,3 +130,27 @@ def test_a_drawing_check_sees_any_canvas_or_svg_change_and_fails_the_twin_whose_
     assert [r["status"] for r in got[k:2 * k]] == ["failed"] * k, got[k:2 * k]
     assert all(r["step_kind"] == "canvas_changes" and "some canvas or svg" in r["expected"] for r in got[k:2 * k])
     assert got[-1]["status"] == "inconclusive" and "found nothing" in got[-1]["reason"]
+
+
+def test_checks_that_crash_are_inconclusive_with_their_reason_and_the_app_keeps_its_verdict(runtime, monkeypatch):
+    """A crash of the checks themselves (here the check runner raises) is no verdict on the app: every checked
+    item is inconclusive, saying the checks crashed and why, and the runtime gate stands as the browser saw it."""
+    import tasks.env.checks as checks_mod
+    from schemas.config.env import EnvConfig
+    from schemas.rubric import Task
+    from tasks.env.score import ScoreInput, score_batch
+    from tasks.llm import get_provider
+
+    async def crash(*_a, **_k):
+        raise RuntimeError("the check lane died")
+
+    monkeypatch.setattr(checks_mod, "run_checks", crash)
+    check = {"steps": [{"expect": "text", "target": {"css": "body"}, "matches": "hello"}]}
+    task = Task.model_validate({"query_id": "q", "query": "Say hello.", "rubric": {"initial_state": [
+        {"id": "I1", "requirement": "The page says hello", "level": "core_module", "check": check}], "dynamic": []}})
+    app = "```html\n<!DOCTYPE html><html><body><p>hello</p></body></html>\n```"
+    (res,) = score_batch([ScoreInput("a", task, app)], provider=get_provider("offline"), runtime=runtime,
+                         cfg=EnvConfig(runtime=CFG))
+    assert res.runtime_valid is True
+    (rec,) = res.check_results
+    assert rec["status"] == "inconclusive" and rec["reason"] == "not run: the checks crashed: RuntimeError: the check lane died"

@@ -28,6 +28,7 @@ class RuntimeEvidence:
     duration_s: float = 0.0
     error: str | None = None  # an environment failure (no browser): no verdict, never a made-up one
     check_results: list[dict[str, Any]] = field(default_factory=list)  # filled by an after-load hook (checks)
+    checks_error: str | None = None  # the after-load hook crashed: its checks are inconclusive, saying this
     interaction: dict[str, Any] | None = None  # the probe's evidence (tasks.env.probe.InteractionEvidence)
     rechecked_from: str | None = None  # the status beside other apps, when a re-check alone replaced it
 

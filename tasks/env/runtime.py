@@ -46,6 +46,7 @@ Playwright's async API runs on a private event loop in a background thread, so c
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import threading
 import time
@@ -66,6 +67,7 @@ from tasks.env.pagetime import install_controlled_clock, let_pass, require_clock
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, idle_sample, run_probe
 from tasks.env.shots import ScreenshotSpec, take_screenshot
 
+log = logging.getLogger("rubricrl.env")
 VIEWPORT = {"width": 1280, "height": 800}
 _BLANK_JS = """() => {
   const b = document.body;
@@ -276,8 +278,9 @@ class BrowserRuntime:
                     if probing is not None:  # next ones too) need no probe recording what they do.
                         await probing.close()
                     await extra(context, html, ev, page, self.cfg.concurrency - self._busy)
-                except Exception:  # their results stay empty, which readers report as not run
-                    pass
+                except Exception as e:  # no verdict from them: each check is inconclusive, saying why
+                    ev.checks_error = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+                    log.warning("the checks crashed on an app (%s); its checks are inconclusive", ev.checks_error)
         except asyncio.TimeoutError:
             # after an error at load the probe's use decides whether it blocks: cut short, it showed nothing
             if ev.status in ("ok", "page_error"):

@@ -201,7 +201,8 @@ def item_check_results(inp: ScoreInput, rt: RuntimeEvidence | None, ran: list[di
     if not checks or ran:
         return ran
     why = ("env.checks.enabled is false" if not cfg.checks.enabled else "no browser (runtime skipped)"
-           if rt is None or rt.status == "skipped" else f"the app did not load (runtime status {rt.status})")
+           if rt is None or rt.status == "skipped" else f"the checks crashed: {rt.checks_error}" if rt.checks_error
+           else f"the app did not load (runtime status {rt.status})")
     return not_run(checks, why)
 
 
