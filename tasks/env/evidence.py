@@ -7,7 +7,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.config.env import RuntimeConfig
-from tasks.env.severity import blocking_failures, load_errors_verdict
+from tasks.env.severity import classify_failures, load_errors_verdict
+
+
+@dataclass(frozen=True)
+class RuntimeVerdict:
+    """The runtime gate read from one app's evidence (``RuntimeEvidence.verdict``), once."""
+
+    failure: str | None  # load | interaction | None (no failure, or no verdict)
+    failures: list[dict[str, Any]]  # the probe's failures, each classified (blocking, why); [] when they cannot fail
+    gaps: list[dict[str, Any]]  # library requests the mirror could not serve before the app failed
+    valid: bool | None  # None: no verdict (no browser, or an environment gap)
 
 
 FAILED = ("page_error", "load_timeout", "unresponsive", "crashed", "reload_loop")  # statuses that fail the gate
@@ -32,19 +42,42 @@ class RuntimeEvidence:
     interaction: dict[str, Any] | None = None  # the probe's evidence (tasks.env.probe.InteractionEvidence)
     rechecked_from: str | None = None  # the status beside other apps, when a re-check alone replaced it
 
+    def verdict(self, cfg: RuntimeConfig) -> "RuntimeVerdict":
+        """The runtime gate's verdict, read once from this evidence (the severity of every interaction failure
+        classified once): how the app failed, the environment gaps that void the verdict, and validity."""
+        if self.status in ("skipped", "unavailable"):
+            return RuntimeVerdict(None, [], [], None)
+        classified = classify_failures(self.interaction, cfg.probe.error_rule) if cfg.probe.errors_fail else []
+        confined = self.status == "page_error" and not (self.load_errors(cfg) or {}).get("blocking", True)
+        failure = None
+        if (self.status in FAILED and not confined) or (self.blank_body and cfg.blank_body_fails) or \
+                (self.console_errors and cfg.console_errors_fail):
+            failure = "load"
+        elif any(f["blocking"] for f in classified):
+            failure = "interaction"
+        gaps = self._gaps(failure, classified)
+        return RuntimeVerdict(failure, classified, gaps, None if gaps else failure is None)
+
+    def _gaps(self, failure: str | None, classified: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The library requests the mirror could not serve before the app failed (none when it did not fail):
+        the app may work in a user's browser, so the environment cannot judge it (paper B.4: an evaluator
+        failure is a missing reward). An app that works despite such a request keeps its verdict."""
+        if failure is None:
+            return []
+        last = max((f.get("action") or 0 for f in classified if f["blocking"]), default=0) \
+            if failure == "interaction" else None
+        out: dict[str, dict[str, Any]] = {}  # each URL once
+        for b in self.blocked_requests:
+            before = b.get("phase") == "load" or (last is not None and b.get("action") is not None and b["action"] <= last)
+            if b.get("outcome") == "environment_gap" and before:
+                out.setdefault(b["url"], b)
+        return list(out.values())
+
     def failure(self, cfg: RuntimeConfig) -> str | None:
         """How the app failed our own gate: "load" (load, settle, the page as loaded; an uncaught error at load
         unless ``load_errors`` says the app still answers), "interaction" (a failure the probe caused that blocks,
         ``tasks.env.severity``), or None (no failure, or no verdict)."""
-        if self.status in ("skipped", "unavailable"):
-            return None
-        confined = self.status == "page_error" and not (self.load_errors(cfg) or {}).get("blocking", True)
-        if (self.status in FAILED and not confined) or (self.blank_body and cfg.blank_body_fails) or \
-                (self.console_errors and cfg.console_errors_fail):
-            return "load"
-        if cfg.probe.errors_fail and blocking_failures(self.interaction, cfg.probe.error_rule):
-            return "interaction"
-        return None
+        return self.verdict(cfg).failure
 
     def load_errors(self, cfg: RuntimeConfig) -> dict[str, Any] | None:
         """Whether the uncaught errors at load block the app (``severity.load_errors_verdict``); None without any."""
@@ -53,27 +86,13 @@ class RuntimeEvidence:
         return load_errors_verdict(self.interaction, cfg.probe.load_error_rule if cfg.probe.enabled else "gate")
 
     def environment_gaps(self, cfg: RuntimeConfig) -> list[dict[str, Any]]:
-        """The library requests the mirror could not serve before the app failed (none when it did not fail):
-        the app may work in a user's browser, so the environment cannot judge it (paper B.4: an evaluator
-        failure is a missing reward). An app that works despite such a request keeps its verdict."""
-        failed = self.failure(cfg)
-        if failed is None:
-            return []
-        last = max((f.get("action") or 0 for f in blocking_failures(self.interaction, cfg.probe.error_rule)),
-                   default=0) if failed == "interaction" else None
-        out: dict[str, dict[str, Any]] = {}  # each URL once
-        for b in self.blocked_requests:
-            before = b.get("phase") == "load" or (last is not None and b.get("action") is not None and b["action"] <= last)
-            if b.get("outcome") == "environment_gap" and before:
-                out.setdefault(b["url"], b)
-        return list(out.values())
+        """``verdict(cfg).gaps``."""
+        return self.verdict(cfg).gaps
 
     def runtime_valid(self, cfg: RuntimeConfig) -> bool | None:
         """Our own verdict; None when the browser gave none (skipped, unavailable) or the app failed after a
         library request the mirror could not serve (an environment gap)."""
-        if self.status in ("skipped", "unavailable") or self.environment_gaps(cfg):
-            return None
-        return self.failure(cfg) is None
+        return self.verdict(cfg).valid
 
     @property
     def timed_out(self) -> bool:

@@ -44,7 +44,7 @@ class ScoreInput:
     diagnosis: Diagnosis | dict[str, Any] | None = None  # given: no LLM call
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ScoreResult:
     key: str
     query_id: str
@@ -148,18 +148,19 @@ def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, r
     levels = inp.task.rubric.level_of()
     if ex is None or st is None:
         r = reward(kind, False, None, None, levels, None, cfg.reward)
-        return ScoreResult(inp.key, inp.task.query_id, False, None, None, r, kind, None, [],
-                           evidence_dict(None, None, None, dropped), judge, {}, None, 0,
+        return ScoreResult(key=inp.key, query_id=inp.task.query_id, format_valid=False, source_valid=None,
+                           runtime_valid=None, reward=r, reward_kind=kind, html_offset=None, findings=[],
+                           evidence=evidence_dict(None, None, None, dropped), judge=judge,
                            check_results=not_run(inp.task.rubric.checks(), "no HTML application in the response"))
     gates: dict[str, bool | None] = dict(layer_gates(diag)) if diag else \
         {"static_check": None, "code_simulation": None, "rubric_alignment": None}
-    probe = cfg.runtime.probe
-    if diag is not None and rt is not None and probe.errors_fail:
+    verdict = rt.verdict(cfg.runtime) if rt else None  # the runtime gate, read once
+    if diag is not None and verdict is not None and cfg.runtime.probe.errors_fail:
         # What the browser saw an interaction do is a finding whoever judged (an LLM may not run the code).
         items = [i.model_dump() for i in judge_payload(inp.task.rubric)]
-        diag = with_observed_findings(diag, ex.html, classify_failures(rt.interaction, probe.error_rule), items)
-    gaps = rt.environment_gaps(cfg.runtime) if rt else []
-    rt_valid = rt.runtime_valid(cfg.runtime) if rt else None
+        diag = with_observed_findings(diag, ex.html, verdict.failures, items)
+    gaps = verdict.gaps if verdict else []
+    rt_valid = verdict.valid if verdict else None
     gates["tree_sitter"] = st.source_valid
     gates["browser"] = rt_valid
     source_valid = False if not st.source_valid else gates["static_check"]
@@ -173,8 +174,10 @@ def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, r
     spans = {f.key: {"direct_spans": f.direct_spans_response(), "context_spans": f.context_spans_response()}
              for f in trace.findings} if trace is not None else None
     evidence = evidence_dict(ex, st, rt, dropped, gaps)
-    return ScoreResult(inp.key, inp.task.query_id, True, source_valid, runtime_valid, r, kind, ex.offset,
-                       findings_list(diag, spans), evidence, judge, gates, score, len(ex.html), trace,
+    return ScoreResult(key=inp.key, query_id=inp.task.query_id, format_valid=True, source_valid=source_valid,
+                       runtime_valid=runtime_valid, reward=r, reward_kind=kind, html_offset=ex.offset,
+                       findings=findings_list(diag, spans), evidence=evidence, judge=judge, gates=gates,
+                       rubric_score=score, html_length=len(ex.html), attribution=trace,
                        check_results=item_check_results(inp, rt, evidence["checks"], cfg),
                        missing_reason=missing_reason(r, gaps, rt), undecided=undecided)
 
@@ -236,8 +239,9 @@ def _judge_request(app: _App, provider: Provider | None, cfg: EnvConfig) -> Any:
     if inp.diagnosis is not None:
         app.take(inp.diagnosis, given=True)
         return None
-    gap = st.source_valid and rt is not None and bool(rt.environment_gaps(cfg.runtime))  # no reward to judge for
-    locally_failed = not st.source_valid or (rt is not None and rt.runtime_valid(cfg.runtime) is False)
+    verdict = rt.verdict(cfg.runtime) if rt is not None else None
+    gap = st.source_valid and verdict is not None and bool(verdict.gaps)  # no reward to judge for
+    locally_failed = not st.source_valid or (verdict is not None and verdict.valid is False)
     if gap or (locally_failed and not cfg.judge.judge_invalid_apps):
         app.judge = _judge_record(None, False, gap)
         return None
