@@ -109,7 +109,7 @@ def task_from_data(data: Any, where: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     from schemas.config import load_config
     from schemas.config.train import RULE_OF_MODE
-    from tasks.env.judge import parse_diagnosis
+    from tasks.env.judge_diagnosis import parse_diagnosis
     from tasks.env.score import score_response
 
     if (args.advantage is None) != (args.tokenizer is None):

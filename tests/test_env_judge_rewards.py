@@ -12,7 +12,9 @@ from schemas.config.env import EnvConfig, RewardConfig, RuntimeConfig
 from schemas.llm.diagnosis import Diagnosis
 from schemas.rubric import Task
 from tasks.env import rewards as R
-from tasks.env.judge import build_judge_request, normalize_diagnosis, offline_diagnosis, parse_diagnosis
+from tasks.env.judge import build_judge_request
+from tasks.env.judge_diagnosis import normalize_diagnosis, parse_diagnosis
+from tasks.env.judge_offline import offline_diagnosis
 from tasks.env.score import ScoreInput, score_batch
 from tasks.llm import get_provider
 
@@ -217,7 +219,7 @@ def test_two_equal_findings_get_two_keys_in_the_judge_output_and_in_attribution(
     text twice) are two findings, each with its own spans."""
     from schemas.llm.diagnosis import Diagnosis, Finding, Layer
     from tasks.attribution.normalize import normalize
-    from tasks.env.judge import findings_list
+    from tasks.env.judge_diagnosis import findings_list
 
     f = Finding(description="score never resets", code_quotes=["score += 1"])
     d = Diagnosis(static_check=Layer(name="static_check"), code_simulation=Layer(name="code_simulation", major=[f, f]),

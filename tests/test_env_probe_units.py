@@ -7,7 +7,8 @@ import pytest
 from schemas.config.env import ProbeConfig, RuntimeConfig
 from schemas.llm.diagnosis import Diagnosis
 from schemas.rubric import Task
-from tasks.env.judge import build_judge_request, observed_facts, unique_quote, with_observed_findings
+from tasks.env.judge import build_judge_request, observed_facts
+from tasks.env.judge_diagnosis import unique_quote, with_observed_findings
 from tasks.env.probe import interaction_failures, liveness, shift_offsets
 from tasks.env.rubric_evidence import evidence_decision
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from schemas.llm.diagnosis import Diagnosis
-from tasks.env.judge import item_for_control, with_observed_findings
+from tasks.env.judge_diagnosis import item_for_control, with_observed_findings
 from tasks.env.severity import classify_failures
 
 ACTIONS = [{"i": 0, "kind": "click", "target_desc": "button.go", "target_index": 4, "tag": "button", "label": "Start"},
@@ -151,7 +151,8 @@ def test_an_error_at_load_blocks_only_when_nothing_answers_after_it():
 
 
 def test_an_error_at_load_that_does_not_block_is_a_minor_simulation_finding_and_the_prompt_says_so():
-    from tasks.env.judge import _simulation_layer, observed_facts
+    from tasks.env.judge import observed_facts
+    from tasks.env.judge_offline import _simulation_layer
 
     html = "<html>\n<script>\nconst c = color(1);\n</script></html>"
     rt = {"status": "page_error", "interaction": acted({1: ["m"]}),

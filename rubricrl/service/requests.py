@@ -105,7 +105,7 @@ def check_item(i: int, data: Any, cfg: ServiceConfig) -> ScoreItem:
 
 def resolve_items(items: list[ScoreItem], tasks: TaskLookup, has_tokenizer: bool) -> list[Job]:
     """Tasks (inline or published), diagnoses and advantages checked; a bad one is a 422 naming it."""
-    from tasks.env.judge import parse_diagnosis
+    from tasks.env.judge_diagnosis import parse_diagnosis
 
     wanted = sorted({it.query_id for it in items if it.query_id is not None})
     published = tasks.get_many(wanted) if wanted else {}

@@ -31,7 +31,7 @@ nobody prevented is recorded by the page. Offsets are into the HTML application.
 Decisions live elsewhere: ``interaction_failures`` (pure) lists the failures an action caused (an uncaught
 error, a hang, a submit that reloads the app), ``tasks/env/severity.py`` says which of them block the app
 (``env.runtime.probe.error_rule``; for it, when an action threw, the motion after the run is sampled as
-``loop_after``); dead controls and no motion are rubric evidence only (``tasks/env/judge.py``).
+``loop_after``); dead controls and no motion are rubric evidence only (``tasks/env/judge_offline.py``).
 """
 from __future__ import annotations
 

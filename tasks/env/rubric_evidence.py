@@ -1,7 +1,7 @@
 """How the offline judge decides one rubric item from evidence (pure): met, unmet (with a severity), or undecided.
 
 Evidence, in order; the first that speaks to the item decides it:
-1. the item's executable check: passed -> met; failed -> major (``tasks/env/judge.py`` makes the finding);
+1. the item's executable check: passed -> met; failed -> major (``tasks/env/judge_offline.py`` makes the finding);
 2. an element the item names by ``#id``, or as labelled "X", whose id or label occurs nowhere in the app's
    source -> critical (the feature is missing entirely: no markup declares it and no script creates it);
 3. the interaction probe on a control the item names (by ``#id`` or quoted label): an action on it threw or

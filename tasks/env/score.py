@@ -24,8 +24,9 @@ from schemas.rubric import Task, judge_payload
 from tasks.attribution.api import AttributionTrace, attribute
 from tasks.env.checks import checks_hook, not_run
 from tasks.env.extract import Extraction, extract_html
-from tasks.env.judge import (build_judge_request, findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
-                             rubric_severities, with_observed_findings)
+from tasks.env.judge import build_judge_request
+from tasks.env.judge_diagnosis import (findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
+                                       rubric_severities, with_observed_findings)
 from tasks.env.probe import shift_offsets, summarize
 from tasks.env.rewards import reward, rubric_score
 from tasks.env.runtime import BrowserRuntime, shared_runtime

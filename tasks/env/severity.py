@@ -9,7 +9,7 @@ a probe action raised made the whole app runtime-invalid. ``env.runtime.probe.er
   frames, running before any action) no longer runs; failures on most of the controls the probe used (native
   controls and elements with click or drag listeners; every key is one control, the keyboard). Otherwise the
   error is confined to one control's handler: a minor code_simulation finding plus a major finding on the rubric
-  item that control serves (``judge.py``).
+  item that control serves (``judge_diagnosis.py``).
 
 The default is the rule that agrees better with the benchmark's own functional tests (docs/sandbox.md has the
 figures; ``bench/bench_realapps.py --set env.runtime.probe.error_rule=gate`` measures the other one).

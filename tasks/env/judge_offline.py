@@ -1,0 +1,120 @@
+"""The offline judge rule (the embedded default, no API key): a deterministic diagnosis built from our own
+tree-sitter and browser evidence, answering the request ``judge.py`` renders.
+
+Every description starts with ``[offline]`` and the result row says provider=offline: it is a stand-in so the
+pipeline runs end to end, not a model's judgement. A rubric item is decided by its executable check, else by
+the other evidence that speaks to it (``tasks/env/rubric_evidence.py``: an element it names missing from the
+source, the probe on a control it names, motion, input, a blank page), those findings saying ``heuristic``; an
+item nothing speaks to is listed as ``undecided`` (neither met nor unmet in the reward). The LLM judge keeps the
+paper's rule: an item without a finding is met.
+
+Run: ``offline_diagnosis(request.variables)`` (the offline provider calls it as the request's ``offline_rule``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from schemas.llm.diagnosis import LAYERS, SEVERITIES
+from tasks.env.judge_diagnosis import line_quote
+from tasks.env.rubric_evidence import item_decision
+
+OFFLINE_TAG = "[offline]"
+
+
+def _finding(description: str, quotes: list[str] | None = None, explanation: str = "", **kw: Any) -> dict[str, Any]:
+    return {"item_id": kw.get("item_id"), "scope": kw.get("scope"), "description": f"{OFFLINE_TAG} {description}",
+            "code_quotes": quotes or [], "related_symbols": kw.get("related_symbols", []), "state_variables": [],
+            "context_hints": kw.get("context_hints", []), "explanation": explanation}
+
+
+def _static_layer(html: str, errors: list[dict[str, Any]]) -> dict[str, list]:
+    layer: dict[str, list] = {s: [] for s in SEVERITIES}
+    for e in errors:
+        sev = "critical" if e.get("blocking") else ("minor" if e.get("language") == "html" else "major")
+        quote = html[e["start"] : e["end"]].strip()
+        quotes = [quote[:200]] if quote and quote[:200] in html else line_quote(html, e["start"])
+        layer[sev].append(_finding(e["message"], quotes, f"tree-sitter {e['language']} parse error at line "
+                                   f"{e['line']}, column {e['column']}"))
+    return layer
+
+
+def _simulation_layer(html: str, rt: dict[str, Any] | None, load: dict[str, Any] | None = None) -> dict[str, list]:
+    """``load``: whether the errors at load block (``RuntimeEvidence.load_errors``); unmarked ones do."""
+    layer: dict[str, list] = {s: [] for s in SEVERITIES}
+    if not rt:
+        return layer
+    blocking = (load or {}).get("blocking", True)
+    for pe in rt.get("page_errors", []):
+        layer["critical" if blocking else "minor"].append(_finding(
+            f"uncaught {pe.get('name', 'Error')} during load: {pe.get('message', '')}", line_quote(html, pe.get("offset")),
+            "headless Chromium page error" + ("" if blocking else f"; not blocking: {load['why']}")))
+    status = rt.get("status")
+    if status == "load_timeout":
+        layer["critical"].append(_finding("the page never finished loading (likely an infinite loop at load)", [],
+                                          "headless Chromium load timeout"))
+    elif status in ("unresponsive", "crashed"):
+        layer["critical"].append(_finding(f"the page became {status} after load", [], "headless Chromium"))
+    elif status == "reload_loop":
+        layer["critical"].append(_finding("the page keeps reloading itself with no user action: a user never sees "
+                                          "it settle", [], "headless Chromium: repeated self-navigation after load"))
+    if rt.get("refused_popups"):
+        layer["minor"].append(_finding(f"the page opens {rt['refused_popups']} popup(s) with no user gesture; a "
+                                       "browser refuses them", [], "headless Chromium popup guard"))
+    if rt.get("blank_body"):
+        layer["major"].append(_finding("the page renders nothing visible after load", [], "headless Chromium"))
+    for ce in rt.get("console_errors", [])[:5]:
+        layer["minor"].append(_finding(f"console error during load: {ce.get('text', '')[:200]}",
+                                       line_quote(html, ce.get("offset")), "headless Chromium console"))
+    for br in [b for b in rt.get("blocked_requests", []) if b.get("kind") != "popup"][:5]:
+        layer["minor"].append(_finding(f"the app requests {br.get('url')} ({br.get('resource_type')}), which is not "
+                                       f"served: {br.get('reason') or 'network access is not available to the app'}",
+                                       [], f"sandbox outcome: {br.get('outcome') or 'refused'}"))
+    return layer
+
+
+def check_results_of(local_evidence: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The executable checks' results (HTML offsets) inside our local evidence."""
+    return list(((local_evidence or {}).get("runtime") or {}).get("check_results") or [])
+
+
+def _check_finding(html: str, it: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
+    """A failed executable check as a major rubric finding; a page error's source line is its direct anchor."""
+    quotes = [q for e in r.get("errors", []) for q in line_quote(html, e.get("offset"))][:3]
+    return _finding(f"executable check failed for: {it['requirement']}", list(dict.fromkeys(quotes)),
+                    f"step {r['step']} ({r['step_kind']}) in headless Chromium: {r['reason']}; observed "
+                    f"{r.get('observed')}, expected {r.get('expected')}", item_id=it["id"], scope=it["scope"])
+
+
+def _rubric_layer(html: str, items: list[dict[str, Any]], runtime: dict[str, Any] | None = None,
+                  checks: list[dict[str, Any]] | None = None) -> tuple[dict[str, list], list[str]]:
+    """(layer, undecided item ids): an executable check decides first (failed: a major finding; passed: met),
+    then the other evidence (``tasks/env/rubric_evidence.py``); an item nothing speaks to is undecided."""
+    layer: dict[str, list] = {s: [] for s in SEVERITIES}
+    undecided: list[str] = []
+    verdict = {r["item_id"]: r for r in checks or [] if r["status"] in ("passed", "failed")}
+    for it in items:
+        r = verdict.get(it["id"])
+        if r is not None:
+            if r["status"] == "failed":
+                layer["major"].append(_check_finding(html, it, r))
+            continue
+        decided = item_decision(it, runtime, html)
+        if decided is None:
+            undecided.append(it["id"])
+        elif decided[0] != "met":
+            sev, desc, why, quotes = decided
+            layer[sev].append(_finding(desc, quotes, why, item_id=it["id"], scope=it["scope"]))
+    return layer, undecided
+
+
+def offline_diagnosis(variables: dict[str, Any]) -> dict[str, Any]:
+    """The offline provider's rule: a deterministic Diagnosis from our own evidence (says it is offline)."""
+    html = variables["application"]
+    ev = variables.get("local_evidence") or {}
+    rubric, undecided = _rubric_layer(html, variables.get("rubric_items", []), ev.get("runtime"), check_results_of(ev))
+    layers = {
+        "static_check": _static_layer(html, ev.get("syntax_errors", [])),
+        "code_simulation": _simulation_layer(html, ev.get("runtime"), ev.get("load_errors")),
+        "rubric_alignment": rubric,
+    }
+    return {**{name: {"name": name, **layers[name]} for name in LAYERS}, "undecided": undecided}
