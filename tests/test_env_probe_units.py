@@ -120,3 +120,28 @@ def test_the_change_codes_are_one_table_that_the_page_script_measures():
     measured = set(re.findall(r"(\w+):", state))
     assert set(CHANGES) <= measured, set(CHANGES) - measured
     assert ANSWERS == ("m", "c", "d", "dl")  # scroll and form values move under the probe's own fill and scroll
+
+
+WAITS = {("asyncio", "sleep"), ("time", "sleep")}  # a wait on the machine's clock
+CLOCK_OWNER = "pagetime.py"  # the one module that lets page time pass (and falls back to wall time, saying so)
+
+
+def test_no_wall_clock_wait_in_the_environment_outside_the_clock():
+    """Every wait of the load, the probe and the checks goes through page time (tasks/env/pagetime.py): a sleep
+    or a Playwright wait_for_timeout anywhere else in tasks/env would leave the controlled clock paused while the
+    machine's time passes (the probe's loop_after did, and judged running animations stopped)."""
+    import ast
+    from pathlib import Path
+
+    import tasks.env
+
+    found = []
+    for path in sorted(Path(tasks.env.__file__).parent.glob("*.py")):
+        if path.name == CLOCK_OWNER:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                owner = node.func.value.id if isinstance(node.func.value, ast.Name) else None
+                if (owner, node.func.attr) in WAITS or node.func.attr == "wait_for_timeout":
+                    found.append(f"{path.name}:{node.lineno}")
+    assert found == [], f"waits on the machine's clock outside {CLOCK_OWNER}: {found}"
