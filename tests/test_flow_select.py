@@ -102,9 +102,13 @@ def test_run_stops_after_an_empty_selection_naming_the_cause_and_printing_what_c
     build_references(data_dir)
     sets = ["selection.max_candidates=3", "selection.probe_samples=2", "selection.probe_max_new_tokens=8",
             "env.runtime.enabled=false"]
+    from prefect.settings import PREFECT_API_URL
+
+    api = PREFECT_API_URL.value()  # the harness's server: the run needs no ephemeral one of its own
     p = subprocess.run([str(Path(sys.executable).parent / "rubricrl"), "run", "--only", "select-rl-queries", "--only",
                         "train-rl", *[a for s in sets for a in ("--set", s)]], capture_output=True, text=True,
-                       env={**os.environ, "RUBRICRL_DATA_DIR": str(data_dir)}, timeout=400)
+                       env={**os.environ, "RUBRICRL_DATA_DIR": str(data_dir), **({"PREFECT_API_URL": api} if api else {})},
+                       timeout=400)
     assert p.returncode == EMPTY_SELECTION_RC, p.stdout[-3000:] + p.stderr[-3000:]
     assert "found no discriminative query: 3 of 3 candidates have equal probe rewards" in p.stderr
     assert "train-rl did not run" in p.stderr and "selection.probe_max_new_tokens" in p.stderr
