@@ -96,9 +96,10 @@ def resolve_models(paths: list[str], data_dir: Path, cfg: Any) -> list[dict[str,
                 get_run_logger().warning("generator %s: no such checkpoint in %s yet; left out", raw, data_dir)
                 continue
             raw = str(found)
-        if raw in seen or (not raw.startswith(API_PREFIX) and str(Path(raw).resolve()) in seen):
+        same = raw if raw.startswith(API_PREFIX) else str(Path(raw).resolve())  # one checkpoint, however named
+        if same in seen:
             continue
-        seen |= {raw, raw if raw.startswith(API_PREFIX) else str(Path(raw).resolve())}
+        seen.add(same)
         specs.append(parse_generator(raw, {s["label"] for s in specs}))
     if not specs:
         p = resolve_policy(data_dir, None, cfg.train.model, cfg.train.run.seed)

@@ -27,9 +27,9 @@ from prefect.cache_policies import NO_CACHE
 from flows.common import flow_context, forward_library_logs, publish_artifact, stage_summary
 from schemas.config import Config, write_config
 from schemas.contracts.training import SFT_STEPS_SCHEMA, sft_steps_suites
-from schemas.layout import (CHECKPOINTS, EXPORTS, FINAL_MODEL, REPORTS, RUN_CHECKPOINTS, RUN_CONFIG, RUN_RECORDS,
+from schemas.layout import (EXPORTS, FINAL_MODEL, REPORTS, RUN_CHECKPOINTS, RUN_CONFIG, RUN_RECORDS,
                             SFT_EXPORT, runs_dir)
-from tasks.rl.checkpoints import install_policy
+from tasks.rl.checkpoints import install_policy, sft_policy_dir
 from tasks.stages.stage import StageSpec, run_stage
 from tasks.stages.store import fingerprint
 
@@ -117,7 +117,7 @@ def train_sft(profile: str = "demo", sets: list[str] | None = None, force: bool 
     export_hash = _file_hash(export)
     key = fingerprint(export=export_hash, train_sft=cfg.section_hash("train_sft"))
     out_dir = runs_dir(store.root, "sft") / key
-    dest = store.root / CHECKPOINTS / "sft" / FINAL_MODEL
+    dest = sft_policy_dir(store.root)
     job: dict[str, Any] = {}
 
     def make(_k: str) -> pa.Table:

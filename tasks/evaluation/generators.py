@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from schemas.config.evaluation import BUILTIN_BENCHMARKS, EvalConfig
-from schemas.layout import CHECKPOINTS, FINAL_MODEL
+from schemas.layout import FINAL_MODEL
 from schemas.rubric import Task
-from tasks.rl.checkpoints import is_model_dir, model_identity
+from tasks.rl.checkpoints import is_model_dir, model_identity, newest_policy, sft_policy_dir
 from tasks.llm.base import LLMRequest
 from tasks.llm.replies import TextOutput
 from tasks.sft.teacher import GENERATION_PROMPT, offline_teacher_answer
@@ -38,17 +38,15 @@ _API = re.compile(r"^api:(?P<provider>[a-z]+)/(?P<model>[^@]+?)(?:@(?P<base_url>
 
 
 def resolve_policy_alias(raw: str, data_dir: Path) -> Path | None:
-    """``policy:sft`` / ``policy:newest`` -> that checkpoint in ``data_dir`` (None: not trained yet); any other
-    generator spec is returned as it is."""
-    from tasks.rl.checkpoints import newest_policy
-
+    """``policy:sft`` / ``policy:newest`` -> that checkpoint in ``data_dir`` (None: not trained yet); another
+    name after ``policy:`` is a ValueError naming the aliases."""
     name = raw.removeprefix(POLICY_PREFIX)
     if name not in POLICY_ALIASES:
         raise ValueError(f"generator {raw!r}: the policy aliases are "
                          f"{', '.join(POLICY_PREFIX + a for a in POLICY_ALIASES)}")
     if name == "newest":
         return newest_policy(data_dir)
-    sft = Path(data_dir) / CHECKPOINTS / "sft" / FINAL_MODEL
+    sft = sft_policy_dir(data_dir)
     return sft if is_model_dir(sft) else None
 
 

@@ -36,6 +36,11 @@ def policy_dirs(data_dir: Path | str) -> list[Path]:
     return sorted(found, key=lambda p: ((p / "config.json").stat().st_mtime_ns, str(p)))
 
 
+def sft_policy_dir(data_dir: Path | str) -> Path:
+    """Where train-sft installs its policy: ``<data_dir>/checkpoints/sft/final_model``."""
+    return Path(data_dir) / CHECKPOINTS / "sft" / FINAL_MODEL
+
+
 def newest_policy(data_dir: Path | str) -> Path | None:
     """The newest policy checkpoint under ``<data_dir>/checkpoints``, or ``None`` when there is none."""
     dirs = policy_dirs(data_dir)
