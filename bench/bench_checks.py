@@ -79,11 +79,10 @@ def workload(n: int, per_app: int, apps_of: str = "all") -> list[tuple[str, str,
     return out
 
 
-def hooks(work: list, ck: Any, load_timeout_s: float) -> list:
-    from tasks.env.checks import checks_hook
+def plans(work: list, ck: Any) -> list:
+    from tasks.env.checks import CheckPlan
 
-    return [checks_hook([(f"{iid}.{j}", c) for j, (iid, c, _l) in enumerate(cs)], ck, load_timeout_s)
-            for _n, _h, cs in work]
+    return [CheckPlan([(f"{iid}.{j}", c) for j, (iid, c, _l) in enumerate(cs)], ck) for _n, _h, cs in work]
 
 
 def at_once(ck: Any, n: int | None) -> Any:
@@ -106,7 +105,7 @@ def throughput(work: list, rt_cfg: Any, ck: Any) -> dict[str, Any]:
         rt.check_many(htmls)
         load_s, load_cpu = time.perf_counter() - t0, tree_cpu_s() - cpu0
         cpu0, t0 = tree_cpu_s(), time.perf_counter()
-        evs = rt.check_many(htmls, extras=hooks(work, ck, rt_cfg.load_timeout_s))
+        evs = rt.check_many(htmls, checks=plans(work, ck))
         both_s, both_cpu = time.perf_counter() - t0, tree_cpu_s() - cpu0
     pairs = [(lab, r["status"]) for (_n, _h, cs), ev in zip(work, evs) for (_i, _c, lab), r in zip(cs, ev.check_results)]
     n_checks = sum(len(cs) for _n, _h, cs in work)
@@ -125,7 +124,7 @@ def throughput(work: list, rt_cfg: Any, ck: Any) -> dict[str, Any]:
 def timed_checks(rt_cfg: Any, ck: Any, repeat: int) -> dict[str, Any]:
     """Wall time of single checks that live long in page time, each alone in its app."""
     from schemas.checks import parse_check
-    from tasks.env.checks import checks_hook
+    from tasks.env.checks import CheckPlan
     from tasks.env.runtime import BrowserRuntime
 
     countdown = app_html("checks/time/countdown.html")
@@ -139,13 +138,13 @@ def timed_checks(rt_cfg: Any, ck: Any, repeat: int) -> dict[str, Any]:
     with BrowserRuntime(cfg) as rt:
         rt.check_many([countdown])
         for name, check in (("wait_3000", wait), ("countdown_10s_lost", lost)):
-            rs = [rt.check_many([countdown], extras=[checks_hook([(name, check)], ck)])[0].check_results[0]
+            rs = [rt.check_many([countdown], checks=[CheckPlan([(name, check)], ck)])[0].check_results[0]
                   for _ in range(repeat)]
             walls = [r["duration_s"] for r in rs]
             out[name] = {"wall_s_median": round(statistics.median(walls), 3), "wall_s_max": round(max(walls), 3),
                          "statuses": dict(Counter(r["status"] for r in rs))}
         t0 = time.perf_counter()
-        ev = rt.check_many([countdown], extras=[checks_hook(missing, ck.model_copy(update={"max_checks": 20}))])[0]
+        ev = rt.check_many([countdown], checks=[CheckPlan(missing, ck.model_copy(update={"max_checks": 20}))])[0]
         out["twenty_missing_app_s"] = {"wall_s": round(time.perf_counter() - t0, 2), "load_s": None,
                                        "statuses": dict(Counter(r["status"] for r in ev.check_results))}
         t0 = time.perf_counter()
@@ -162,14 +161,17 @@ def per_document(rt_cfg: Any, ck: Any, repeat: int) -> dict[str, Any]:
     from tasks.env import checks as K
     from tasks.env.lanes import Lane
     from tasks.env.page import APP_URL
+    from tasks.env import runtime as R
+    from tasks.env.checks import CheckPlan
     from tasks.env.pagetime import PageTime
-    from tasks.env.runtime import BrowserRuntime
 
     n, html = repeat * 8, app_html("checks/apps/todo.html")
     count = parse_check({"steps": [{"expect": "count", "target": {"css": "body"}, "at_least": 1}]})
     out: dict[str, Any] = {"bench": "checks_per_document", "app": "checks/apps/todo.html", "n": n}
 
-    async def hook(context: Any, html_: str, ev: Any, page: Any = None, idle: Any = None) -> None:
+    # the parts timed in the app's own context, where the runtime's session runs its checks: in place of them
+    async def parts(context: Any, html_: str, _checks: Any, _cfg: Any, _load_s: float, page: Any = None,
+                    idle: Any = None) -> list:
         lane = Lane(context, html_)
         await lane.adopt(page)
 
@@ -191,9 +193,16 @@ def per_document(rt_cfg: Any, ck: Any, repeat: int) -> dict[str, Any]:
                 await part()
             out[name] = {"cpu_s": round((tree_cpu_s() - cpu0) / n, 4), "wall_s": round((time.perf_counter() - t0) / n, 4)}
         await asyncio.sleep(0)
+        return []
 
-    with BrowserRuntime(rt_cfg.model_copy(update={"concurrency": 1})) as rt:
-        rt.check_many([html], extras=[hook])
+    real, R.run_checks = R.run_checks, parts
+    try:
+        with R.BrowserRuntime(rt_cfg.model_copy(update={"concurrency": 1})) as rt:
+            ev = rt.check_many([html], checks=[CheckPlan([("count", count)], ck)])[0]
+    finally:
+        R.run_checks = real
+    if ev.checks_error:
+        raise RuntimeError(f"the timed parts crashed: {ev.checks_error}")
     return {**out, **machine()}
 
 
@@ -206,7 +215,7 @@ def compare(work: list, rt_cfg: Any, ck: Any, arms: list[tuple[str, float, int, 
         cfg, ck_arm = rt_cfg.model_copy(update={"concurrency": conc}), at_once(ck, par)
         with ThrottledRuntime(cfg, rate=rate) as rt:
             t0 = time.perf_counter()
-            evs = rt.check_many([h for _n, h, _c in work], extras=hooks(work, ck_arm, cfg.load_timeout_s))
+            evs = rt.check_many([h for _n, h, _c in work], checks=plans(work, ck_arm))
             secs[name] = round(time.perf_counter() - t0, 1)
         statuses[name] = [(n, res["item_id"], res["status"], res["reason"])
                           for (n, _h, _c), ev in zip(work, evs) for res in ev.check_results]

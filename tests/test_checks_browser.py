@@ -10,7 +10,7 @@ import pytest
 from schemas.checks import parse_check
 from schemas.config.checks import ChecksConfig
 from schemas.config.env import RuntimeConfig
-from tasks.env.checks import checks_hook, label_agreement, run_item_checks
+from tasks.env.checks import CheckPlan, label_agreement, run_item_checks
 from tasks.env.runtime import BrowserRuntime
 
 FIX = Path(__file__).parent / "fixtures" / "checks"
@@ -32,7 +32,7 @@ def run_apps(runtime, apps: dict[str, list]) -> dict[str, list[dict]]:
     names = sorted(apps)
     evs = runtime.check_many([(FIX / "apps" / n).read_text() if n.endswith(".html") and (FIX / "apps" / n).exists()
                               else (FIX / n).read_text() for n in names],
-                             extras=[checks_hook(apps[n], CHECKS, CFG.load_timeout_s) for n in names])
+                             checks=[CheckPlan(apps[n], CHECKS) for n in names])
     return {n: ev.check_results for n, ev in zip(names, evs)}
 
 
@@ -68,7 +68,7 @@ def test_an_uncaught_error_fails_no_error_with_its_html_offset_and_the_load_verd
     check = parse_check({"steps": [{"do": "click", "target": {"role": "button", "name": "details"}},
                                    {"expect": "no_error"}]})
     html = (FIX / "apps" / "details_broken.html").read_text()
-    ev = runtime.check_many([html], extras=[checks_hook([("D1", check)], CHECKS)])[0]
+    ev = runtime.check_many([html], checks=[CheckPlan([("D1", check)], CHECKS)])[0]
     assert ev.status == "ok" and not ev.page_errors  # a check's error is the check's, not the load's
     r, = ev.check_results
     assert r["status"] == "failed" and r["step"] == 1
@@ -123,7 +123,7 @@ def test_a_drawing_check_sees_any_canvas_or_svg_change_and_fails_the_twin_whose_
     names = sorted(apps)
     htmls = [apps[n].replace("REDRAW", redraw[n]) for n in names] + [apps[n].replace("REDRAW", "") for n in names]
     htmls.append(f"<!DOCTYPE html><html><body>{_SLIDER}</body></html>")  # nothing drawn at all
-    evs = runtime.check_many(htmls, extras=[checks_hook([("D", DRAWING_CHECK)], CHECKS)] * len(htmls))
+    evs = runtime.check_many(htmls, checks=[CheckPlan([("D", DRAWING_CHECK)], CHECKS)] * len(htmls))
     got = [ev.check_results[0] for ev in evs]
     k = len(names)
     assert [r["status"] for r in got[:k]] == ["passed"] * k, got[:k]  # the correct apps stay clean
@@ -135,7 +135,7 @@ def test_a_drawing_check_sees_any_canvas_or_svg_change_and_fails_the_twin_whose_
 def test_checks_that_crash_are_inconclusive_with_their_reason_and_the_app_keeps_its_verdict(runtime, monkeypatch):
     """A crash of the checks themselves (here the check runner raises) is no verdict on the app: every checked
     item is inconclusive, saying the checks crashed and why, and the runtime gate stands as the browser saw it."""
-    import tasks.env.checks as checks_mod
+    import tasks.env.runtime as runtime_mod
     from schemas.config.env import EnvConfig
     from schemas.rubric import Task
     from tasks.env.score import ScoreInput, score_batch
@@ -144,7 +144,7 @@ def test_checks_that_crash_are_inconclusive_with_their_reason_and_the_app_keeps_
     async def crash(*_a, **_k):
         raise RuntimeError("the check lane died")
 
-    monkeypatch.setattr(checks_mod, "run_checks", crash)
+    monkeypatch.setattr(runtime_mod, "run_checks", crash)  # the session's checks step calls it
     check = {"steps": [{"expect": "text", "target": {"css": "body"}, "matches": "hello"}]}
     task = Task.model_validate({"query_id": "q", "query": "Say hello.", "rubric": {"initial_state": [
         {"id": "I1", "requirement": "The page says hello", "level": "core_module", "check": check}], "dynamic": []}})

@@ -12,7 +12,7 @@ import pytest
 from schemas.checks import parse_check
 from schemas.config.checks import ChecksConfig
 from schemas.config.env import RuntimeConfig
-from tasks.env.checks import checks_hook, result_record, within_app_limit
+from tasks.env.checks import CheckPlan, result_record, within_app_limit
 from tasks.env.throttle import ThrottledRuntime
 
 FIX = Path(__file__).parent / "fixtures" / "checks" / "time"
@@ -60,7 +60,7 @@ APPS = {  # app -> (its checks, the verdicts they must give)
 
 def run(rt: ThrottledRuntime, apps: dict[Path, tuple[list, list]], cfg: ChecksConfig = CHECKS) -> dict[str, list]:
     names = list(apps)
-    evs = rt.check_many([p.read_text() for p in names], extras=[checks_hook(apps[p][0], cfg) for p in names])
+    evs = rt.check_many([p.read_text() for p in names], checks=[CheckPlan(apps[p][0], cfg) for p in names])
     return {p.name: ev.check_results for p, ev in zip(names, evs)}
 
 

@@ -145,3 +145,40 @@ def test_no_wall_clock_wait_in_the_environment_outside_the_clock():
                 if (owner, node.func.attr) in WAITS or node.func.attr == "wait_for_timeout":
                     found.append(f"{path.name}:{node.lineno}")
     assert found == [], f"waits on the machine's clock outside {CLOCK_OWNER}: {found}"
+
+
+LIBRARY_OBJECTS = {"context", "page", "browser", "frame", "route", "request", "req"}  # Playwright's, by our names
+
+
+def test_the_environment_keeps_its_state_off_playwrights_objects():
+    """What one app's session knows (the probe has started, the checks run) lives on the session, never as an
+    attribute set on Playwright's context or page (the checks' flag once did: a library release that uses the name,
+    or a context reused elsewhere, would silently change what is recorded as the app leaving its page)."""
+    import ast
+    from pathlib import Path
+
+    import tasks.env
+
+    found = []
+    for path in sorted(Path(tasks.env.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            hit = any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in LIBRARY_OBJECTS
+                      for t in targets)
+            hit = hit or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+                          and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in LIBRARY_OBJECTS)
+            if hit:
+                found.append(f"{path.name}:{node.lineno}")
+    assert found == [], f"attributes set on Playwright's objects: {found}"
+
+
+def test_the_throttled_runtime_overrides_what_the_runtime_calls():
+    """``ThrottledRuntime`` (the load-proof tests and ``bench_checks --load-noise``) starves pages by wrapping the
+    browser the session gets: were the method it overrides renamed in ``BrowserRuntime``, every throttled run would
+    silently run at full speed and the load tests would prove nothing."""
+    from tasks.env.runtime import BrowserRuntime
+    from tasks.env.throttle import ThrottledRuntime
+
+    overridden = [n for n, v in vars(ThrottledRuntime).items() if callable(v) and not n.startswith("__")]
+    assert overridden and all(n in vars(BrowserRuntime) for n in overridden), overridden

@@ -10,7 +10,7 @@ import pytest
 from schemas.checks import parse_check
 from schemas.config.checks import ChecksConfig
 from schemas.config.env import ProbeConfig, RuntimeConfig
-from tasks.env.checks import checks_hook
+from tasks.env.checks import CheckPlan
 from tasks.env.throttle import ThrottledRuntime
 
 FIX = Path(__file__).parent / "fixtures" / "checks"
@@ -26,7 +26,7 @@ APPS = {"quiz_fixed.html": "passed", "quiz_buggy.html": "failed"}
 def verdicts(rt: ThrottledRuntime) -> dict[str, list[tuple[str, str]]]:
     names = sorted(APPS)
     evs = rt.check_many([(FIX / n).read_text() for n in names],
-                        extras=[checks_hook([("D12", QUIZ)], CHECKS, CFG.load_timeout_s) for _ in names])
+                        checks=[CheckPlan([("D12", QUIZ)], CHECKS) for _ in names])
     return {n: [(r["status"], r["reason"]) for r in ev.check_results] for n, ev in zip(names, evs)}
 
 

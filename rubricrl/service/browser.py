@@ -30,24 +30,24 @@ class ServiceBrowser:
         """Apps waiting for one of ``env.runtime.concurrency`` slots."""
         return max(0, self.pending - self.inner.cfg.concurrency)
 
-    def check_each(self, htmls: list[str], extras: list[Any] | None = None) -> list[Future]:
+    def check_each(self, htmls: list[str], checks: list[Any] | None = None) -> list[Future]:
         """``BrowserRuntime.check_each``: one future per app, resolved with the verdict that stands."""
         with self._lock:
             alone_at_start = self.pending == 0 and len(htmls) == 1
             self.pending += len(htmls)
             self._started += len(htmls)
             mark = self._started
-        firsts = self.inner.check_each(htmls, extras)
+        firsts = self.inner.check_each(htmls, checks)
         outs: list[Future] = []
         for i, first in enumerate(firsts):
             out: Future = Future()
-            extra = extras[i] if extras is not None else None
-            first.add_done_callback(lambda f, out=out, h=htmls[i], x=extra: self._first_done(
+            plan = checks[i] if checks is not None else None
+            first.add_done_callback(lambda f, out=out, h=htmls[i], x=plan: self._first_done(
                 f, out, h, x, alone_at_start, mark))
             outs.append(out)
         return outs
 
-    def _first_done(self, first: Future, out: Future, html: str, extra: Any, alone_at_start: bool, mark: int) -> None:
+    def _first_done(self, first: Future, out: Future, html: str, plan: Any, alone_at_start: bool, mark: int) -> None:
         with self._lock:
             self.pending -= 1
             company = not alone_at_start or self._started != mark
@@ -58,14 +58,14 @@ class ServiceBrowser:
         if not (company and ev.timed_out and self.inner.cfg.recheck_timeouts):
             out.set_result(ev)
             return
-        self._rechecks.submit(self._recheck, ev, out, html, extra)  # off the browser's event loop
+        self._rechecks.submit(self._recheck, ev, out, html, plan)  # off the browser's event loop
 
-    def _recheck(self, ev: Any, out: Future, html: str, extra: Any) -> None:
+    def _recheck(self, ev: Any, out: Future, html: str, plan: Any) -> None:
         with self._lock:
             self.pending += 1
             self._started += 1
         try:
-            again = self.inner.check_each([html], None if extra is None else [extra])[0].result()
+            again = self.inner.check_each([html], None if plan is None else [plan])[0].result()
             again.rechecked_from = ev.status if ev.status != "ok" else "probe_hung"  # as the runtime marks it
             out.set_result(again)
         except BaseException as e:  # the caller sees the browser's failure, as for a first check

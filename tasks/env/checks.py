@@ -26,14 +26,15 @@ The checks of one app run side by side (``ChecksConfig.parallel``), each page wi
 (``localStorage`` is the page's ``sessionStorage``), and the app's limit is applied in rubric order, so the
 verdicts are the same one at a time or all at once.
 
-Run: ``BrowserRuntime(cfg).check_many(htmls, extras=[checks_hook(item_checks, checks_cfg)])``, or
-``run_item_checks(runtime, html, item_checks)`` for one app; results land in
-``RuntimeEvidence.check_results``.
+Run: ``BrowserRuntime(cfg).check_many(htmls, checks=[CheckPlan(item_checks, checks_cfg)])`` (the runtime runs
+them as the last step of each app's session), or ``run_item_checks(runtime, html, item_checks)`` for one app;
+results land in ``RuntimeEvidence.check_results``.
 """
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from schemas.checks import Check, step_kind
@@ -44,7 +45,6 @@ from tasks.env.page import APP_URL
 from tasks.env.pagetime import CLOCK_READ_S, OutOfTime, PageTime, limit_passed, page_clock_ms
 
 ItemChecks = list[tuple[str, Check]]
-Hook = Callable[[Any, str, Any, Any, Any], Awaitable[None]]
 Reading = Callable[[Any, PageTime, list[dict[str, Any]]], Awaitable[None]]  # reads a fresh document, no time passing
 # mulberry32: a seeded Math.random, so random quizzes, shuffles and games deal the same way every run
 _SEED_JS = """(() => { let a = %d >>> 0; Math.random = function () {
@@ -54,6 +54,14 @@ _SEED_JS = """(() => { let a = %d >>> 0; Math.random = function () {
 # which starts empty in every new page), so no check sees what another (or the probe) stored.
 _ISOLATE_JS = """(() => { try { Object.defineProperty(window, 'localStorage',
   {configurable: true, get: () => window.sessionStorage}); } catch (e) {} })();"""
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """One app's executable rubric checks and how to run them: what the runtime's session runs after the probe."""
+
+    checks: ItemChecks
+    cfg: ChecksConfig
 
 
 def result_record(item_id: str, status: str, *, step: int | None = None, kind: str | None = None, reason: str = "",
@@ -269,15 +277,6 @@ async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksCon
     return within_app_limit(ran, cfg.app_limit_s) + skipped
 
 
-def checks_hook(checks: ItemChecks, cfg: ChecksConfig, load_timeout_s: float = 5.0) -> Hook:
-    """The runtime's after-load hook that runs ``checks`` and keeps their results on the evidence."""
-
-    async def hook(context: Any, html: str, ev: Any, page: Any = None, idle: int | None = None) -> None:
-        ev.check_results = await run_checks(context, html, checks, cfg, load_timeout_s, page, idle)
-
-    return hook
-
-
 def not_run(checks: ItemChecks, reason: str) -> list[dict[str, Any]]:
     """Results for checks that could not run (no app, app did not load, no browser): all inconclusive."""
     return [result_record(i, "inconclusive", reason=f"not run: {reason}") for i, _c in checks]
@@ -285,8 +284,7 @@ def not_run(checks: ItemChecks, reason: str) -> list[dict[str, Any]]:
 
 def run_item_checks(runtime: Any, html: str, checks: ItemChecks, cfg: ChecksConfig | None = None) -> list[dict]:
     """One app's check results through ``runtime`` (a ``BrowserRuntime``): blocking, for tests and tools."""
-    cfg = cfg or ChecksConfig()
-    ev = runtime.check_many([html], extras=[checks_hook(checks, cfg, runtime.cfg.load_timeout_s)])[0]
+    ev = runtime.check_many([html], checks=[CheckPlan(checks, cfg or ChecksConfig())])[0]
     return ev.check_results if ev.check_results else not_run(checks, f"app status {ev.status}")
 
 

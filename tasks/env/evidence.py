@@ -21,6 +21,7 @@ class RuntimeVerdict:
 
 
 FAILED = ("page_error", "load_timeout", "unresponsive", "crashed", "reload_loop")  # statuses that fail the gate
+CHECKED = ("ok", "page_error", "blank")  # statuses after which an app's executable checks run (its page is there)
 
 
 @dataclass
@@ -37,8 +38,8 @@ class RuntimeEvidence:
     blank_body: bool | None = None
     duration_s: float = 0.0
     error: str | None = None  # an environment failure (no browser): no verdict, never a made-up one
-    check_results: list[dict[str, Any]] = field(default_factory=list)  # filled by an after-load hook (checks)
-    checks_error: str | None = None  # the after-load hook crashed: its checks are inconclusive, saying this
+    check_results: list[dict[str, Any]] = field(default_factory=list)  # the session's last step (tasks.env.checks)
+    checks_error: str | None = None  # the checks crashed: each is inconclusive, saying this
     interaction: dict[str, Any] | None = None  # the probe's evidence (tasks.env.probe.InteractionEvidence)
     rechecked_from: str | None = None  # the status beside other apps, when a re-check alone replaced it
 

@@ -78,23 +78,22 @@ def _frame(req: Any) -> Any:
         return None
 
 
-def _checking(req: Any) -> bool:
+def _checking(req: Any, session: Any) -> bool:
     """A request made once the executable checks run (their pages share the app's context)."""
-    frame = _frame(req)
-    return frame is not None and bool(getattr(frame.page.context, "rubricrl_checking", False))
+    return session.checking and _frame(req) is not None
 
 
-def _leaves_page(req: Any) -> bool:
+def _leaves_page(req: Any, session: Any) -> bool:
     """A top-level navigation of the app's page or of a popup it opened (not of a frame, nor a check's own page)."""
     frame = _frame(req)
-    return frame is None or (frame.parent_frame is None and not _checking(req))
+    return frame is None or (frame.parent_frame is None and not _checking(req, session))
 
 
 async def route_request(route: Any, html: str, ev: Any, session: Any, mirror: CdnMirror | None) -> None:
     """Answer one request of the app's context (the page, its frames and workers) and record what was not served."""
     req = route.request
     url, rtype = req.url, req.resource_type
-    if session.loaded and req.is_navigation_request() and _leaves_page(req):
+    if session.loaded and req.is_navigation_request() and _leaves_page(req, session):
         # Navigation away (a link, location.href, a reload, a form submit) after load: "204 No Content" keeps the
         # page. It is an attempt to leave the sandbox too, so it is listed with the other blocked requests.
         session.navigation(url)
@@ -104,7 +103,7 @@ async def route_request(route: Any, html: str, ev: Any, session: Any, mirror: Cd
     if url == APP_URL:
         await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=html)
         return
-    checking = _checking(req)
+    checking = _checking(req, session)
     if url.startswith(APP_ORIGIN):
         record(ev, session, url, rtype, "request", "not_found", APP_FILE, checking=checking)
         await route.fulfill(status=404, body="")

@@ -114,6 +114,8 @@ class ProbeSession:
     def __init__(self) -> None:
         self.loaded = False  # after this, navigation away is stopped
         self.started = False  # after this, page errors belong to the probe, not the load
+        self.idle: tuple[dict[str, Any], float] | None = None  # the liveness sample taken while the app settled
+        self.checking = False  # after this, the executable checks open pages and navigate: not the app's doing
         self.current_action: int | None = None
         self.navigations: list[dict[str, Any]] = []
         self.evidence = InteractionEvidence()

@@ -26,8 +26,8 @@ context: its evidence lands in ``RuntimeEvidence.interaction``; navigation away 
 route (the page stays) and recorded; a popup no gesture opened is refused as a browser refuses it, and a
 page that keeps reloading itself is ``reload_loop`` (``tasks.env.navigation``). An app that fails after a
 library request the mirror could not serve gets no verdict (``RuntimeEvidence.environment_gaps``).
-``BrowserRuntime.after_probe`` is the step where later checks run (per-rubric-item checks in a fresh page
-of the same context); ``check_many(htmls, extras)`` passes each app's extra argument to it.
+Last, an app given a ``CheckPlan`` (``check_many(htmls, checks=[...])``) has its executable rubric checks run in
+fresh pages of the same context (``tasks.env.checks``). ``BrowserRuntime._session`` is that sequence, in order.
 
 Screenshots (evaluation only, ``tasks.env.shots``; ``BrowserRuntime(cfg, screenshots=ScreenshotSpec(...))``):
 one PNG of the viewport after load and settle, before the probe acts (``<app key>-load.png``), and one
@@ -58,7 +58,8 @@ from typing import Any
 from schemas.config.env import RuntimeConfig
 from tasks.env.capture import answer_dialog, record_console
 from tasks.env.cdn import CdnMirror
-from tasks.env.evidence import RuntimeEvidence
+from tasks.env.checks import CheckPlan, run_checks
+from tasks.env.evidence import CHECKED, RuntimeEvidence
 from tasks.env.launch import launch_args, sandbox_launch
 from tasks.env.navigation import (POPUP_JS, block_websocket, count_refused_popups, on_popup, route_request,
                                   settle_verdict)
@@ -116,28 +117,22 @@ class BrowserRuntime:
     def check(self, html: str) -> RuntimeEvidence:
         return self.check_many([html])[0]
 
-    def check_many(self, htmls: list[str], extras: list[Any] | None = None) -> list[RuntimeEvidence]:
+    def check_many(self, htmls: list[str], checks: list[CheckPlan | None] | None = None) -> list[RuntimeEvidence]:
         """Load (and probe) each app; results in input order. Never raises for an app's behaviour.
-        ``extras[i]`` (optional) reaches ``after_probe`` for app i."""
-        return [f.result() for f in self.check_each(htmls, extras)]
+        ``checks[i]`` (optional): app i's executable rubric checks, run last in its session."""
+        return [f.result() for f in self.check_each(htmls, checks)]
 
-    def check_each(self, htmls: list[str], extras: list[Any] | None = None) -> list[Future]:
+    def check_each(self, htmls: list[str], checks: list[CheckPlan | None] | None = None) -> list[Future]:
         """``check_many`` without waiting: one future per app, resolved as soon as that app's verdict stands, so
         a caller can judge an app while the others still load (the same verdicts, in any order of completion)."""
         if self._closed:
             raise RuntimeError("BrowserRuntime is closed; create a new one")
-        if extras is not None and len(extras) != len(htmls):
-            raise ValueError(f"check_many got {len(extras)} extras for {len(htmls)} apps; pass one per app or none")
+        if checks is not None and len(checks) != len(htmls):
+            raise ValueError(f"check_many got {len(checks)} check plans for {len(htmls)} apps; pass one per app "
+                             "(None for an app without checks) or none")
         futures: list[Future] = [Future() for _ in htmls]
-        asyncio.run_coroutine_threadsafe(self._check_all(htmls, extras, futures), self._loop)
+        asyncio.run_coroutine_threadsafe(self._check_all(htmls, checks, futures), self._loop)
         return futures
-
-    async def after_probe(self, context: Any, html: str, ev: RuntimeEvidence, extra: Any = None) -> None:
-        """The step after load, settle and probe, in the app's own sandboxed context (a fresh page may be
-        opened there). Nothing by default; subclasses may extend it and record into ``ev``. It runs inside the
-        app's hard limit. An ``extra`` that is an async callable ``(context, html, ev)`` (the executable rubric
-        checks, ``tasks.env.checks.checks_hook``) is awaited after that limit, under its own limits, as ``(context,
-        html, ev, page, idle)``: the app's load page, handed over, and the runtime's app slots no app uses now."""
 
     def browser_pids(self) -> list[int]:
         """PIDs of this runtime's browser process (not its renderers), found by the launch marker."""
@@ -202,20 +197,20 @@ class BrowserRuntime:
                 self._clock_checked = True
             return self._browser
 
-    async def _check_all(self, htmls: list[str], extras: list[Any] | None, futures: list[Future]) -> None:
+    async def _check_all(self, htmls: list[str], checks: list[CheckPlan | None] | None, futures: list[Future]) -> None:
         try:
             await self._ensure_browser()
         except BaseException as e:  # the caller sees the launch failure, as before
             for f in futures:
                 f.set_exception(e)
             return
-        xs = extras if extras is not None else [None] * len(htmls)
+        plans = checks if checks is not None else [None] * len(htmls)
         first_pass = asyncio.Event()
         pending = [len(htmls)]
         alone = asyncio.Lock()
 
         async def one(i: int) -> RuntimeEvidence:
-            ev = await self._check_guarded(htmls[i], xs[i])
+            ev = await self._check_guarded(htmls[i], plans[i])
             pending[0] -= 1
             if not pending[0]:
                 first_pass.set()
@@ -225,7 +220,7 @@ class BrowserRuntime:
                 # stands (the same app, the same verdict, at any concurrency).
                 await first_pass.wait()
                 async with alone:
-                    again = await self._check_guarded(htmls[i], xs[i])
+                    again = await self._check_guarded(htmls[i], plans[i])
                 again.rechecked_from = ev.status if ev.status != "ok" else "probe_hung"
                 return again
             return ev
@@ -243,7 +238,7 @@ class BrowserRuntime:
             t.add_done_callback(lambda t, f=f: resolve(t, f))
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _check_guarded(self, html: str, extra: Any = None) -> RuntimeEvidence:
+    async def _check_guarded(self, html: str, plan: CheckPlan | None = None) -> RuntimeEvidence:
         assert self._sem is not None
         async with self._sem:
             self._busy += 1
@@ -253,7 +248,7 @@ class BrowserRuntime:
                         browser = await self._ensure_browser()
                     except Exception as e:  # the browser cannot start: no verdict for this app
                         return RuntimeEvidence(status="unavailable", error=f"browser launch failed: {e}")
-                    ev = await self._check_one(browser, html, extra)
+                    ev = await self._session(browser, html, plan)
                     if ev.status != "unavailable" or browser.is_connected():
                         return ev
                     # The browser died under this app (a crash, or killed): relaunch and load the app again.
@@ -261,26 +256,31 @@ class BrowserRuntime:
             finally:
                 self._busy -= 1
 
-    async def _check_one(self, browser: Any, html: str, extra: Any = None) -> RuntimeEvidence:
-        ev, started = RuntimeEvidence(), time.perf_counter()
-        session = ProbeSession()
+    async def _session(self, browser: Any, html: str, plan: CheckPlan | None) -> RuntimeEvidence:
+        """One app's session, in order: its sandbox (a fresh context), load, settle, probe, then its executable
+        checks. Load, settle and probe run within the hard limit, the checks after it under their own limits
+        (nothing they do changes the load's verdict). Each step records into the app's evidence; the gate's verdict
+        is read from it once, later (``RuntimeEvidence.verdict``)."""
+        ev, session, started = RuntimeEvidence(), ProbeSession(), time.perf_counter()
         try:
             context = await browser.new_context(service_workers="block", accept_downloads=False, viewport=VIEWPORT)
         except Exception as e:
             return RuntimeEvidence(status="unavailable", error=f"new context failed: {e}")
         try:
             async with asyncio.timeout(self.cfg.hard_limit_s) as limit:
-                page, probing = await self._load(context, html, ev, session, extra, limit)
-            if callable(extra) and ev.status in ("ok", "page_error", "blank"):
-                context.rubricrl_checking = True  # the checks open their own pages: not popups to close
-                try:  # executable rubric checks (tasks.env.checks.checks_hook): their own time limits, after the
-                    # hard limit of the load; nothing they do changes its verdict. Their documents (the load page's
-                    if probing is not None:  # next ones too) need no probe recording what they do.
-                        await probing.close()
-                    await extra(context, html, ev, page, self.cfg.concurrency - self._busy)
-                except Exception as e:  # no verdict from them: each check is inconclusive, saying why
-                    ev.checks_error = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
-                    log.warning("the checks crashed on an app (%s); its checks are inconclusive", ev.checks_error)
+                opened = time.perf_counter()
+                page, release, probing = await self._open(context, html, ev, session)
+                try:
+                    if await self._load(page, ev, session, opened) and await self._settle(page, ev, session):
+                        await self._screenshot(page, html, "load", limit)  # what the user sees before anyone acts
+                        if self._probes(ev):
+                            await run_probe(page, html, self.cfg.probe, session, lambda st: stack_offset(html, st),
+                                            VIEWPORT, session.idle, self.cfg.clock)
+                            await self._screenshot(page, html, "probe", limit)
+                finally:
+                    release()  # what the checks do in the load page is not the load's evidence
+            if plan is not None and ev.status in CHECKED:
+                ev.check_results, ev.checks_error = await self._checks(context, page, html, session, plan, probing)
         except asyncio.TimeoutError:
             # after an error at load the probe's use decides whether it blocks: cut short, it showed nothing
             if ev.status in ("ok", "page_error"):
@@ -308,18 +308,6 @@ class BrowserRuntime:
         ev.duration_s = round(time.perf_counter() - started, 3)
         return ev
 
-    async def _load(self, context: Any, html: str, ev: RuntimeEvidence, session: ProbeSession, extra: Any,
-                    limit: Any = None) -> Any:
-        """Load, settle and probe the app; returns its page with this step's listeners removed (the checks reuse
-        it: what they do there is not the load's evidence) and the probe's init script (None: no probe)."""
-        started = time.perf_counter()
-        page, release, probing = await self._open(context, html, ev, session)
-        try:
-            await self._use(context, page, html, ev, session, extra, limit, started)
-        finally:
-            release()
-        return page, probing
-
     async def _open(self, context: Any, html: str, ev: RuntimeEvidence, session: ProbeSession) -> Any:
         """The app's context set up (clock, init scripts, routes) and its load page with the listeners that
         record the load's evidence; returns the page, what removes those listeners and the probe's script."""
@@ -334,7 +322,7 @@ class BrowserRuntime:
         await context.route_web_socket(re.compile(".*"), lambda ws: block_websocket(ws, ev, session))
         page = await context.new_page()
         context.on("page", lambda p: on_popup(p, session)  # popups a gesture opened: closed (not the checks' pages)
-                   if p is not page and not getattr(context, "rubricrl_checking", False) else None)
+                   if p is not page and not session.checking else None)
 
         def on_error(exc: Any) -> None:
             if not session.started:  # during the probe the page records errors with the action that caused them
@@ -347,9 +335,8 @@ class BrowserRuntime:
             page.on(name, fn)
         return page, lambda: [page.remove_listener(name, fn) for name, fn in listeners.items()], probing
 
-    async def _use(self, context: Any, page: Any, html: str, ev: RuntimeEvidence, session: ProbeSession, extra: Any,
-                   limit: Any, started: float) -> None:
-        probe = self.cfg.probe
+    async def _load(self, page: Any, ev: RuntimeEvidence, session: ProbeSession, started: float) -> bool:
+        """Load the app (``started``: when its page began to be set up); False when it did not load."""
         try:
             await page.goto(APP_URL, wait_until="load", timeout=self.cfg.load_timeout_s * 1000)
         except Exception as e:
@@ -357,36 +344,56 @@ class BrowserRuntime:
                 raise
             if not await self._still_loading(page, started):
                 ev.status = "load_timeout"
-                return
+                return False
         session.loaded = True
-        idle, sampled_s = None, 0.0
-        if probe.enabled:  # liveness is sampled across the settle time (page time)
+        return True
+
+    async def _settle(self, page: Any, ev: RuntimeEvidence, session: ProbeSession) -> bool:
+        """Let the settle time pass (page time; the probe's idle liveness sampled across it) and read the page as
+        loaded: a reload loop, a blank body, errors at load. False when that ends the session (no probe)."""
+        probe = self.cfg.probe
+        sampled_s = 0.0
+        if probe.enabled:
             await let_pass(page, probe.liveness_start_s * 1000, self.cfg.clock)
-            idle, sampled_s = await idle_sample(page, probe), probe.liveness_start_s
+            session.idle, sampled_s = await idle_sample(page, probe), probe.liveness_start_s
         await let_pass(page, (self.cfg.settle_time_s() - sampled_s) * 1000, self.cfg.clock)
         settle_verdict(ev, self.cfg.reload_loop_after)
         await count_refused_popups(page, ev)
         if ev.status != "ok":
-            return
+            return False
         try:
             budget = max(self.cfg.hard_limit_s - self.cfg.load_timeout_s - self.cfg.settle_time_s(), 1.0)
             ev.blank_body = bool(await asyncio.wait_for(page.evaluate(_BLANK_JS), budget))
         except asyncio.TimeoutError:
             ev.status = "unresponsive"  # e.g. an infinite loop started by a timer after load
-            return
+            return False
         if ev.page_errors:
             ev.status = "page_error"
         elif ev.blank_body:
             ev.status = "blank"
-        await self._screenshot(page, html, "load", limit)  # what the user sees before anyone acts
-        # after an uncaught error at load the probe still uses the app when its use decides whether the error blocks
-        if ev.status != "ok" and not (ev.status == "page_error" and not ev.blank_body and probe.load_error_rule == "evidence"):
-            return
-        if probe.enabled:
-            await run_probe(page, html, probe, session, lambda st: stack_offset(html, st), VIEWPORT, idle,
-                            self.cfg.clock)
-            await self._screenshot(page, html, "probe", limit)
-        await self.after_probe(context, html, ev, extra)
+        return True
+
+    def _probes(self, ev: RuntimeEvidence) -> bool:
+        """Whether the probe uses the settled app: a working one, or one with an uncaught error at load whose use
+        decides whether that error blocks it (``probe.load_error_rule``)."""
+        probe = self.cfg.probe
+        return probe.enabled and (ev.status == "ok" or (ev.status == "page_error" and not ev.blank_body
+                                                         and probe.load_error_rule == "evidence"))
+
+    async def _checks(self, context: Any, page: Any, html: str, session: ProbeSession, plan: CheckPlan,
+                      probing: Any) -> tuple[list[dict[str, Any]], str | None]:
+        """The app's executable rubric checks in fresh documents of its context, the load page handed over; and,
+        when they crash, why (each check is then inconclusive, saying so: ``RuntimeEvidence.checks_error``)."""
+        session.checking = True  # their pages are not popups to close, their navigations not the app leaving
+        try:
+            if probing is not None:  # their documents (the load page's next ones too) need no probe recording
+                await probing.close()
+            idle = self.cfg.concurrency - self._busy  # app slots no app uses now: room for more lanes
+            return await run_checks(context, html, plan.checks, plan.cfg, self.cfg.load_timeout_s, page, idle), None
+        except Exception as e:
+            why = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+            log.warning("the checks crashed on an app (%s); its checks are inconclusive", why)
+            return [], why
 
     async def _screenshot(self, page: Any, html: str, moment: str, limit: Any) -> None:
         if self.screenshots is not None:

@@ -22,7 +22,7 @@ from schemas.config.env import EnvConfig
 from schemas.llm.diagnosis import Diagnosis
 from schemas.rubric import Task, judge_payload
 from tasks.attribution.api import AttributionTrace, attribute
-from tasks.env.checks import checks_hook, not_run
+from tasks.env.checks import CheckPlan, not_run
 from tasks.env.extract import Extraction, extract_html
 from tasks.env.judge import build_judge_request
 from tasks.env.judge_diagnosis import (findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
@@ -193,9 +193,9 @@ def missing_reason(r: float | None, gaps: list[dict[str, Any]], rt: RuntimeEvide
     return "browser_unavailable" if rt is not None and rt.status == "unavailable" else "judge"
 
 
-def _checks_hook(inp: ScoreInput, cfg: EnvConfig) -> Any:
+def _check_plan(inp: ScoreInput, cfg: EnvConfig) -> CheckPlan | None:
     checks = inp.task.rubric.checks()
-    return checks_hook(checks, cfg.checks, cfg.runtime.load_timeout_s) if checks and cfg.checks.enabled else None
+    return CheckPlan(checks, cfg.checks) if checks and cfg.checks.enabled else None
 
 
 def item_check_results(inp: ScoreInput, rt: RuntimeEvidence | None, ran: list[dict[str, Any]],
@@ -282,8 +282,8 @@ def _browse(apps: list[_App], todo: list[int], cfg: EnvConfig, runtime: BrowserR
         for j in todo:
             apps[j].rt = RuntimeEvidence(status="skipped")
         return {}
-    hooks = [_checks_hook(apps[j].inp, cfg) for j in todo]
-    futures = engine.check_each([apps[j].ex.html for j in todo], extras=hooks)  # type: ignore[union-attr]
+    plans = [_check_plan(apps[j].inp, cfg) for j in todo]
+    futures = engine.check_each([apps[j].ex.html for j in todo], checks=plans)  # type: ignore[union-attr]
     return dict(zip(futures, todo))
 
 

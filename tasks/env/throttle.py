@@ -23,9 +23,6 @@ class _ThrottledContext:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._context, name)
 
-    def __setattr__(self, name: str, value: Any) -> None:  # marks the runtime sets must reach the real context
-        setattr(self._context, name, value)
-
     async def new_page(self) -> Any:
         page = await self._context.new_page()
         cdp = await self._context.new_cdp_session(page)
@@ -53,5 +50,5 @@ class ThrottledRuntime(BrowserRuntime):
         super().__init__(*args, **kw)
         self.rate = rate
 
-    async def _check_one(self, browser: Any, html: str, extra: Any = None) -> Any:
-        return await super()._check_one(_ThrottledBrowser(browser, self.rate) if self.rate > 1 else browser, html, extra)
+    async def _session(self, browser: Any, html: str, plan: Any) -> Any:
+        return await super()._session(_ThrottledBrowser(browser, self.rate) if self.rate > 1 else browser, html, plan)

@@ -99,7 +99,7 @@ def dry_run_verdict(result: dict[str, Any]) -> tuple[str, str | None]:
 
 def dry_run(table: pa.Table, runtime_cfg: RuntimeConfig, step_timeout_ms: int) -> pa.Table:
     """Dry-run the kept, not yet dry-run checks of ``table`` on an empty page; drop the unsound ones."""
-    from tasks.env.checks import checks_hook
+    from tasks.env.checks import CheckPlan
     from tasks.env.runtime import shared_runtime
 
     rows = table.to_pylist()
@@ -115,9 +115,8 @@ def dry_run(table: pa.Table, runtime_cfg: RuntimeConfig, step_timeout_ms: int) -
         return pa.Table.from_pylist(rows, schema=table.schema)
     cfg = ChecksConfig(step_timeout_ms=step_timeout_ms, settle_ms=0)
     batches = [todo[k:k + DRY_RUN_BATCH] for k in range(0, len(todo), DRY_RUN_BATCH)]
-    hooks = [checks_hook([(str(i), parse_check(rows[i]["check_json"])) for i in b], cfg, runtime_cfg.load_timeout_s)
-             for b in batches]
-    pages = dict(zip(runtime.check_each([EMPTY_PAGE] * len(batches), extras=hooks), batches))
+    plans = [CheckPlan([(str(i), parse_check(rows[i]["check_json"])) for i in b], cfg) for b in batches]
+    pages = dict(zip(runtime.check_each([EMPTY_PAGE] * len(batches), checks=plans), batches))
     with Progress("rubric_checks dry run", len(todo), unit="checks", verb="dry-run") as progress:
         for page in as_completed(pages):
             _dry_run_verdicts(rows, pages[page], page.result())
