@@ -68,6 +68,13 @@ APPS = {
     # hostile pages and their twins
     "reload_loop": page("", "<script>setInterval(() => location.reload(), 10);</script>"),
     "reload_button": page("", "<button id='r'>Reset</button><script>r.onclick = () => location.reload();</script>"),
+    # three reloads in one task: a newer attempt cancels the older before its request leaves the browser, so the route
+    # sees one or two of them (as many as a loaded machine lets through); the page counts all three
+    "reload_burst": page("", "<script>setTimeout(() => { location.reload(); location.reload(); location.reload(); }, 50);"
+                             "</script>"),
+    "reload_once": page("", "<script>setTimeout(() => location.reload(), 50);</script>"),
+    "push_loop": page("", "<script>let i = 0; setInterval(() => { history.pushState({}, '', '?v=' + i); "
+                          "location.hash = 'h' + i++; }, 10);</script>"),  # the document stays: no reload
     "popup_flood": page("", "<script>for (let i = 0; i < 2000; i++) window.open('https://ads.example.org/' + i);</script>"),
     "popup_click": page("", "<button id='h'>Help</button><script>h.onclick = () => { const w = window.open("
                             "'https://docs.example.org/help'); w.focus(); };</script>"),
@@ -181,6 +188,17 @@ def test_a_page_that_reloads_itself_forever_fails_and_one_reload_on_a_button_doe
     assert twin.runtime_valid is True and twin.evidence["runtime_status"] == "ok"
     navs = [b for b in twin.evidence["blocked_requests"] if b["kind"] == "navigation"]
     assert navs and all(b["phase"] == "probe" for b in navs)  # the reload the probe's click asked for
+
+
+def test_reloads_are_counted_by_the_page_not_by_the_requests_that_reach_the_route(scored):
+    """The reload-loop verdict counts the page's own attempts: three in one task are three, however few of their
+    requests reach the route before the verdict; one reload, and a page that only rewrites its URL in place, stay
+    clean."""
+    _, by = scored
+    burst = by["reload_burst"]
+    assert burst.evidence["runtime_status"] == "reload_loop" and burst.runtime_valid is False
+    for twin in ("reload_once", "push_loop"):
+        assert by[twin].evidence["runtime_status"] == "ok" and by[twin].runtime_valid is True, twin
 
 
 def test_popups_without_a_gesture_are_refused_and_the_page_is_judged(scored):

@@ -14,7 +14,9 @@ Hostile pages, judged as a user sees them:
   (``null``, as the popup blocker answers) and counts it; the page is then judged as it is.
 - **Reload loops.** Navigation away is answered 204 after load (the page stays). A page that reloads itself
   ``reload_loop_after`` times before anyone acts never settles for a user: status ``reload_loop``, a
-  runtime failure. One reload a user asked for (a button) is an action's navigation and stays clean.
+  runtime failure. One reload a user asked for (a button) is an action's navigation and stays clean. The page
+  counts its own attempts (``SELF_NAVIGATIONS_JS``: the Navigation API's ``navigate`` events, on its clock); the
+  requests that reach the route are fewer, and how many arrive before the verdict depends on the machine's load.
 
 Run: the runtime calls ``route_request`` from its context route and ``settle_verdict`` after the settle time.
 """
@@ -49,6 +51,18 @@ POPUP_JS = """(() => {
     return null;
   };
 })();""".replace("'%s'", json.dumps(POPUP_MARK))
+# Every attempt of the document to replace itself by its own URL (a reload, location.href = itself, a form sent to
+# itself), counted as the page makes it: one navigate event per attempt, whether or not its request is ever made
+# (a newer attempt cancels an older one before its request leaves the browser).
+SELF_NAVIGATIONS_JS = """(() => {
+  if (window.__rrSelfNavigations !== undefined || !window.navigation) return;
+  let n = 0;
+  Object.defineProperty(window, '__rrSelfNavigations', {get: () => n, enumerable: false});
+  const here = (u) => { try { const a = new URL(u, location.href); return a.origin + a.pathname === location.origin + location.pathname; } catch (e) { return false; } };
+  window.navigation.addEventListener('navigate', (e) => {
+    if (!e.destination.sameDocument && here(e.destination.url)) n++;
+  });
+})();"""
 REFUSED_POPUP = "a popup no user gesture opened: the browser's popup blocker refuses it"
 NAVIGATION_STAYS = "navigation away after load: answered 204, the page stays"
 APP_FILE = "the application is one HTML file: nothing else is served from its origin"
@@ -162,7 +176,19 @@ def reloads_before_actions(blocked: list[dict[str, Any]]) -> int:
     return sum(1 for b in blocked if b.get("kind") == "navigation" and b.get("phase") == "load" and is_self(b["url"]))
 
 
-def settle_verdict(ev: Any, reload_loop_after: int) -> None:
-    """After the settle time: a page that kept reloading itself never settled for a user."""
-    if ev.status == "ok" and reloads_before_actions(ev.blocked_requests) >= reload_loop_after:
+async def self_navigations(page: Any) -> int | None:
+    """How many times the page has tried to replace itself by its own URL (``SELF_NAVIGATIONS_JS``); None when it
+    does not answer within a second, or cannot count."""
+    try:
+        n = await asyncio.wait_for(page.evaluate("() => window.__rrSelfNavigations"), 1.0)
+    except Exception:
+        return None
+    return int(n) if isinstance(n, (int, float)) else None
+
+
+def settle_verdict(ev: Any, reload_loop_after: int, attempts: int | None) -> None:
+    """After the settle time: a page that kept reloading itself never settled for a user. ``attempts``: the page's
+    own count (``self_navigations``); the routed reloads stand in when it has none, and count when they are more
+    (each was an attempt) (pure)."""
+    if ev.status == "ok" and max(attempts or 0, reloads_before_actions(ev.blocked_requests)) >= reload_loop_after:
         ev.status = "reload_loop"

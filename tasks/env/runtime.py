@@ -61,8 +61,8 @@ from tasks.env.cdn import CdnMirror
 from tasks.env.checks import CheckPlan, run_checks
 from tasks.env.evidence import CHECKED, RuntimeEvidence
 from tasks.env.launch import launch_args, sandbox_launch
-from tasks.env.navigation import (POPUP_JS, block_websocket, count_refused_popups, on_popup, route_request,
-                                  settle_verdict)
+from tasks.env.navigation import (POPUP_JS, SELF_NAVIGATIONS_JS, block_websocket, count_refused_popups, on_popup,
+                                  route_request, self_navigations, settle_verdict)
 from tasks.env.page import APP_URL, page_error_record, stack_offset
 from tasks.env.pagetime import install_controlled_clock, let_pass, require_clock_hook
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, idle_sample, run_probe
@@ -314,6 +314,7 @@ class BrowserRuntime:
         probe = self.cfg.probe
         await install_controlled_clock(context, self.cfg.clock)  # first: later init scripts see the clock
         await context.add_init_script(POPUP_JS)  # before the probe's: it keeps the addEventListener the probe then records
+        await context.add_init_script(SELF_NAVIGATIONS_JS)
         probing = None
         if probe.enabled:
             await context.add_init_script(DIALOGS_JS)
@@ -357,7 +358,7 @@ class BrowserRuntime:
             await let_pass(page, probe.liveness_start_s * 1000, self.cfg.clock)
             session.idle, sampled_s = await idle_sample(page, probe), probe.liveness_start_s
         await let_pass(page, (self.cfg.settle_time_s() - sampled_s) * 1000, self.cfg.clock)
-        settle_verdict(ev, self.cfg.reload_loop_after)
+        settle_verdict(ev, self.cfg.reload_loop_after, await self_navigations(page))
         await count_refused_popups(page, ev)
         if ev.status != "ok":
             return False
