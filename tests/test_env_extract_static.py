@@ -107,5 +107,9 @@ def test_html_errors_recorded_and_blocking_only_by_config():
 def test_shifted_offsets_add_h():
     html = "<script>let = ;</script>"
     ev = check_source(html)
-    d = ev.errors[0].shifted(100)
+    from dataclasses import asdict
+
+    from tasks.env.evidence import shift_offsets
+
+    d = shift_offsets(asdict(ev.errors[0]), 100)
     assert d["start"] == ev.errors[0].start + 100 and d["end"] == ev.errors[0].end + 100

@@ -9,7 +9,8 @@ from schemas.llm.diagnosis import Diagnosis
 from schemas.rubric import Task
 from tasks.env.judge import build_judge_request, observed_facts
 from tasks.env.judge_diagnosis import unique_quote, with_observed_findings
-from tasks.env.probe import interaction_failures, liveness, shift_offsets
+from tasks.env.evidence import shift_offsets
+from tasks.env.probe import interaction_failures, liveness
 from tasks.env.rubric_evidence import evidence_decision
 
 ERR = {"action": 0, "kind": "error", "name": "TypeError", "message": "x is null", "offset": 40, "caused": True}
@@ -182,3 +183,28 @@ def test_the_throttled_runtime_overrides_what_the_runtime_calls():
 
     overridden = [n for n, v in vars(ThrottledRuntime).items() if callable(v) and not n.startswith("__")]
     assert overridden and all(n in vars(BrowserRuntime) for n in overridden), overridden
+
+
+def test_the_evidence_keeps_html_offsets_and_moves_every_one_into_the_response_once():
+    """Syntax errors, page errors, check errors and the probe's failures and handlers are recorded with offsets
+    into the HTML; ``rubricrl score`` prints them into the response, each moved by the same h, once."""
+    from tasks.env.evidence import RuntimeEvidence
+    from tasks.env.extract import extract_html
+    from tasks.env.score import evidence_dict
+    from tasks.env.static import check_source
+
+    response = "Here is the app:\n```html\n<script>let = ;</script><p>x</p>\n```"
+    ex = extract_html(response)
+    st = check_source(ex.html)
+    err = {"name": "TypeError", "message": "m", "offset": 8}
+    rt = RuntimeEvidence(status="page_error", page_errors=[err],
+                         check_results=[{"item_id": "I1", "status": "failed", "errors": [err]}],
+                         interaction={"status": "ok", "errors": [{**err, "kind": "error", "action": 0, "caused": True}],
+                                      "actions": [{"i": 0, "handler_offset": 8}]})
+    out = evidence_dict(ex, st, rt, [])
+    h = ex.offset
+    assert response[out["syntax_errors"][0]["start"]:out["syntax_errors"][0]["end"]] == \
+        ex.html[st.errors[0].start:st.errors[0].end]
+    assert out["page_errors"][0]["offset"] == out["checks"][0]["errors"][0]["offset"] == 8 + h
+    assert out["interaction"]["record"]["actions"][0]["handler_offset"] == 8 + h
+    assert rt.page_errors[0]["offset"] == 8  # the evidence itself keeps HTML offsets

@@ -20,6 +20,21 @@ class RuntimeVerdict:
     valid: bool | None  # None: no verdict (no browser, or an environment gap)
 
 
+# Every key under which an evidence record carries an offset into the HTML application (errors, handlers, source
+# spans): the evidence keeps HTML offsets and ``shift_offsets`` moves them all into the response once, at output.
+OFFSET_KEYS = frozenset({"offset", "handler_offset", "start", "end"})
+
+
+def shift_offsets(value: Any, h: int) -> Any:
+    """A copy of the evidence with every HTML offset moved into the response (+h, paper G.3) (pure)."""
+    if isinstance(value, dict):
+        return {k: (v + h if k in OFFSET_KEYS and isinstance(v, int) and not isinstance(v, bool)
+                    else shift_offsets(v, h)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shift_offsets(v, h) for v in value]
+    return value
+
+
 FAILED = ("page_error", "load_timeout", "unresponsive", "crashed", "reload_loop")  # statuses that fail the gate
 CHECKED = ("ok", "page_error", "blank")  # statuses after which an app's executable checks run (its page is there)
 

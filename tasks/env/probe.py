@@ -371,13 +371,3 @@ def _errors(ev: InteractionEvidence, html: str, errors: list[dict[str, Any]], n_
         # A request the sandbox blocked is not the app's fault: a rejected fetch is recorded, never blamed.
         blocked = e["kind"] == "rejection" and _BLOCKED_NET.search(e["message"] or "") is not None
         e["caused"] = error_signature(e) not in idle and not blocked
-
-
-def shift_offsets(value: Any, h: int) -> Any:
-    """A copy of the evidence with every HTML offset moved into the response (+h, paper G.3) (pure)."""
-    if isinstance(value, dict):
-        return {k: (v + h if k in ("offset", "handler_offset") and isinstance(v, int) else shift_offsets(v, h))
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [shift_offsets(v, h) for v in value]
-    return value

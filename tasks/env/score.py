@@ -14,7 +14,7 @@ Run: ``score_response(task, response_text, provider=get_provider("offline"))`` o
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from schemas.config.attribution import AttributionConfig
@@ -27,10 +27,10 @@ from tasks.env.extract import Extraction, extract_html
 from tasks.env.judge import build_judge_request
 from tasks.env.judge_diagnosis import (findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
                                        rubric_severities, with_observed_findings)
-from tasks.env.probe import shift_offsets, summarize
+from tasks.env.probe import summarize
 from tasks.env.rewards import reward, rubric_score
 from tasks.env.runtime import BrowserRuntime, shared_runtime
-from tasks.env.evidence import RuntimeEvidence
+from tasks.env.evidence import RuntimeEvidence, shift_offsets
 from tasks.env.severity import classify_failures
 from tasks.env.static import StaticEvidence, check_source
 from tasks.llm.base import LLMResult, Provider
@@ -75,25 +75,14 @@ class ScoreResult:
                 "judge": self.judge, "undecided": self.undecided}
 
 
-def _shift(records: list[dict[str, Any]], h: int, keys: tuple[str, ...] = ("offset",)) -> list[dict[str, Any]]:
-    out = []
-    for r in records:
-        r = dict(r)
-        for k in keys:
-            if r.get(k) is not None:
-                r[k] = r[k] + h
-        out.append(r)
-    return out
-
-
 def evidence_dict(ex: Extraction | None, st: StaticEvidence | None, rt: RuntimeEvidence | None,
                   dropped: list[dict[str, Any]], gaps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Our own evidence with offsets into the response (h added); ``gaps``: the environment gaps that left the
-    verdict to nobody (``RuntimeEvidence.environment_gaps``)."""
-    h = ex.offset if ex else 0
-    ev: dict[str, Any] = {"syntax_errors": [e.shifted(h) for e in st.errors] if st else [],
-                          "page_errors": _shift(rt.page_errors, h) if rt else [],
-                          "console_errors": _shift(rt.console_errors, h) if rt else [],
+    """Our own evidence with offsets into the response (recorded into the HTML, moved by h once, here); ``gaps``:
+    the environment gaps that left the verdict to nobody (``RuntimeEvidence.environment_gaps``)."""
+    inter = rt.interaction if rt else None
+    ev: dict[str, Any] = {"syntax_errors": [asdict(e) for e in st.errors] if st else [],
+                          "page_errors": list(rt.page_errors) if rt else [],
+                          "console_errors": list(rt.console_errors) if rt else [],
                           "blocked_requests": list(rt.blocked_requests) if rt else [],
                           "environment_gaps": gaps or [],
                           "refused_popups": rt.refused_popups if rt else 0,
@@ -102,25 +91,18 @@ def evidence_dict(ex: Extraction | None, st: StaticEvidence | None, rt: RuntimeE
                           "blank_body": rt.blank_body if rt else None,
                           "runtime_error": rt.error if rt else None,
                           "runtime_rechecked_from": rt.rechecked_from if rt else None,
-                          "interaction": interaction_output(rt.interaction, h) if rt else None,
+                          # the probe's summary (failures, dead controls, liveness) first, then its whole record
+                          "interaction": None if inter is None else {**summarize(inter), "record": inter},
                           "external_scripts": list(st.external_scripts) if st else [],
-                          "checks": [{**r, "errors": _shift(r["errors"], h)} for r in rt.check_results] if rt else [],
+                          "checks": list(rt.check_results) if rt else [],
                           "dropped_findings": dropped}
-    return ev
-
-
-def interaction_output(inter: dict[str, Any] | None, h: int) -> dict[str, Any] | None:
-    """The probe's evidence for ``evidence.interaction``: the summary (failures, dead controls, liveness)
-    first, then the full record; offsets into the response."""
-    if inter is None:
-        return None
-    return shift_offsets({**summarize(inter), "record": inter}, h)
+    return shift_offsets(ev, ex.offset if ex else 0)
 
 
 def local_evidence(st: StaticEvidence, rt: RuntimeEvidence | None, cfg: EnvConfig) -> dict[str, Any]:
     """Evidence with HTML offsets, as the offline judge rule reads it; the failures the probe caused and the errors
     at load carry their severity (``tasks.env.severity``) so the judge prompt says which are blocking."""
-    return {"syntax_errors": [e.shifted(0) for e in st.errors], "runtime": rt.to_dict() if rt else None,
+    return {"syntax_errors": [asdict(e) for e in st.errors], "runtime": rt.to_dict() if rt else None,
             "interaction_failures": classify_failures(rt.interaction, cfg.runtime.probe.error_rule) if rt else [],
             "load_errors": rt.load_errors(cfg.runtime) if rt else None}
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import tree_sitter as ts
@@ -52,12 +52,6 @@ class SourceError:
     message: str
     snippet: str
     blocking: bool
-
-    def shifted(self, h: int) -> dict:
-        """As a dict with offsets into the response (paper G.3: a + h)."""
-        d = asdict(self)
-        d["start"], d["end"] = self.start + h, self.end + h
-        return d
 
 
 @dataclass
