@@ -40,13 +40,15 @@ _TAG_KIND = {"button": "button", "select": "select", "textarea": "text", "canvas
              "table": "container", "ul": "container", "ol": "container", "main": "container", "header": "container",
              "footer": "container", "aside": "container", "nav": "container", "img": "area"}
 # An id's kind from its own wording ("slider-length", "btn-reset"), first match wins.
-_PREFIX_KIND = [(kind, re.compile(pat, re.I)) for kind, pat in [("output", r"[-_](value|display|readout|label|output|text)$|^(value|label|display|readout|result)[-_]"),
+_PREFIX_KIND = [(kind, re.compile(pat, re.I)) for kind, pat in [
+                ("output", r"[-_](value|display|readout|label|output|text)$|^(value|label|display|readout|result)[-_]"),
                 ("range", r"^(slider|range)[-_]|[-_](slider|range)$"), ("button", r"^(btn|button)[-_]|[-_](btn|button)$"),
                 ("checkbox", r"^(checkbox|chk|cb|check)[-_]|[-_](checkbox|chk)$"), ("radio", r"^radio[-_]|[-_]radio$"),
                 ("select", r"^(select|dropdown|sel|menu)[-_]|[-_](select|dropdown)$"), ("canvas", r"canvas"),
                 ("text", r"^(input|text|txt)[-_]|[-_](input|textbox)$")]]
 # An element's kind from the words around it ("a slider", "a drop-down"), first match wins.
-_WORD_KIND = [(kind, re.compile(pat, re.I)) for kind, pat in [("range", r"\bslider|\brange input"), ("checkbox", r"\bcheck ?box|\btoggle switch"),
+_WORD_KIND = [(kind, re.compile(pat, re.I)) for kind, pat in [
+              ("range", r"\bslider|\brange input"), ("checkbox", r"\bcheck ?box|\btoggle switch"),
               ("radio", r"\bradio\b"), ("select", r"\bdrop-?down|\bselect (menu|box|element)|\bcombo ?box"),
               ("button", r"\bbuttons?\b"), ("canvas", r"\bcanvas\b"),
               ("number", r"\bnumber (input|field)|\bnumeric (input|field)"),
@@ -67,8 +69,8 @@ _OPTION_SAID = re.compile(r"\b(?:default(?:\s+(?:value|option|selection))?|initi
                           r"[\"“']?([^\"”'\n,;()]{1,40}?)[\"”']?(?:[,;.()]|$)", re.I | re.M)
 _NUMBER_SAID = re.compile(r"\b(?:initial(?:\s+value)?|default(?:\s+value)?|starts? at|value)\s*(?:is|of|:|=|to)?\s*"
                           r"(?:its default value of\s*)?[\"“'(]?\s*" + _NUM + r"\b", re.I)
-_TEXT_SAID = re.compile(r"\b(?:initial(?:\s+value)?|default(?:\s+value)?|default text|pre-?filled with)\s*(?:is|of|:|=)?"
-                        r"\s*[\"“']([^\"”'\n]{1,60})[\"”']", re.I)
+_TEXT_SAID = re.compile(r"\b(?:initial(?:\s+value)?|default(?:\s+value)?|default text|pre-?filled with)\s*"
+                        r"(?:is|of|:|=)?\s*[\"“']([^\"”'\n]{1,60})[\"”']", re.I)
 _OUTPUT_LEAD = r"\b(?:initial|default)(?:\s+text)?(?:\s+content)?(?:\s+value)?\s*(?:is|:|=)\s*"
 _OUTPUT_TEXT_SAID = re.compile(_OUTPUT_LEAD + r"[\"“']([^\"”'\n]{1,40})[\"”']", re.I)
 _OUTPUT_NUMBER_SAID = re.compile(_OUTPUT_LEAD + _NUM + r"\b", re.I)
@@ -76,7 +78,8 @@ _LABEL_SAID = re.compile(r"\blabel(?:led|ed)?(?:\s+text)?\s*(?:is|:|=|as)?\s*[\"
 _BOUND_SAID = {"min": re.compile(r"\bmin(?:imum)?(?:\s+value)?\s*[:=]\s*[\"'(]?" + _NUM, re.I),
                "max": re.compile(r"\bmax(?:imum)?(?:\s+value)?\s*[:=]\s*[\"'(]?" + _NUM, re.I),
                "step": re.compile(r"\bstep(?:\s+size)?\s*[:=]\s*[\"'(]?" + _NUM, re.I)}
-_RANGE_SAID = re.compile(r"\brange\s*(?:is|of|:)?\s*(?:from\s*)?\[?\(?" + _NUM + r"\s*(?:to|-|–|,|\.\.)\s*" + _NUM, re.I)
+_RANGE_SAID = re.compile(r"\brange\s*(?:is|of|:)?\s*(?:from\s*)?\[?\(?" + _NUM + r"\s*(?:to|-|–|,|\.\.)\s*" + _NUM,
+                         re.I)
 _OPTIONS_SAID = re.compile(r"\boptions?\s*(?:are|:)\s*(.+)", re.I)
 _QUOTED_OPTION = re.compile(r"[\"“']([^\"”'\n]{1,40})[\"”']")
 _OPTION_SEP = re.compile(r",|\bor\b|\band\b")

@@ -33,8 +33,7 @@ _START_NAME = re.compile("|".join(START_WORDS), re.I)
 _START_OR_RESUME_NAME = re.compile("|".join(START_WORDS + RESUME_WORDS), re.I)
 _STOP_NAME = re.compile("|".join(STOP_WORDS), re.I)
 # Operating these changes nothing on a page just loaded: a reset, a pause, a return to the defaults.
-NO_EFFECT = re.compile(_words(_stems(("reset", "restor", "clear")) + ("undo",) + _stems(STOP_WORDS) + ("default values?",)),
-                       re.I)
+NO_EFFECT = re.compile(_words(_stems(("reset", "restor", "clear") + STOP_WORDS) + ("undo", "default values?")), re.I)
 
 
 def says_start(text: str) -> bool:

@@ -105,8 +105,8 @@ def _canvas_host(spec: Spec) -> str | None:
 
 def _paired(output: Control, spec: Spec) -> str | None:
     """The control an output displays the value of (they share a word of their ids: slider-ac / value-ac)."""
-    return next((c.id for c in spec.controls if c.is_control and shares_subject(output.id, c.id, TEACHER_PAIR_KIND_WORDS)),
-                None)
+    paired = (c.id for c in spec.controls if c.is_control and shares_subject(output.id, c.id, TEACHER_PAIR_KIND_WORDS))
+    return next(paired, None)
 
 
 def _body(spec: Spec) -> str:
