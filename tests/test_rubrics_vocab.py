@@ -206,6 +206,20 @@ def test_an_elements_kind_from_its_id_else_the_words_around_it(cid, near, kind):
     assert _kind(cid, _Facts(), near, "") == kind
 
 
+@pytest.mark.parametrize("query,fenced,code", [
+    ("text\n```js\nx = 1\n```\nafter", {1: (4, True)}, ["x = 1"]),
+    ("````\n```\ninner\n```\n````", {0: (5, True)}, ["```\ninner\n```"]),
+    ("~~~\n```\n~~~", {0: (3, True)}, ["```"]),
+    ("```\nunclosed", {0: (2, False)}, ["unclosed"]), ("```", {0: (1, False)}, []),
+    ("- item\n  ```\n  code\n  ```", {1: (4, True)}, ["  code"]),
+    ("no code `inline`", {}, []), ("    ```\n    indented", {}, [])])
+def test_fenced_code_as_commonmark_reads_it(query, fenced, code):
+    from tasks.rubrics.prompt_outline import fences, outline
+
+    assert fences(query.splitlines()) == fenced
+    assert outline(query).code == code
+
+
 # -- every pattern: a table of what it matches and what it does not ------------------------------------------
 PATTERNS = [  # (module, name, text, matches); module under tasks/, name a module constant (or NAME[key])
     ("rubrics.vocab", "_SAYS_START", "Play", True), ("rubrics.vocab", "_SAYS_START", "restart", False),
@@ -285,7 +299,6 @@ PATTERNS = [  # (module, name, text, matches); module under tasks/, name a modul
     ("rubrics.prompt_controls", "_DRAWN_ID", "plot-area", True), ("rubrics.prompt_controls", "_DRAWN_ID", "controls", False),
     ("rubrics.prompt_controls", "_LAYOUT_ID", "app-canvas", True),
     ("rubrics.prompt_controls", "_LAYOUT_ID", "canvas-wrap", False),
-    ("rubrics.prompt_outline", "_FENCE", "```html", True), ("rubrics.prompt_outline", "_FENCE", "`code`", False),
     ("rubrics.prompt_outline", "_HEADING", "## Controls", True), ("rubrics.prompt_outline", "_HEADING", "#id", False),
     ("rubrics.prompt_outline", "_BOLD_HEADING", "**Controls**:", True),
     ("rubrics.prompt_outline", "_BOLD_HEADING", "**Mass** sets the weight", False),
