@@ -101,6 +101,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_rubrics_q5.py": ("flows",),
     "test_rubrics_resume_kill.py": ("flows",),
     "test_rubrics_units.py": ("unit",),
+    "test_rubrics_vocab.py": ("unit",),
     "test_run_summary.py": ("unit",),
     "test_schemas_layout.py": ("unit",),
     "test_score_attribution.py": ("unit", "wire"),

@@ -23,13 +23,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tasks.rubrics.vocab import BY_ITSELF, ITEM_MOTION
+
 HEURISTIC = "heuristic (offline, from browser evidence)"
 Decision = tuple[str, str, str, list[str]]  # (severity or "met", description, explanation, code quotes)
 MET: Decision = ("met", "", "", [])
-# Motion the item says happens by itself; motion in answer to input is what checks and the probe decide.
-_MOTION = re.compile(r"\b(animat\w*|moves?|moving|movement|motion|rotat\w*|spin\w*|bounc\w*|orbit\w*|pulse\w*|"
-                     r"particles?|continuous(ly)?)\b", re.I)
-_BY_ITSELF = re.compile(r"\b(by itself|on its own|over time|continuous(ly)?|automatically)\b", re.I)
+# Motion the item says happens by itself (ITEM_MOTION and BY_ITSELF); motion in answer to input is what checks
+# and the probe decide.
 _INPUT = re.compile(r"\b(click\w*|press\w*|keys?|keyboard|drag\w*|tap\w*|when|after|user|select\w*|input|type[sd]?|"
                     r"hover\w*|scroll\w*|button|arrow|mouse|touch\w*|submit\w*)\b", re.I)
 _ANSWERS_INPUT = re.compile(r"\banswers input\b", re.I)
@@ -37,6 +37,9 @@ _SHOWN_ON_LOAD = re.compile(r"^the page (draws|shows) .+ when it loads\b", re.I)
 _ID = re.compile(r"(?<![\w&#])#([A-Za-z][\w-]*)")
 _LABELLED = re.compile(r"\blabell?ed\s+[\"“]([^\"”]{1,40})[\"”]")  # an element the item names by its label
 _HEX = re.compile(r"^[0-9a-fA-F]{3,8}$")
+# A name as a whole token: an id in the source (not part of a longer id), a label in an item (not part of a word).
+_TOKEN_BEFORE, _TOKEN_AFTER = r"(?<![\w-])", r"(?![\w-])"
+_WORD_BEFORE, _WORD_AFTER = r"(?<!\w)", r"(?!\w)"
 
 
 def named_ids(requirement: str) -> list[str]:
@@ -46,7 +49,7 @@ def named_ids(requirement: str) -> list[str]:
 
 def in_source(name: str, html: str, case: bool = True) -> bool:
     """``name`` occurs in the source as a whole token (an id exactly; a label in any case)."""
-    return re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", html, 0 if case else re.I) is not None
+    return re.search(_TOKEN_BEFORE + re.escape(name) + _TOKEN_AFTER, html, 0 if case else re.I) is not None
 
 
 def names_control(requirement: str, label: str | None, target: str | None = None) -> bool:
@@ -57,7 +60,7 @@ def names_control(requirement: str, label: str | None, target: str | None = None
     label = (label or "").strip()
     if len(label) < 2 or len(label) > 40:
         return False
-    return re.search(r"(?<!\w)" + re.escape(label.lower()) + r"(?!\w)", requirement.lower()) is not None
+    return re.search(_WORD_BEFORE + re.escape(label.lower()) + _WORD_AFTER, requirement.lower()) is not None
 
 
 def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> Decision | None:
@@ -68,7 +71,7 @@ def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> Dec
 
     req = item["requirement"]
     live = inter.get("liveness") or {}
-    if _MOTION.search(req) and _BY_ITSELF.search(req) and not _INPUT.search(req) and live:
+    if ITEM_MOTION.search(req) and BY_ITSELF.search(req) and not _INPUT.search(req) and live:
         if live.get("animated"):
             return MET
         if live.get("visual_change") is False:

@@ -33,15 +33,26 @@ from tasks.rubrics import text as T
 from tasks.rubrics.offline_items import SpecItem, items_by_requirement
 from tasks.rubrics.prompt_controls import Control
 from tasks.rubrics.prompt_spec import read_spec
+from tasks.rubrics.vocab import CHECK_PAIR_KIND_WORDS, is_number, shares_subject
 
 CANVAS = {"canvas": True}
 DRAWING = {"drawing": True}  # every canvas and svg: what a plan naming a canvas or drawing area watches
 MOTION_WAIT_MS = 800  # how long a motion check lets the page run before comparing the canvas
 TYPED_TEXT = "Hello World"
+# Half a step (the browser snaps a value to the step), a hair more so that a value exactly half a step away
+# still passes in floating point.
+HALF_STEP = 0.51
+_CSS_SPECIAL = re.compile(r"([^\w-])")  # what an id needs escaped in a CSS selector
+# A number as stated, in a page's text: not part of a longer number before or after it.
+_NO_NUMBER_BEFORE, _NO_DIGIT_AFTER = r"(?<![\d.])", r"(?![\d])"
+_POINT, _MORE_ZEROS, _ANY_ZEROS = r"\.", "0*", r"(?:\.0*)?"
+_GAP = r"\s*"  # a stated text's words, however the page spaces them
+_ANY_DIGIT = r"\d"  # a display showing a number at all
+_WORD_EDGE = r"\b"
 
 
 def by_id(cid: str, suffix: str = "") -> dict[str, str]:
-    return {"css": "#" + re.sub(r"([^\w-])", r"\\\1", cid) + suffix}
+    return {"css": "#" + _CSS_SPECIAL.sub(r"\\\1", cid) + suffix}
 
 
 def present(loc: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +62,7 @@ def present(loc: dict[str, Any]) -> dict[str, Any]:
 def _tolerance(value: str, step: float | None) -> float:
     """Half a step, else one unit of the value's last stated decimal place."""
     if step:
-        return step * 0.51
+        return step * HALF_STEP
     decimals = len(value.split(".", 1)[1]) if "." in value else 0
     return 10 ** -decimals
 
@@ -60,8 +71,8 @@ def number_pattern(value: str) -> str:
     """A pattern for the number as stated, written with more or fewer trailing zeros: 0.60 -> 0.6, 0.600."""
     whole, _, frac = value.strip().partition(".")
     frac = frac.rstrip("0")
-    tail = (r"\." + frac + "0*") if frac else r"(?:\.0*)?"
-    return r"(?<![\d.])" + re.escape(whole) + tail + r"(?![\d])"
+    tail = (_POINT + frac + _MORE_ZEROS) if frac else _ANY_ZEROS
+    return _NO_NUMBER_BEFORE + re.escape(whole) + tail + _NO_DIGIT_AFTER
 
 
 def _value_equals(loc: dict[str, Any], value: str, step: float | None) -> dict[str, Any]:
@@ -72,9 +83,9 @@ def _value_equals(loc: dict[str, Any], value: str, step: float | None) -> dict[s
 
 def text_shows(loc: dict[str, Any], value: str) -> dict[str, Any]:
     """A display shows the stated text or number ("NaN" where 22.7319 is stated fails, it is not unreadable)."""
-    if re.fullmatch(r"\s*-?\d+(?:\.\d+)?\s*", value):
+    if is_number(value.strip()):
         return {"expect": "text", "target": loc, "matches": number_pattern(value)}
-    return {"expect": "text", "target": loc, "matches": r"\s*".join(re.escape(w) for w in value.split())}
+    return {"expect": "text", "target": loc, "matches": _GAP.join(re.escape(w) for w in value.split())}
 
 
 def control_check(c: Control) -> list[dict[str, Any]]:
@@ -104,7 +115,7 @@ def operate(c: Control) -> dict[str, Any] | None:
         return {"do": "fill", "target": loc, "value": TYPED_TEXT if c.default != TYPED_TEXT else TYPED_TEXT + "!"}
     if c.min is None or c.max is None:
         return None
-    default = float(c.default) if c.default and re.fullmatch(r"-?\d+(?:\.\d+)?", c.default) else None
+    default = float(c.default) if c.default and is_number(c.default) else None
     value = c.min if default is not None and abs(default - c.max) < 1e-9 else c.max
     return {"do": "fill", "target": loc, "value": f"{value:g}"}
 
@@ -117,17 +128,17 @@ def _decimals(v: float) -> int:
 def readout_tolerance(v: float, step: float | None) -> float:
     """How far a display may be from the slider's value ``v``: half a step, or half a unit of one decimal place
     fewer than ``v`` has (a display may round 0.76 to 0.8, never show 0.5)."""
-    return max(0.51 * (step or 0.0), 0.5 * 10 ** -max(_decimals(v) - 1, 0))
+    return max(HALF_STEP * (step or 0.0), 0.5 * 10 ** -max(_decimals(v) - 1, 0))
 
 
 def readout_check(c: Control, display: Control) -> list[dict[str, Any]]:
     """The display shows a number at load equal to the slider's value, and again once the slider is moved to the
     bound with the fewest decimals (other than the default): the two read from the page, not from the plan."""
     slider, shown = by_id(c.id), by_id(display.id)
-    default = float(c.default) if c.default and re.fullmatch(r"-?\d+(?:\.\d+)?", c.default) else None
+    default = float(c.default) if c.default and is_number(c.default) else None
     same = lambda at: {"expect": "number_relation", "left": {"read": shown}, "op": "eq",  # noqa: E731
                        "right": {"read": slider}, "tolerance": readout_tolerance(at, c.step)}
-    steps = [{"expect": "text", "target": shown, "matches": r"\d"}]
+    steps = [{"expect": "text", "target": shown, "matches": _ANY_DIGIT}]
     if default is not None:
         steps.append(same(default))
     bounds = sorted((b for b in (c.min, c.max) if b is not None and b != default), key=_decimals)
@@ -151,7 +162,7 @@ def _watched(item: SpecItem, drawn: dict[str, Any] | None) -> tuple[dict[str, An
     assert b is not None
     outs = [e for e in b.effects if e not in ("drawing", "text")]
     if outs and c is not None:
-        own = [o for o in outs if set(re.split(r"[-_]", o)) & set(re.split(r"[-_]", c.id)) - {"slider", "value"}]
+        own = [o for o in outs if shares_subject(c.id, o, CHECK_PAIR_KIND_WORDS)]
         return by_id((own or outs)[0]), "text"
     if ("drawing" in b.effects or b.motion) and drawn is not None:
         return drawn, "canvas"
@@ -187,7 +198,7 @@ def input_check() -> list[dict[str, Any]]:
 def named_check(item: SpecItem) -> list[dict[str, Any]] | None:
     n = item.named
     assert n is not None
-    name = r"\b" + re.escape(n.label) + r"\b"
+    name = _WORD_EDGE + re.escape(n.label) + _WORD_EDGE
     if n.kind == "button":
         return [present({"role": "button", "name": name})]
     if n.kind in ("text", "range", "select", "checkbox"):

@@ -44,6 +44,7 @@ DEFAULTS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, list[str], str], ..
          "where data is saved", ["the browser's localStorage", "a downloaded file"],
          "Saved data is kept in the browser's localStorage and restored on reload."),
     ])
+_DIGIT = re.compile(r"\d")  # a clause stating a number constrains the app
 QUALITATIVE = re.compile(r"\b(random|common|rare|ambiguous|mixed|various|appropriate|simple|realistic|"
                          r"interesting|nice|clean|modern)\b", re.I)
 
@@ -95,7 +96,7 @@ def offline_expansion(v: dict[str, Any]) -> dict[str, Any]:
         elif rtype == "output":
             outputs.append(c.text)
             objects.append(obj)
-        if rtype in ("constraint", "rule") or re.search(r"\d", c.text):
+        if rtype in ("constraint", "rule") or _DIGIT.search(c.text):
             constraints.append(c.text)
     underspecified, defaults = [], []
     for trigger, specified, choice, alts, default in DEFAULTS:

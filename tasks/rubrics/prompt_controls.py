@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from tasks.rubrics.prompt_outline import Node, Outline, plain, span
+from tasks.rubrics.vocab import HOLDS_DRAWING, NUMBER, is_number
 
 ID_DECL = re.compile(r"""\bid\s*=\s*\\?["']([A-Za-z][\w\-:.]{0,60})\\?["']""")
 _TAG = re.compile(r"<([A-Za-z][\w-]*)\b([^<>]*)>")
@@ -29,7 +30,7 @@ _SELECT = re.compile(r"""<select\b[^>]*\bid\s*=\s*["']([\w\-:.]+)["'][^>]*>(.*?)
 _OPTION = re.compile(r"<option\b([^>]*)>([^<]{1,60})</option>", re.I)
 _BARE_TAG = re.compile(r"\b(input|button|select|canvas|span|div|p|output|label|textarea|svg|td|tbody|table)`?\s+"
                        r"(?:[\w-]+=\S+\s+)*(?=id\s*=)")  # "`span id="x"`": a tag named without brackets
-_NUM = r"(-?\d+(?:\.\d+)?)"
+_NUM = "(" + NUMBER + ")"
 _TYPE_KIND = {"range": "range", "number": "number", "text": "text", "search": "text", "email": "text", "": "text",
               "checkbox": "checkbox", "radio": "radio", "button": "button", "submit": "button"}
 _TAG_KIND = {"button": "button", "select": "select", "textarea": "text", "canvas": "canvas", "svg": "area",
@@ -38,18 +39,50 @@ _TAG_KIND = {"button": "button", "select": "select", "textarea": "text", "canvas
              "progress": "output", "div": "container", "section": "container", "tbody": "container",
              "table": "container", "ul": "container", "ol": "container", "main": "container", "header": "container",
              "footer": "container", "aside": "container", "nav": "container", "img": "area"}
-_PREFIX_KIND = [("output", r"[-_](value|display|readout|label|output|text)$|^(value|label|display|readout|result)[-_]"),
+# An id's kind from its own wording ("slider-length", "btn-reset"), first match wins.
+_PREFIX_KIND = [(kind, re.compile(pat, re.I)) for kind, pat in [
+                ("output", r"[-_](value|display|readout|label|output|text)$|^(value|label|display|readout|result)[-_]"),
                 ("range", r"^(slider|range)[-_]|[-_](slider|range)$"), ("button", r"^(btn|button)[-_]|[-_](btn|button)$"),
                 ("checkbox", r"^(checkbox|chk|cb|check)[-_]|[-_](checkbox|chk)$"), ("radio", r"^radio[-_]|[-_]radio$"),
                 ("select", r"^(select|dropdown|sel|menu)[-_]|[-_](select|dropdown)$"), ("canvas", r"canvas"),
-                ("text", r"^(input|text|txt)[-_]|[-_](input|textbox)$")]
-_WORD_KIND = [("range", r"\bslider|\brange input"), ("checkbox", r"\bcheck ?box|\btoggle switch"),
+                ("text", r"^(input|text|txt)[-_]|[-_](input|textbox)$")]]
+# An element's kind from the words around it ("a slider", "a drop-down"), first match wins.
+_WORD_KIND = [(kind, re.compile(pat, re.I)) for kind, pat in [
+              ("range", r"\bslider|\brange input"), ("checkbox", r"\bcheck ?box|\btoggle switch"),
               ("radio", r"\bradio\b"), ("select", r"\bdrop-?down|\bselect (menu|box|element)|\bcombo ?box"),
               ("button", r"\bbuttons?\b"), ("canvas", r"\bcanvas\b"),
               ("number", r"\bnumber (input|field)|\bnumeric (input|field)"),
               ("text", r"\btext ?(input|field|box|area)|\binput field"),
               ("output", r"\b(displays?|readout|shows|value label|text content)\b"),
-              ("area", r"\b(plot|chart|graph|visuali[sz]ation|scene|diagram)\b")]
+              ("area", r"\b(plot|chart|graph|visuali[sz]ation|scene|diagram)\b")]]
+_SELECTED = re.compile(r"\bselected\b")
+# The whole-token bounds of an element's id in a text (with or without "#"): "#speed" and "speed," name it,
+# "speed-value" does not.
+_MENTION_BEFORE, _MENTION_AFTER = r"(?<![\w-])#?", r"(?![\w-])"
+# What a plan states about an element, by kind (its context's plain text).
+_BUTTON_ON = re.compile(r"\b(selected|active|highlighted|pressed)\b[^.\n]{0,20}\bby default|\bdefault\s*:?\s*"
+                        r"(active|selected)|\b(is|are) (selected|active) (by default|initially|on load)", re.I)
+_CHECKED_SAID = re.compile(r"\b(?:default(?:\s+state)?|initial(?:ly)?(?:\s+state)?)\s*(?:is|:|=)?\s*\(?(un)?(checked|"
+                           r"selected|on|off)\b(?:\s*[:=]\s*(true|false))?|\b(checked|selected) by default\s*:?\s*"
+                           r"(yes|no|true|false)?|\b(not )?(checked|selected) by default", re.I)
+_OPTION_SAID = re.compile(r"\b(?:default(?:\s+(?:value|option|selection))?|initial(?:ly)?(?:\s+value)?)\s*(?:is|:|=)\s*"
+                          r"[\"“']?([^\"”'\n,;()]{1,40}?)[\"”']?(?:[,;.()]|$)", re.I | re.M)
+_NUMBER_SAID = re.compile(r"\b(?:initial(?:\s+value)?|default(?:\s+value)?|starts? at|value)\s*(?:is|of|:|=|to)?\s*"
+                          r"(?:its default value of\s*)?[\"“'(]?\s*" + _NUM + r"\b", re.I)
+_TEXT_SAID = re.compile(r"\b(?:initial(?:\s+value)?|default(?:\s+value)?|default text|pre-?filled with)\s*"
+                        r"(?:is|of|:|=)?\s*[\"“']([^\"”'\n]{1,60})[\"”']", re.I)
+_OUTPUT_LEAD = r"\b(?:initial|default)(?:\s+text)?(?:\s+content)?(?:\s+value)?\s*(?:is|:|=)\s*"
+_OUTPUT_TEXT_SAID = re.compile(_OUTPUT_LEAD + r"[\"“']([^\"”'\n]{1,40})[\"”']", re.I)
+_OUTPUT_NUMBER_SAID = re.compile(_OUTPUT_LEAD + _NUM + r"\b", re.I)
+_LABEL_SAID = re.compile(r"\blabel(?:led|ed)?(?:\s+text)?\s*(?:is|:|=|as)?\s*[\"“]([^\"”\n]{1,60})[\"”]", re.I)
+_BOUND_SAID = {"min": re.compile(r"\bmin(?:imum)?(?:\s+value)?\s*[:=]\s*[\"'(]?" + _NUM, re.I),
+               "max": re.compile(r"\bmax(?:imum)?(?:\s+value)?\s*[:=]\s*[\"'(]?" + _NUM, re.I),
+               "step": re.compile(r"\bstep(?:\s+size)?\s*[:=]\s*[\"'(]?" + _NUM, re.I)}
+_RANGE_SAID = re.compile(r"\brange\s*(?:is|of|:)?\s*(?:from\s*)?\[?\(?" + _NUM + r"\s*(?:to|-|–|,|\.\.)\s*" + _NUM,
+                         re.I)
+_OPTIONS_SAID = re.compile(r"\boptions?\s*(?:are|:)\s*(.+)", re.I)
+_QUOTED_OPTION = re.compile(r"[\"“']([^\"”'\n]{1,40})[\"”']")
+_OPTION_SEP = re.compile(r",|\bor\b|\band\b")
 CONTROL_KINDS = ("range", "number", "text", "checkbox", "radio", "select", "button")
 
 
@@ -110,7 +143,7 @@ def html_facts(text: str) -> dict[str, _Facts]:
         f = out.setdefault(m.group(1), _Facts())
         for o in _OPTION.finditer(m.group(2)):
             f.options.append(" ".join(o.group(2).split()))
-            if re.search(r"\bselected\b", o.group(1)):
+            if _SELECTED.search(o.group(1)):
                 f.selected = f.options[-1]
     return out
 
@@ -123,18 +156,18 @@ def _kind(cid: str, facts: _Facts, near_text: str, far_text: str) -> str:
     if facts.tag is not None:
         return "container"
     for kind, pat in _PREFIX_KIND:
-        if re.search(pat, cid, re.I):
+        if pat.search(cid):
             return kind
     for text in (near_text, far_text):
         for kind, pat in _WORD_KIND:
-            if re.search(pat, text, re.I):
+            if pat.search(text):
                 return kind
     return "container"
 
 
 def mentions(text: str, cid: str) -> bool:
     """``text`` names the element ``cid`` (as a whole token, with or without ``#``)."""
-    return re.search(r"(?<![\w-])#?" + re.escape(cid) + r"(?![\w-])", text) is not None
+    return re.search(_MENTION_BEFORE + re.escape(cid) + _MENTION_AFTER, text) is not None
 
 
 def _context(node: Node, cid: str, ids: set[str]) -> str:
@@ -151,45 +184,38 @@ def _context(node: Node, cid: str, ids: set[str]) -> str:
     return top.subtree_text()
 
 
-def _number(pattern: str, text: str) -> float | None:
-    m = re.search(pattern, text, re.I)
+def _number(pattern: re.Pattern[str], text: str) -> float | None:
+    m = pattern.search(text)
     return float(m.group(1)) if m else None
 
 
 def _default(kind: str, ctx: str, f: _Facts) -> str | None:
     """The stated default of an element of ``kind`` in its context text (plain) and HTML facts."""
     if kind == "button":
-        on = re.search(r"\b(selected|active|highlighted|pressed)\b[^.\n]{0,20}\bby default|\bdefault\s*:?\s*(active|selected)|"
-                       r"\b(is|are) (selected|active) (by default|initially|on load)", ctx, re.I)
+        on = _BUTTON_ON.search(ctx)
         return "checked" if on else None
     if kind in ("checkbox", "radio"):
         if "checked" in f.attrs:
             return "checked"
-        m = re.search(r"\b(?:default(?:\s+state)?|initial(?:ly)?(?:\s+state)?)\s*(?:is|:|=)?\s*\(?(un)?(checked|selected"
-                      r"|on|off)\b(?:\s*[:=]\s*(true|false))?|\b(checked|selected) by default\s*:?\s*(yes|no|true|false)?|"
-                      r"\b(not )?(checked|selected) by default", ctx, re.I)
+        m = _CHECKED_SAID.search(ctx)
         if not m:
             return None
         neg = bool(m.group(1)) or (m.group(2) or "").lower() == "off" or (m.group(3) or "").lower() == "false" or \
             (m.group(5) or "").lower() in ("no", "false") or bool(m.group(6))
         return "unchecked" if neg else "checked"
     if kind == "select":
-        m = re.search(r"\b(?:default(?:\s+(?:value|option|selection))?|initial(?:ly)?(?:\s+value)?)\s*(?:is|:|=)\s*"
-                      r"[\"“']?([^\"”'\n,;()]{1,40}?)[\"”']?(?:[,;.()]|$)", ctx, re.I | re.M)
+        m = _OPTION_SAID.search(ctx)
         return f.selected or (m.group(1).strip() if m else None)
     if kind in ("range", "number"):
-        if f.attrs.get("value") and re.fullmatch(_NUM, f.attrs["value"]):
+        if f.attrs.get("value") and is_number(f.attrs["value"]):
             return f.attrs["value"]
-        m = re.search(r"\b(?:initial(?:\s+value)?|default(?:\s+value)?|starts? at|value)\s*(?:is|of|:|=|to)?\s*"
-                      r"(?:its default value of\s*)?[\"“'(]?\s*" + _NUM + r"\b", ctx, re.I)
+        m = _NUMBER_SAID.search(ctx)
         return m.group(1) if m else None
     if kind == "text":
-        m = re.search(r"\b(?:initial(?:\s+value)?|default(?:\s+value)?|default text|pre-?filled with)\s*(?:is|of|:|=)?"
-                      r"\s*[\"“']([^\"”'\n]{1,60})[\"”']", ctx, re.I)
+        m = _TEXT_SAID.search(ctx)
         return f.attrs.get("value") or (m.group(1) if m else None)
     if kind == "output":
-        lead = r"\b(?:initial|default)(?:\s+text)?(?:\s+content)?(?:\s+value)?\s*(?:is|:|=)\s*"
-        m = re.search(lead + r"[\"“']([^\"”'\n]{1,40})[\"”']", ctx, re.I) or re.search(lead + _NUM + r"\b", ctx, re.I)
+        m = _OUTPUT_TEXT_SAID.search(ctx) or _OUTPUT_NUMBER_SAID.search(ctx)
         return m.group(1) if m else None
     return None
 
@@ -197,7 +223,7 @@ def _default(kind: str, ctx: str, f: _Facts) -> str | None:
 def _label(ctx: str, f: _Facts) -> str | None:
     if f.label:
         return f.label
-    m = re.search(r"\blabel(?:led|ed)?(?:\s+text)?\s*(?:is|:|=|as)?\s*[\"“]([^\"”\n]{1,60})[\"”]", ctx, re.I)
+    m = _LABEL_SAID.search(ctx)
     if m:
         return m.group(1).strip()
     if f.tag == "button" and f.inner:
@@ -206,12 +232,12 @@ def _label(ctx: str, f: _Facts) -> str | None:
 
 
 def _bounds(ctx: str, f: _Facts) -> tuple[float | None, float | None, float | None]:
-    attr = lambda k: float(f.attrs[k]) if re.fullmatch(_NUM, f.attrs.get(k, "")) else None  # noqa: E731
-    lo = attr("min") if attr("min") is not None else _number(r"\bmin(?:imum)?(?:\s+value)?\s*[:=]\s*[\"'(]?" + _NUM, ctx)
-    hi = attr("max") if attr("max") is not None else _number(r"\bmax(?:imum)?(?:\s+value)?\s*[:=]\s*[\"'(]?" + _NUM, ctx)
-    step = attr("step") if attr("step") is not None else _number(r"\bstep(?:\s+size)?\s*[:=]\s*[\"'(]?" + _NUM, ctx)
+    attr = lambda k: float(f.attrs[k]) if is_number(f.attrs.get(k, "")) else None  # noqa: E731
+    lo = attr("min") if attr("min") is not None else _number(_BOUND_SAID["min"], ctx)
+    hi = attr("max") if attr("max") is not None else _number(_BOUND_SAID["max"], ctx)
+    step = attr("step") if attr("step") is not None else _number(_BOUND_SAID["step"], ctx)
     if lo is None or hi is None:
-        m = re.search(r"\brange\s*(?:is|of|:)?\s*(?:from\s*)?\[?\(?" + _NUM + r"\s*(?:to|-|–|,|\.\.)\s*" + _NUM, ctx, re.I)
+        m = _RANGE_SAID.search(ctx)
         if m:
             lo, hi = float(m.group(1)), float(m.group(2))
     if lo is not None and hi is not None and lo >= hi:
@@ -223,11 +249,11 @@ def _options(ctx: str, f: _Facts) -> tuple[str, ...]:
     listed = f.options or [" ".join(o.group(2).split()) for o in _OPTION.finditer(ctx)]
     if listed:
         return tuple(dict.fromkeys(listed))
-    m = re.search(r"\boptions?\s*(?:are|:)\s*(.+)", ctx, re.I)
+    m = _OPTIONS_SAID.search(ctx)
     if not m:
         return ()
-    quoted = re.findall(r"[\"“']([^\"”'\n]{1,40})[\"”']", m.group(1))
-    parts = quoted or [p.strip(" .`*") for p in re.split(r",|\bor\b|\band\b", m.group(1).split("\n")[0])]
+    quoted = _QUOTED_OPTION.findall(m.group(1))
+    parts = quoted or [p.strip(" .`*") for p in _OPTION_SEP.split(m.group(1).split("\n")[0])]
     return tuple(dict.fromkeys(p for p in parts if 0 < len(p) <= 40))
 
 
@@ -257,14 +283,12 @@ def controls(ol: Outline, query: str) -> list[Control]:
 
 
 _DRAWN_ID = re.compile(r"canvas|plot|chart|graph|visuali[sz]|scene|sketch|diagram|drawing", re.I)
-_HOLDS_DRAWING = re.compile(r"\b(hold|contain|host|render|draw|creat|target|place|where)\w*\b[^.]{0,60}\b(canvas|p5|"
-                            r"three|plotly|chart\.js|d3|sketch|svg)\b", re.I)
+_LAYOUT_ID = re.compile(r"(main|app|page|demo|control)s?-")  # "app-canvas-wrap" is the page's layout
 
 
 def _area(c: Control) -> Control:
     """A container named for a drawing, or said to hold one, is a drawing area (an item); others are layout."""
-    said = _HOLDS_DRAWING.search(c.evidence.split(":", 1)[-1]) is not None
-    if c.kind == "container" and (_DRAWN_ID.search(c.id) or said) and not re.match(r"(main|app|page|demo|control)s?-",
-                                                                                  c.id):
+    said = HOLDS_DRAWING.search(c.evidence.split(":", 1)[-1]) is not None
+    if c.kind == "container" and (_DRAWN_ID.search(c.id) or said) and not _LAYOUT_ID.match(c.id):
         return replace(c, kind="area")
     return c

@@ -6,6 +6,11 @@ marker (a verbatim span of the query, so it can be an item's ``query_evidence``)
 continuation lines are kept with it. Fenced code blocks are kept apart (``Outline.code``): they are code
 samples, never rubric items, though the elements they declare still name the app's controls.
 
+Fenced code is found by a CommonMark parser (markdown-it-py: a fence closes only on its own character and
+length). Headings and list items are this module's rules: plans number sub-steps ``a.`` and bullet with
+``•``, and nest by columns, which CommonMark reads otherwise (19 of the 158 InteractScience and short-request
+queries would change their items).
+
 Run: ``outline(query).nodes``; ``node.subtree_text()`` is a node with everything nested under it.
 """
 from __future__ import annotations
@@ -13,7 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
+from markdown_it import MarkdownIt
+
+_MARKDOWN = MarkdownIt("commonmark")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _BOLD_HEADING = re.compile(r"^\s{0,3}\*\*([^*]{2,80})\*\*:?\s*$")
 _BULLET = re.compile(r"^(\s*)(?:[-*+\u2022]|\d{1,3}[.)]|[a-z][.)])\s+(.*)$")
@@ -86,26 +93,38 @@ def _attach(stack: list[Node], node: Node, roots: list[Node]) -> None:
     stack.append(node)
 
 
+def fences(lines: list[str]) -> dict[int, tuple[int, bool]]:
+    """Fenced code blocks of ``lines``: first line -> (the line after the block, whether a fence closes it)."""
+    out = {}
+    for t in _MARKDOWN.parse("\n".join(lines)):
+        if t.type == "fence" and t.map:
+            start, end = t.map
+            last = lines[end - 1].strip()
+            out[start] = (end, end - 1 > start and len(last) >= len(t.markup) and not last.strip(t.markup[0]))
+    return out
+
+
 def outline(query: str) -> Outline:
     """The query's headings, list items, paragraphs and code blocks (see the module docstring)."""
     nodes: list[Node] = []
     code: list[str] = []
     roots: list[Node] = []
     stack: list[Node] = []
-    fence: list[str] | None = None
     section = ""
     last: Node | None = None
-    for line in query.splitlines():
-        if _FENCE.match(line):
-            if fence is None:
-                fence = []
-            else:
-                code.append("\n".join(fence))
-                fence = None
+    lines = query.splitlines()
+    fenced = fences(lines)
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if i in fenced:  # a code sample, kept apart; the text around it goes on as if it were not there
+            end, closed = fenced[i]
+            body = lines[i + 1:end - 1 if closed else end]
+            if closed or body:
+                code.append("\n".join(body))
+            i = end
             continue
-        if fence is not None:
-            fence.append(line)
-            continue
+        i += 1
         if not line.strip() or _RULE.match(line):
             if last is not None and last.kind == "paragraph":
                 last = None
@@ -128,7 +147,5 @@ def outline(query: str) -> Outline:
         _attach(stack, node, roots)
         nodes.append(node)
         last = node
-    if fence:
-        code.append("\n".join(fence))
     structured = sum(n.kind in ("heading", "item") for n in nodes) >= 3
     return Outline(nodes, code, structured)

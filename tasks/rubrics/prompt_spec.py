@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from tasks.rubrics import text as T
 from tasks.rubrics.prompt_controls import Control, controls, mentions
 from tasks.rubrics.prompt_outline import Node, Outline, outline, plain, span
+from tasks.rubrics.vocab import (MOTION, NO_EFFECT, PLAN_MOTION, QUERY_BY_ITSELF, SHOWS_VALUE_WORDS, id_shape, id_stem,
+                                 id_words, says_start, start_name)
 
 FORMAT = re.compile(r"\b(single[- ](?:self-contained\s+)?(?:html\s+)?file|self-contained|one\s+(?:html\s+)?file|"
                     r"html\s*(?:/|,|and)\s*css|css\s*(?:/|and)\s*(?:js|javascript)|vanilla\s+(?:js|javascript)|"
@@ -46,7 +48,6 @@ _TEXT = re.compile(r"\b(text\s*content|readout|<span>|`span`|(?:value|number|tex
 _GLOBAL = re.compile(r"\b(?:(?:any|all|every|each)\s+(?:of\s+the\s+)?|any\s+change\s+(?:in|to|of)\s+(?:any\s+"
                      r"(?:of\s+the\s+)?|the\s+|an?\s+|these\s+)?(?:[\w-]+\s+)??(?:[\w-]+'s\s+)?)(?P<what>controls?|"
                      r"inputs?|sliders?|parameters?|control values?)\b", re.I)
-_NO_EFFECT = re.compile(r"\b(reset\w*|restor\w*|clear\w*|undo|pause\w*|stop\w*|default values?)\b", re.I)
 _KEY = re.compile(r"\b(?:press(?:es|ing)?|hit(?:s|ting)?|tap(?:s|ping)?|using|use|with)\s+(?:the\s+)?(?:[\"'`]?"
                   r"(?P<name>arrow\s+keys?|(?:left|right|up|down)\s+arrow(?:\s+keys?)?|space\s*(?:bar|key)?|spacebar|"
                   r"enter\s+key|return\s+key|escape|esc\s+key|wasd)[\"'`]?|[\"'`](?P<char>[A-Za-z0-9])[\"'`]\s+key)\b", re.I)
@@ -54,34 +55,22 @@ _KEY_NAMES = {"arrow keys": "ArrowRight", "arrow key": "ArrowRight", "left arrow
               "up arrow": "ArrowUp", "down arrow": "ArrowDown", "space": "Space", "spacebar": "Space",
               "space bar": "Space", "space key": "Space", "enter": "Enter", "return": "Enter", "escape": "Escape",
               "esc": "Escape", "wasd": "d"}
-# Motion that happens by itself: the request names it (a short request), or the plan says it runs unprompted.
-MOTION = re.compile(r"\b(animat\w*|bounc\w*|orbit\w*|rotat(?:es|ing)|spin(?:s|ning)?|oscillat\w*|swing(?:s|ing)?|"
-                    r"mov(?:e|es|ing)|drift\w*|bloom\w*|fly(?:ing)?|flies|fall(?:s|ing)?|flow(?:s|ing)?|float\w*|"
-                    r"scroll(?:s|ing)|pulse\w*|pulsing|twinkl\w*|wav(?:es|ing)|rain\w*|snow\w*|swim\w*|run(?:s|ning)|"
-                    r"count(?:s|ing)?\s+down|ticking)\b", re.I)
-# In a plan, what moves by itself is said with a verb of motion ("the planet orbits"), not "animation" or a
-# "continuous" render loop, which describe how the page is drawn.
-_PLAN_MOTION = re.compile(r"\b(mov(?:es|ing)|rotat(?:es|ing)|spin(?:s|ning)|orbit(?:s|ing)|bounc(?:es|ing)|"
-                          r"oscillat(?:es|ing)|swing(?:s|ing)|fall(?:s|ing)|flow(?:s|ing)|drift(?:s|ing)|"
-                          r"travel(?:s|ing|ling)|revolv(?:es|ing)|animat(?:es|ing))\b", re.I)
-_BY_ITSELF = re.compile(r"\b(automatic\w*|by itself|on its own|on (?:page )?load|continuous\w*|over time|"
-                        r"starts? (?:playing|running|moving)|immediately (?:starts?|begins?))\b", re.I)
 _PROMPTED = re.compile(r"\b(user|mouse|click\w*|drag\w*|press\w*|slider|input|when|while|after|once)\b", re.I)
 _ANSWERS_INPUT = re.compile(r"\b(game|clone|play(?:able|er)?|interactive|control\w*|click\w*|drag\w*|keys?|keyboard|"
                             r"steer\w*|jump\w*|shoot\w*|flap\w*|tap\w*|mouse|touch\w*|draw(?:ing)?\s+tool|paint\w*|"
                             r"simulator|editor|calculator|piano|drum)\b", re.I)
+_KEYS_SUFFIX = re.compile(r"\s+keys?$")  # "arrow keys" -> "arrow"
 _NAMED_UI = re.compile(r"\b(?:an?|the)\s+(?P<label>(?:[\w'-]+\s+){0,3}?)(?P<kind>button|slider|field|input|dropdown|"
                        r"checkbox|toggle|search box|text box|textarea|timer|counter)s?\b", re.I)
 _LABELLED_BUTTONS = re.compile(r"\b(?P<labels>[A-Z][\w-]*(?:(?:,\s*|\s+(?:and|or)\s+)[A-Z][\w-]*)*)\s+buttons?\b")
+_LABEL_LIST_SEP = re.compile(r",\s*|\s+(?:and|or)\s+")  # "Start, Stop and Reset"
 _QUOTED = re.compile(r"[\"“']([A-Z][\w .'-]{0,24})[\"”']")
 _UI_KIND = {"button": "button", "slider": "range", "field": "text", "input": "text", "dropdown": "select",
             "checkbox": "checkbox", "toggle": "checkbox", "search box": "text", "text box": "text",
             "textarea": "text", "timer": "output", "counter": "output"}
-# The words of an id that say what kind of element it is, not what it is about: "slider-length" and
-# "length-value" are both about the length.
-_KIND_TOKENS = frozenset("slider range input value val display label lbl readout output text txt span num number "
-                         "field box".split())
 _SHOWS_VALUE = re.compile(r"\b(values?|shows?|showing|displays?|displaying|reflects?|readouts?|current)\b", re.I)
+# What joins a request to the format constraint it ends with: "a Pong game in a single HTML file".
+_FORMAT_LEAD_IN = re.compile(r"(?:[\s,;:(-]|\b(?:in|as|using|with|on|into|via|inside|an?|the|one)\b)*$")
 SHORT_REQUEST_CHARS = 300
 SHORT_FRAME = " (as one web page)"  # how the offline expansion frames a request under its minimum length
 
@@ -121,13 +110,6 @@ class Spec:
     readouts: dict[str, Control] = field(default_factory=dict)  # slider id -> the display showing its value
 
 
-def id_stem(cid: str) -> tuple[str, ...]:
-    """What an id is about, without the words saying what kind of element it is: ``slider-length`` and
-    ``length-value`` -> ``("length",)`` (camelCase split; pure)."""
-    words = re.split(r"[-_.:]+", re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", cid).lower())
-    return tuple(w for w in words if w and w not in _KIND_TOKENS)
-
-
 def readouts(ctrls: list[Control], query: str) -> dict[str, Control]:
     """slider (or number input) id -> the one display that shows its value: an output whose id is about the
     same thing (``slider-length`` / ``length-value``) and that the query says shows a value: its id or a line
@@ -141,16 +123,10 @@ def readouts(ctrls: list[Control], query: str) -> dict[str, Control]:
         if len(own) == 1 and sum(id_stem(t.id) == id_stem(s.id) for t in sliders) == 1:
             pairs[s.id] = own[0]
     lines = query.splitlines()
-    said = {o.id for o in pairs.values() if set(re.split(r"[-_]", o.id.lower())) & {"value", "val", "display", "readout"}
+    said = {o.id for o in pairs.values() if id_words(o.id.lower()) & SHOWS_VALUE_WORDS
             or any(_SHOWS_VALUE.search(line.replace(o.id, " ")) for line in lines if mentions(line, o.id))}
-    shapes = {_shape(o) for o in pairs.values() if o.id in said}
-    return {s: o for s, o in pairs.items() if o.id in said or _shape(o) in shapes}
-
-
-def _shape(c: Control) -> str:
-    """An id with what it is about left out: ``label-radius`` -> ``label-*`` (displays named alike)."""
-    starred = re.sub(r"[a-z0-9]+", lambda m: m.group(0) if m.group(0) in _KIND_TOKENS else "*", c.id.lower())
-    return re.sub(r"\*(?:[-_.:]\*)+", "*", starred)
+    shapes = {id_shape(o.id) for o in pairs.values() if o.id in said}
+    return {s: o for s, o in pairs.items() if o.id in said or id_shape(o.id) in shapes}
 
 
 def _effects(text: str, trigger: Control, spec_controls: list[Control],
@@ -179,14 +155,14 @@ def _behaviour_nodes(ol: Outline, ctrls: list[Control]) -> list[tuple[Node, list
 
 
 _CALL = re.compile(r"`?\b([A-Za-z_]\w{2,40})\(\)`?")
+_LEADING_CALL = re.compile(r"\W*(\w+)\(")  # a line that starts with a call: "`updatePlot()`: ..."
 
 
 def _called(ol: Outline, text: str) -> str:
     """What the plan says of the functions ``text`` calls (``updatePlot()``): the lines under a line naming the
     function as what it describes (the function's own heading or list item), one call deep."""
     names = set(_CALL.findall(text))
-    said = [n for n in ol.nodes if n.children and any(re.match(r"\W*`?" + re.escape(f) + r"\(", plain(n.text))
-                                                       for f in names)]
+    said = [n for n in ol.nodes if n.children and (m := _LEADING_CALL.match(plain(n.text))) and m.group(1) in names]
     return "\n".join(n.subtree_text() for n in said if n.subtree_text() not in text)
 
 
@@ -206,7 +182,7 @@ def behaviours(ol: Outline, ctrls: list[Control], shown: dict[str, Control] | No
     out = []
     for c in ctrls:
         # operating these changes nothing on a page just loaded: a reset, a pause, the option already chosen
-        if not c.is_control or c.default == "checked" or _NO_EFFECT.search(f"{c.id} {c.label or ''}"):
+        if not c.is_control or c.default == "checked" or NO_EFFECT.search(f"{c.id} {c.label or ''}"):
             continue
         # what is said of "any slider" holds for the sliders, of "all controls" for every control
         global_nodes = [n for n, m in said_of_all if c.kind == "range" or not m.group("what").lower().startswith("slider")]
@@ -219,8 +195,7 @@ def behaviours(ol: Outline, ctrls: list[Control], shown: dict[str, Control] | No
         else:
             continue
         effects = _effects(text + "\n" + _called(ol, text), c, ctrls, shown)
-        starts = bool(re.search(r"\b(play|start|run|animat\w*|resume)\b", (c.label or "") + " " + c.id + " " +
-                                plain(node.text), re.I))
+        starts = says_start((c.label or "") + " " + c.id + " " + plain(node.text))
         if effects or starts:
             out.append(Behaviour(span(node.text), c, effects=effects, motion=starts and c.kind == "button"))
     return out
@@ -234,7 +209,7 @@ def keys(ol: Outline, drawn: bool = False) -> list[Behaviour]:
         for m in _KEY.finditer(plain(n.text)):
             name = " ".join((m.group("name") or "").lower().split())
             key = m.group("char").lower() if m.group("char") else \
-                _KEY_NAMES.get(name) or _KEY_NAMES.get(re.sub(r"\s+keys?$", "", name))
+                _KEY_NAMES.get(name) or _KEY_NAMES.get(_KEYS_SUFFIX.sub("", name))
             if key and key not in seen and not FORMAT.search(n.text):
                 seen.add(key)
                 out.append(Behaviour(span(n.text), key=key,
@@ -247,13 +222,13 @@ def motions(ol: Outline, request: str | None, ctrls: list[Control] = ()) -> list
     play or start button has its motion behind that button, not by itself."""
     if request is not None:
         return [request] if MOTION.search(request) else []
-    if any(c.kind == "button" and re.search(r"play|start|run|animat", f"{c.id} {c.label or ''}", re.I) for c in ctrls):
+    if any(c.kind == "button" and start_name(f"{c.id} {c.label or ''}") for c in ctrls):
         return []
     out = []
     for n in ol.nodes:
         p = plain(n.text)
         around = " ".join([p] + [plain(a.text) for a in n.ancestors() if a.kind != "heading"])
-        if _PLAN_MOTION.search(p) and _BY_ITSELF.search(p) and not _PROMPTED.search(around):
+        if PLAN_MOTION.search(p) and QUERY_BY_ITSELF.search(p) and not _PROMPTED.search(around):
             out.append(span(n.text))
     return out[:2]
 
@@ -265,7 +240,7 @@ def named_ui(sentences: list[T.Clause]) -> list[Named]:
         else None  # noqa: E731
     for c in sentences:
         for m in _LABELLED_BUTTONS.finditer(c.evidence):
-            for lab in re.split(r",\s*|\s+(?:and|or)\s+", m.group("labels")):
+            for lab in _LABEL_LIST_SEP.split(m.group("labels")):
                 add(Named("button", lab, c.evidence))
         for m in _NAMED_UI.finditer(c.evidence):
             kind = _UI_KIND[m.group("kind").lower()]
@@ -281,7 +256,7 @@ def without_format(sentence: str) -> str:
     m = FORMAT.search(sentence)
     if not m:
         return sentence
-    head = re.sub(r"(?:[\s,;:(-]|\b(?:in|as|using|with|on|into|via|inside|an?|the|one)\b)*$", "", sentence[:m.start()])
+    head = _FORMAT_LEAD_IN.sub("", sentence[:m.start()])
     return head if len(head) >= 3 else sentence
 
 
@@ -304,5 +279,5 @@ def read_spec(query: str) -> Spec:
     request = first.removesuffix(SHORT_FRAME.strip()).strip() if short else None
     answers = next((c.evidence for c in sentences if _ANSWERS_INPUT.search(c.evidence)), None) if short else None
     return Spec(False, request, [], keys(ol, drawn=short), motions(ol, request) if short else
-                [c.evidence for c in sentences if MOTION.search(c.evidence) and _BY_ITSELF.search(c.evidence)][:1],
+                [c.evidence for c in sentences if MOTION.search(c.evidence) and QUERY_BY_ITSELF.search(c.evidence)][:1],
                 named, sentences, answers, constraints)

@@ -3,10 +3,10 @@
 - ``normalise`` / ``evidence_in``: the *normalised match* that decides whether an item's
   query_evidence occurs in the expanded query (case, Unicode forms, quotes, dashes, punctuation and
   whitespace are ignored; ``...`` in a quotation means "these fragments, in this order").
-- ``clauses_of`` and the keyword tables: how the offline provider reads a request written in sentences
-  (a query without headings or lists) into its clauses and their roles; the structure of a plan is
-  read by ``prompt_outline`` / ``prompt_controls`` / ``prompt_spec``. They are deterministic rules, not a
-  model; the paper uses an LLM for this, and every row they produce says provider=offline.
+- ``clauses_of`` and ``classify`` (on the keyword table ``vocab.ROLE_RULES``): how the offline provider reads
+  a request written in sentences (a query without headings or lists) into its clauses and their roles; the
+  structure of a plan is read by ``prompt_outline`` / ``prompt_controls`` / ``prompt_spec``. They are
+  deterministic rules, not a model; the paper uses an LLM for this, and every row they produce says provider=offline.
 """
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+
+from tasks.rubrics.vocab import ROLE_RULES
 
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-",
                          "\u00a0": " "})
@@ -111,28 +113,6 @@ def app_title(query: str) -> str | None:
     return f"{m.group('name').strip()} {m.group('kind')}" if m else None
 
 
-# Ordered: the first role whose pattern matches a clause decides its role and requirement type.
-ROLE_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
-    (role, rtype, re.compile(pat, re.I)) for role, rtype, pat in [
-        ("app", "output", r"^(?:build|create|make|design|develop|write|implement)\b"),
-        ("feedback", "output", r"\b(feedback|highlight\w*|animat\w*|messages?|alerts?|notif\w*|reveal\w*|"
-                               r"indicat\w*|reflected)\b"),
-        ("timing", "rule", r"\b(timer|countdown|seconds?|minutes?|clock|stopwatch|interval|duration|speed)\b"),
-        ("scoring", "calculation", r"\b(score|points?|accuracy|percentage|average|total|sum|statistics|stats|"
-                                   r"calculat\w*|comput\w*|divided)\b"),
-        ("input", "interaction", r"\b(select\w*|click\w*|choos\w*|enter|type|drag\w*|drop|add|remov\w*|delet\w*|"
-                                 r"edit\w*|toggl\w*|submit\w*|upload|press\w*|tap|search\w*|filter\w*|sort\w*|"
-                                 r"start|pause|reset|play|mov\w*|guess\w*|adjust\w*|slider|change|let the user|"
-                                 r"open)\b"),
-        ("validation", "rule", r"\b(valid\w*|correct|incorrect|wrong|rules?|constraints?|satisf\w*|errors?|"
-                               r"reject\w*|prevent\w*|must not|never)\b"),
-        ("persistence", "state", r"\b(sav\w*|persist\w*|localstorage|local storage|history|undo|redo|seed)\b"),
-        ("display", "output", r"\b(display\w*|show\w*|render\w*|charts?|graphs?|plots?|lists?|tables?|views?|"
-                              r"visual\w*|board|grid|maps?|cards?|panels?|lay out|layout|labels?|help text)\b"),
-        ("state", "state", r"\b(track\w*|state|progress|modes?|levels?|difficulty|status|current|session)\b"),
-        ("constraint", "constraint", r"\b(only|single|self-contained|no external|without|at most|at least|"
-                                     r"up to|maximum|minimum|usable|responsive|simple)\b"),
-    ])
 _CONDITIONAL = re.compile(r"\b(when|whenever|if|after|while|once|upon)\b", re.I)
 
 

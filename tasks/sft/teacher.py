@@ -18,8 +18,12 @@ import re
 from schemas.rubric import Task
 from tasks.rubrics.prompt_controls import Control
 from tasks.rubrics.prompt_spec import Spec, read_spec
+from tasks.rubrics.vocab import TEACHER_PAIR_KIND_WORDS, names_drawing_host, shares_subject, start_name, stop_name
 
 GENERATION_PROMPT = "generation"
+_HAS_ID_SEP = re.compile(r"[-_]")
+_LAST_ID_PART = re.compile(r"[-_][^-_]*$")  # radio-euler-0 -> radio-euler
+_TRAILING_DIGITS = re.compile(r"\d+$")  # step1 -> step
 _SCRIPT = """
 const S = {v: {}, n: 0, t: 0, moving: %(moving)s};
 const $ = (id) => document.getElementById(id);
@@ -59,7 +63,7 @@ def _num(v: float | None) -> str | None:
 
 def _group(cid: str) -> str:
     """A radio group's name from its id: radio-euler-0 -> radio-euler, step1 -> step."""
-    return re.sub(r"[-_][^-_]*$", "", cid) if re.search(r"[-_]", cid) else re.sub(r"\d+$", "", cid) or "choice"
+    return _LAST_ID_PART.sub("", cid) if _HAS_ID_SEP.search(cid) else _TRAILING_DIGITS.sub("", cid) or "choice"
 
 
 def control_html(c: Control) -> str:
@@ -94,15 +98,15 @@ def _canvas_host(spec: Spec) -> str | None:
     if any(c.kind == "canvas" for c in spec.controls):
         return None
     areas = [c for c in spec.controls if c.kind == "area"]
-    held = [c for c in areas if re.search(r"canvas|p5|three|sketch", c.id + " " + c.evidence, re.I)]
+    held = [c for c in areas if names_drawing_host(c.id + " " + c.evidence)]
     pick = held or areas
     return pick[0].id if pick else None
 
 
 def _paired(output: Control, spec: Spec) -> str | None:
     """The control an output displays the value of (they share a word of their ids: slider-ac / value-ac)."""
-    words = set(re.split(r"[-_]", output.id)) - {"value", "label", "display", "slider", "text", "output"}
-    return next((c.id for c in spec.controls if c.is_control and words & set(re.split(r"[-_]", c.id))), None)
+    paired = (c.id for c in spec.controls if c.is_control and shares_subject(output.id, c.id, TEACHER_PAIR_KIND_WORDS))
+    return next(paired, None)
 
 
 def _body(spec: Spec) -> str:
@@ -127,8 +131,8 @@ def offline_app(task: Task) -> str:
     """A complete, compact HTML document for ``task``, written from its query (see the module docstring)."""
     spec = read_spec(task.query)
     buttons = [c for c in spec.controls if c.kind == "button"]
-    starts = [c.id for c in buttons if re.search(r"play|start|run|animat|resume", f"{c.id} {c.label}", re.I)]
-    stops = [c.id for c in buttons if re.search(r"pause|stop", f"{c.id} {c.label}", re.I)]
+    starts = [c.id for c in buttons if start_name(f"{c.id} {c.label}", resume=True)]
+    stops = [c.id for c in buttons if stop_name(f"{c.id} {c.label}")]
     outputs = [[c.id, _paired(c, spec)] for c in spec.controls if c.kind == "output"]
     script = _SCRIPT % {"moving": "true" if spec.motions else "false", "outputs": json.dumps(outputs),
                         "starts": json.dumps(starts), "stops": json.dumps(stops)}
