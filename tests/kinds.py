@@ -64,6 +64,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_env_severity.py": ("unit",),
     "test_load_errors.py": ("browser",),
     "test_env_verdicts.py": ("browser",),
+    "test_env_verifiers.py": ("browser", "wire"),
     "test_eval_agreement.py": ("unit",),
     "test_eval_report.py": ("flows", "browser"),
     "test_evaluation.py": ("browser",),
