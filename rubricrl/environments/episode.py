@@ -139,10 +139,17 @@ class Episode:
             raise ValueError(f"the episode of {self.task.query_id} has ended; reset for a new one")
         self.turns.append(Turn(app, answer))
 
-    def observation(self) -> str:
-        """What the environment found in the last app, for the policy's next turn."""
-        assert self.turns, "no app yet"
-        return render_observation(self.last or {}, self.turns[-1].app, self.requirements)
+    def observation(self, k: int = -1) -> str:
+        """What the environment found in turn ``k``'s app (the last by default), for the policy's next turn."""
+        turn = self.turns[k]
+        return render_observation(turn.answer, turn.app, self.requirements)
+
+    def conversation(self) -> list[dict[str, str]]:
+        """The chat so far: the prompt, then each app and what the environment found in it."""
+        out = prompt_messages(self.task)
+        for k, t in enumerate(self.turns):
+            out += [{"role": "assistant", "content": t.app}, {"role": "user", "content": self.observation(k)}]
+        return out
 
     def turn_rewards(self) -> list[float | None]:
         return [t.answer.get("reward") for t in self.turns]
