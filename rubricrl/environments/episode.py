@@ -21,10 +21,8 @@ from rubricrl.adapters import number
 from rubricrl.adapters.client import Scorer
 from rubricrl.environments.observation import passed, render_observation
 from schemas.config import Config
+from schemas.config.environments import SPLITS
 from schemas.rubric import Task
-
-SPLITS = ("rl_queries", "all")
-
 
 def split_query_ids(project: Config, split: str, benchmark: str | None) -> list[str] | None:
     """The query ids of ``split`` (None: every published task); ``benchmark`` keeps an ingested file's."""

@@ -13,6 +13,10 @@ from pydantic import Field
 from schemas.config.base import Section
 
 
+# the published query sets an environment draws from: the selected RL queries, or every query with a rubric
+SPLITS = ("rl_queries", "all")
+
+
 class EnvironmentsConfig(Section):
     """Episodes in the verifiers environment and the OpenEnv server."""
 
