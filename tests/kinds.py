@@ -58,6 +58,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_env_interaction.py": ("browser",),
     "test_env_judge_rewards.py": ("unit", "property", "wire"),
     "test_env_mirror.py": ("browser",),
+    "test_env_observation.py": ("unit",),
     "test_env_openenv.py": ("browser",),
     "test_env_openenv_trl.py": ("browser", "training"),
     "test_env_pipelined.py": ("browser",),
