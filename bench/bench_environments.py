@@ -35,9 +35,8 @@ from typing import Any
 
 import _safe  # noqa: F401 - the repo on sys.path, no paid call by accident
 
-import httpx  # noqa: E402
 import pyarrow as pa  # noqa: E402
-from bench_serve_env import pool, publish_references  # noqa: E402
+from bench_serve_env import free_port, pool, publish_references, wait_healthy  # noqa: E402
 
 from tasks.stages.store import StageStore, fingerprint  # noqa: E402
 
@@ -136,30 +135,13 @@ def run_verifiers(project: Any, apps: dict[str, list[str]], episodes: int, concu
             "errors": errors}
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(data: Path, port: int, turns: int) -> subprocess.Popen:
+    """``rubricrl serve-openenv`` as a user starts it, over ``data`` with the offline judge."""
     env = {**os.environ, "RUBRICRL_DATA_DIR": str(data), "RUBRICRL_LLM__PROVIDER": "offline", "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "rubricrl.cli", "serve-openenv", "--port", str(port),
                              "--max-turns", str(turns), "--set", "environments.max_sessions=64"], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"serve-openenv exited: {proc.stderr.read()[-2000:]}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    proc.send_signal(signal.SIGTERM)
-    raise RuntimeError("serve-openenv did not start within 300 s")
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return wait_healthy(proc, port, "rubricrl serve-openenv", 300.0)
 
 
 def run_openenv(data: Path, apps: dict[str, list[str]], episodes: int, concurrency: int) -> dict[str, Any]:

@@ -47,8 +47,12 @@ def sets(project):
 
 
 def test_single_turn_rewards_equal_rubricrl_score_alone(project, scorer):
-    env = load_environment(split="rl_queries", sets=sets(project), scorer=scorer)
-    assert len(env.eval_dataset or env.dataset) == 3
+    import verifiers as vf
+
+    # verifiers' own loader, as vf-eval and prime-rl load an environment by module name
+    env = vf.load_environment("rubricrl.environments.verifiers", split="rl_queries", sets=sets(project),
+                              scorer=scorer)
+    assert len(env.dataset) == 3 and env.env_id == "rubricrl"
     out = evaluate(env, ScriptedPolicy({q: [app] for q, app in FIRST_APPS.items()}))
     provider = get_provider("offline")
     for state in out["state"]:
