@@ -18,6 +18,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 PIPELINE = ["synthesize-queries", "build-rubrics", "generate-sft", "train-sft", "select-rl-queries", "train-rl",
             "evaluate"]
@@ -230,12 +231,27 @@ def cmd_score(args: argparse.Namespace) -> int:
     return score_cmd.run(args)
 
 
+def add_serve_openenv(sub: Any) -> None:
+    """`rubricrl serve-openenv`'s arguments (docs/environments.md)."""
+    from rubricrl.options import add_config_options as common
+    from schemas.config.environments import SPLITS
+
+    o = common(sub.add_parser("serve-openenv", help="serve the environment as an OpenEnv server on 127.0.0.1 "
+                                                     "(reset/step episodes over WebSocket and HTTP)"))
+    o.add_argument("--host", default=None, help="listen address (default service.host; the same token rule)")
+    o.add_argument("--port", type=int, default=None, help="listen port (default environments.openenv_port)")
+    o.add_argument("--split", default=SPLITS[0], choices=SPLITS,
+                   help="the published queries to draw from (all: every query with a rubric)")
+    o.add_argument("--benchmark", default=None, help="only the queries ingested from this benchmark file")
+    o.add_argument("--max-turns", type=int, default=None, help="apps per episode (default environments.max_turns)")
+    o.set_defaults(fn=cmd_serve_openenv)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rubricrl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
     from rubricrl.options import add_config_options as common
-    from schemas.config.environments import SPLITS
 
     r = common(sub.add_parser("run", help="run the pipeline (or --only some flows)"))
     r.add_argument("--only", action="append", choices=list(FLOWS))
@@ -278,15 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "needs the token in $RUBRICRL_SERVICE_TOKEN)")
     e.add_argument("--port", type=int, default=None, help="listen port (default service.port)")
     e.set_defaults(fn=cmd_serve_env)
-    o = common(sub.add_parser("serve-openenv", help="serve the environment as an OpenEnv server on 127.0.0.1 "
-                                                     "(reset/step episodes over WebSocket and HTTP)"))
-    o.add_argument("--host", default=None, help="listen address (default service.host; the same token rule)")
-    o.add_argument("--port", type=int, default=None, help="listen port (default environments.openenv_port)")
-    o.add_argument("--split", default=SPLITS[0], choices=SPLITS,
-                   help="the published queries to draw from (all: every query with a rubric)")
-    o.add_argument("--benchmark", default=None, help="only the queries ingested from this benchmark file")
-    o.add_argument("--max-turns", type=int, default=None, help="apps per episode (default environments.max_turns)")
-    o.set_defaults(fn=cmd_serve_openenv)
+    add_serve_openenv(sub)
     from rubricrl import score_cmd
 
     score_cmd.add_parser(sub).set_defaults(fn=cmd_score)
