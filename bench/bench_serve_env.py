@@ -99,17 +99,22 @@ def start_service(data: Path, port: int, args: argparse.Namespace, judge: Any) -
                     "ANTHROPIC_API_KEY": "bench-local-fake"})
     proc = subprocess.Popen([str(REPO / ".venv/bin/rubricrl"), "serve-env", "--port", str(port)], env=env, cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 120
+    return wait_healthy(proc, port, "rubricrl serve-env")
+
+
+def wait_healthy(proc: subprocess.Popen, port: int, name: str, limit_s: float = 120.0) -> subprocess.Popen:
+    """``proc`` once it answers ``GET /health`` on ``port`` (its stdout piped: shown if it exits first)."""
+    deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"rubricrl serve-env exited ({proc.returncode}):\n{proc.stdout.read()[-3000:]}")
+            raise SystemExit(f"{name} exited ({proc.returncode}):\n{proc.stdout.read()[-3000:]}")
         try:
             if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
                 return proc
         except httpx.TransportError:
             time.sleep(0.2)
     proc.kill()
-    raise SystemExit("rubricrl serve-env did not answer /health within 120 s")
+    raise SystemExit(f"{name} did not answer /health within {limit_s:g} s")
 
 
 def request_items(i: int, pairs: list[tuple[str, str]]) -> list[int]:

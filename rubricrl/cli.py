@@ -9,6 +9,7 @@
     rubricrl serve            # local Prefect server + process worker + every deployment
     rubricrl serve-judge MODEL_DIR   # vLLM OpenAI-compatible server for an open judge (llm.provider=openai)
     rubricrl serve-env        # the environment as a reward service (TRL, verl, OpenRLHF; docs/service.md)
+    rubricrl serve-openenv    # the environment as an OpenEnv server: reset/step episodes (docs/environments.md)
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 PIPELINE = ["synthesize-queries", "build-rubrics", "generate-sft", "train-sft", "select-rl-queries", "train-rl",
             "evaluate"]
@@ -213,11 +215,36 @@ def cmd_serve_env(args: argparse.Namespace) -> int:
     return serve_env(load_config(args.profile, sets=sets))
 
 
+def cmd_serve_openenv(args: argparse.Namespace) -> int:
+    from rubricrl.environments.openenv import serve_openenv
+    from schemas.config import load_config
+
+    sets = [*args.set, *(f"{k}={v}" for k, v in (("service.host", args.host), ("environments.openenv_port", args.port),
+                                                  ("environments.max_turns", args.max_turns)) if v is not None)]
+    return serve_openenv(load_config(args.profile, sets=sets), args.split, args.benchmark)
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     """``rubricrl score``: the environment's contract, with the project configuration (--profile, --set)."""
     from rubricrl import score_cmd
 
     return score_cmd.run(args)
+
+
+def add_serve_openenv(sub: Any) -> None:
+    """`rubricrl serve-openenv`'s arguments (docs/environments.md)."""
+    from rubricrl.options import add_config_options as common
+    from schemas.config.environments import SPLITS
+
+    o = common(sub.add_parser("serve-openenv", help="serve the environment as an OpenEnv server on 127.0.0.1 "
+                                                     "(reset/step episodes over WebSocket and HTTP)"))
+    o.add_argument("--host", default=None, help="listen address (default service.host; the same token rule)")
+    o.add_argument("--port", type=int, default=None, help="listen port (default environments.openenv_port)")
+    o.add_argument("--split", default=SPLITS[0], choices=SPLITS,
+                   help="the published queries to draw from (all: every query with a rubric)")
+    o.add_argument("--benchmark", default=None, help="only the queries ingested from this benchmark file")
+    o.add_argument("--max-turns", type=int, default=None, help="apps per episode (default environments.max_turns)")
+    o.set_defaults(fn=cmd_serve_openenv)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -267,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "needs the token in $RUBRICRL_SERVICE_TOKEN)")
     e.add_argument("--port", type=int, default=None, help="listen port (default service.port)")
     e.set_defaults(fn=cmd_serve_env)
+    add_serve_openenv(sub)
     from rubricrl import score_cmd
 
     score_cmd.add_parser(sub).set_defaults(fn=cmd_score)

@@ -6,7 +6,6 @@ model cannot write an app, so generation replays real fixture responses through 
 from __future__ import annotations
 
 import math
-import os
 
 import pytest
 
@@ -14,6 +13,7 @@ from rubricrl.adapters.client import ServiceClient, scorer_for
 from rubricrl.adapters.trl import RubricReward, completion_text
 from rubricrl.service.engine import ScoreEngine
 from tests.fixtures.service import counter_alone, counter_responses, judged_project, running_service
+from tests.fixtures.trl_replay import grpo_args, replay
 
 responses = counter_responses
 
@@ -28,33 +28,22 @@ def service(tmp_path, monkeypatch):
 def test_grpo_trainer_steps_on_service_rewards(service, tmp_path):
     import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
-
-    from training.tiny import build_tiny_model
+    from transformers import AutoModelForCausalLM
+    from trl import GRPOTrainer
 
     s, cfg = service
-    want = counter_alone(cfg)
-    rewards = [a["reward"] for a in want]
-    assert rewards[3] is None and all(r is not None for r in rewards[:3]) and len(set(rewards[:3])) == 3
-    model_dir = build_tiny_model(tmp_path / "tiny", hidden_size=64, num_layers=1)
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    texts = responses()
-    ids = [tok(t, add_special_tokens=False).input_ids for t in texts]
-    assert [tok.decode(i, skip_special_tokens=True) for i in ids] == texts  # TRL decodes these back
+    r = replay(cfg, tmp_path)
+    want, rewards, tok = r.want, r.rewards, r.tok
 
-    def rollout(prompts, trainer):  # TRL's rollout_func contract: ids and sampling logprobs per completion
-        return {"prompt_ids": [tok(p, add_special_tokens=False).input_ids for p in prompts],
-                "completion_ids": [ids[i % len(ids)] for i in range(len(prompts))],
-                "logprobs": [[0.0] * len(ids[i % len(ids)]) for i in range(len(prompts))]}
+    def rollout(prompts, trainer):
+        out = r.rollout(prompts)
+        del out["texts"]
+        return out
 
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(r.model_dir)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     ds = Dataset.from_list([{"prompt": "Build a click counter miniapp.", "query_id": "q-counter"}] * 8)
-    args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, num_generations=4,
-                      max_completion_length=2048, max_steps=2, learning_rate=1e-3, logging_steps=1, report_to=[],
-                      use_cpu=True, save_strategy="no", bf16=False, seed=0)
+    args = grpo_args(tmp_path)
     reward = RubricReward(scorer=ServiceClient(s.url, None, cfg.service.request_timeout_s, cfg.service.max_items))
     trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args, train_dataset=ds, processing_class=tok,
                           rollout_func=rollout)

@@ -71,6 +71,12 @@ def unscored(job: Job, reason: str) -> dict[str, Any]:
     return answer(job, dict(_UNSCORED), reason)
 
 
+def missing_answer(query_id: str, reason: str, index: int = 0) -> dict[str, Any]:
+    """An answer with nothing decided, for a scorer's caller that ran out of time or reached no scorer
+    (``rubricrl.environments``): the same keys as every answer (pure)."""
+    return {"index": index, "query_id": query_id, **_UNSCORED, "reason": reason}
+
+
 @dataclass
 class Scored:
     job: Job

@@ -20,6 +20,7 @@ from schemas.config.attribution import AttributionConfig
 from schemas.config.base import Section
 from schemas.config.cost import CostConfig
 from schemas.config.env import EnvConfig
+from schemas.config.environments import EnvironmentsConfig
 from schemas.config.evaluation import EVAL_DEMO_OVERRIDES, EvalConfig
 from schemas.config.llm import LLMConfig
 from schemas.config.rubrics import RubricsConfig
@@ -49,6 +50,7 @@ class Config(Section):
     train: TrainRLConfig = Field(default_factory=TrainRLConfig)
     cost: CostConfig = Field(default_factory=CostConfig)
     service: ServiceConfig = Field(default_factory=ServiceConfig)
+    environments: EnvironmentsConfig = Field(default_factory=EnvironmentsConfig)
 
     def resolved_llm(self) -> LLMConfig:
         """The LLM settings with a relative ``store_path`` placed under ``data_dir``."""

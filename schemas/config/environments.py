@@ -1,0 +1,30 @@
+"""Configuration of the environment as the RL stacks load it (``rubricrl.environments``): a verifiers
+environment and the OpenEnv server ``rubricrl serve-openenv`` (docs/environments.md).
+
+Scoring is the reward service's (``service``: in-process, or ``service.url``), under its bounds; this
+section holds only what an episode adds: how many apps the policy may write, how long one app may take
+to score before its reward counts as missing, and how many OpenEnv sessions one server holds.
+Overrides follow the usual ``RUBRICRL_ENVIRONMENTS__MAX_TURNS=3`` / ``--set environments.max_turns=3`` rules.
+"""
+from __future__ import annotations
+
+from pydantic import Field
+
+from schemas.config.base import Section
+
+
+# the published query sets an environment draws from: the selected RL queries, or every query with a rubric
+SPLITS = ("rl_queries", "all")
+
+
+class EnvironmentsConfig(Section):
+    """Episodes in the verifiers environment and the OpenEnv server."""
+
+    max_turns: int = Field(1, ge=1, le=16, description="Apps the policy may write in one episode; after each "
+                                                        "but the last it reads what the environment found")
+    sample_timeout_s: float = Field(600.0, gt=0, description="Time limit of scoring one app; past it the app's "
+                                                              "reward is missing (masked, never 0) with the reason")
+    openenv_port: int = Field(8766, ge=1, le=65535, description="rubricrl serve-openenv's listen port (the host and "
+                                                                 "token are service.host and service.token_env)")
+    max_sessions: int = Field(64, ge=1, le=4096, description="OpenEnv WebSocket sessions (episodes) one server "
+                                                              "holds at once")
