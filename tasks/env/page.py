@@ -38,3 +38,21 @@ def page_error_record(html: str, name: str, message: str, stack: str) -> dict[st
         rec["line"], rec["column"] = int(m.group(1)), int(m.group(2))
         rec["offset"] = html_offset(html, rec["line"], rec["column"])
     return rec
+
+
+# True when the page renders nothing a user could see: no text, and no element that draws (a canvas, an image, a
+# control) or is painted (a background, a border)
+BLANK_JS = """() => {
+  const b = document.body;
+  if (!b) return true;
+  if ((b.innerText || '').trim().length > 0) return false;
+  const els = b.querySelectorAll('*');
+  for (let i = 0; i < els.length && i < 3000; i++) {
+    const e = els[i], r = e.getBoundingClientRect();
+    if (r.width <= 0 || r.height <= 0) continue;
+    if (/^(CANVAS|SVG|IMG|VIDEO|INPUT|BUTTON|SELECT|TEXTAREA|IFRAME|PROGRESS|METER|OBJECT|EMBED)$/i.test(e.tagName)) return false;
+    const s = getComputedStyle(e);
+    if (s.backgroundColor !== 'rgba(0, 0, 0, 0)' || s.backgroundImage !== 'none' || s.borderStyle !== 'none') return false;
+  }
+  return true;
+}"""

@@ -65,27 +65,13 @@ from tasks.env.evidence import CHECKED, RuntimeEvidence
 from tasks.env.launch import launch_args, sandbox_launch
 from tasks.env.navigation import (POPUP_JS, SELF_NAVIGATIONS_JS, block_websocket, count_refused_popups, on_popup,
                                   route_request, self_navigations, settle_verdict)
-from tasks.env.page import APP_URL, page_error_record, stack_offset
+from tasks.env.page import APP_URL, BLANK_JS, page_error_record, stack_offset
 from tasks.env.pagetime import hold_hard_limit, install_controlled_clock, let_pass, require_clock_hook
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, idle_sample, run_probe
 from tasks.env.shots import ScreenshotSpec, take_screenshot
 
 log = logging.getLogger("rubricrl.env")
 VIEWPORT = {"width": 1280, "height": 800}
-_BLANK_JS = """() => {
-  const b = document.body;
-  if (!b) return true;
-  if ((b.innerText || '').trim().length > 0) return false;
-  const els = b.querySelectorAll('*');
-  for (let i = 0; i < els.length && i < 3000; i++) {
-    const e = els[i], r = e.getBoundingClientRect();
-    if (r.width <= 0 || r.height <= 0) continue;
-    if (/^(CANVAS|SVG|IMG|VIDEO|INPUT|BUTTON|SELECT|TEXTAREA|IFRAME|PROGRESS|METER|OBJECT|EMBED)$/i.test(e.tagName)) return false;
-    const s = getComputedStyle(e);
-    if (s.backgroundColor !== 'rgba(0, 0, 0, 0)' || s.backgroundImage !== 'none' || s.borderStyle !== 'none') return false;
-  }
-  return true;
-}"""
 
 
 class BrowserRuntime:
@@ -371,7 +357,7 @@ class BrowserRuntime:
             return False
         try:
             budget = max(self.cfg.hard_limit_s - self.cfg.load_timeout_s - self.cfg.settle_time_s(), 1.0)
-            ev.blank_body = bool(await asyncio.wait_for(page.evaluate(_BLANK_JS), budget))
+            ev.blank_body = bool(await asyncio.wait_for(page.evaluate(BLANK_JS), budget))
         except asyncio.TimeoutError:
             ev.status = "unresponsive"  # e.g. an infinite loop started by a timer after load
             return False
