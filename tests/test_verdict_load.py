@@ -48,24 +48,3 @@ def test_a_limit_is_page_time_with_a_wall_cap(wall_s, page_ms, want):
     from tasks.env.pagetime import limit_passed
 
     assert limit_passed(wall_s, page_ms, 1500, 6.0) == want
-
-
-HEAVY = (Path(__file__).parent / "fixtures" / "env" / "heavy" / "particles.html").read_text()
-# the same app, whose main thread stops answering two seconds after load: still stopped at the wall hard limit
-HEAVY_HUNG = HEAVY.replace("requestAnimationFrame(frame);\n</script>",
-                           "requestAnimationFrame(frame);\nsetTimeout(() => { for (;;) {} }, 2000);\n</script>")
-
-
-def test_a_heavy_canvas_app_starved_by_the_machine_is_not_stopped_by_the_hard_limit_and_a_hung_twin_is():
-    """24,000 particles drawn per frame (about a three.js scene on a software renderer) are valid alone on a quiet
-    machine; starved ``RATE`` times over they used to run into the hard limit (``unresponsive``, a runtime-invalid
-    verdict that was the machine's load). The hard limit counts the page's own time, so the starved app keeps its
-    verdict, and its twin whose main thread stops answering is still stopped there."""
-    cfg = RuntimeConfig(concurrency=2, recheck_timeouts=False)  # the default limits and probe; no second chance
-    with ThrottledRuntime(cfg, rate=RATE) as rt:
-        heavy, hung = rt.check_many([HEAVY, HEAVY_HUNG])
-    assert heavy.status == "ok" and heavy.runtime_valid(cfg) is True, (heavy.status, heavy.page_errors)
-    assert (heavy.interaction or {}).get("status") == "ok", heavy.interaction
-    # stopped by the hard limit, or found hung by the probe first: either way runtime-invalid
-    assert hung.runtime_valid(cfg) is False, (hung.status, hung.interaction)
-    assert hung.status == "unresponsive" or (hung.interaction or {}).get("status") == "hung", hung.status

@@ -99,25 +99,6 @@ async def let_pass(page: Any, ms: float, clock: ClockConfig) -> None:
         await asyncio.sleep((ms - done) / 1000)
 
 
-async def hold_hard_limit(limit: Any, page: Any, limit_s: float, max_slowdown: float) -> None:
-    """An app's hard limit counted on its load page's own clock (the time it lived on its real timers), so a page
-    the machine's load starves is not stopped for it: before the wall deadline of ``limit`` (an asyncio timeout, which
-    a screenshot may move), a page that answers and has lived less than ``limit_s`` gets the rest, up to
-    ``max_slowdown`` times ``limit_s`` of wall time in all; a page that does not answer (an endless loop), or that had
-    its time, is stopped at the deadline. Runs beside the session until it is cancelled."""
-    loop = asyncio.get_running_loop()
-    cap, margin = loop.time() + limit_s * max_slowdown, CLOCK_READ_S + 0.5  # time to read the clock before the deadline
-    while True:
-        ahead = limit.when() - margin - loop.time()
-        if ahead > 0:
-            await asyncio.sleep(ahead)  # the deadline of wall time, not a wait of the page's
-            continue
-        lived = await page_clock_ms(page, CLOCK_READ_S)
-        if lived is None or lived >= limit_s * 1000 or loop.time() >= cap:
-            return
-        limit.reschedule(min(loop.time() + max(limit_s - lived / 1000, 1.0) + margin, cap))
-
-
 async def clock_of(page: Any, timeout_s: float) -> tuple[str | None, str | None]:
     """(controlled | page, why the page left the controlled clock) of a page as it is now; (None, None) when it
     does not answer within ``timeout_s``."""
