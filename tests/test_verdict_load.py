@@ -11,10 +11,11 @@ from schemas.checks import parse_check
 from schemas.config.checks import ChecksConfig
 from schemas.config.env import ProbeConfig, RuntimeConfig
 from tasks.env.checks import CheckPlan
+from tasks.env.pagetime import HOLD_ENDS
 from tasks.env.throttle import ThrottledRuntime
 
 FIX = Path(__file__).parent / "fixtures" / "checks"
-CFG = RuntimeConfig(load_timeout_s=4.0, settle_s=0.2, hard_limit_s=8.0, concurrency=2, probe=ProbeConfig(enabled=False))
+CFG = RuntimeConfig(concurrency=2, probe=ProbeConfig(enabled=False))
 CHECKS = ChecksConfig()
 RATE = 6  # the slowest renderer bench_checks --load-noise measured flipping verdicts before page time
 pytestmark = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
@@ -48,3 +49,75 @@ def test_a_limit_is_page_time_with_a_wall_cap(wall_s, page_ms, want):
     from tasks.env.pagetime import limit_passed
 
     assert limit_passed(wall_s, page_ms, 1500, 6.0) == want
+
+
+HEAVY = (Path(__file__).parent / "fixtures" / "env" / "heavy" / "particles.html").read_text()
+# the same app, whose main thread stops answering once it has loaded: still stopped at the wall hard limit
+HEAVY_HUNG = HEAVY.replace("requestAnimationFrame(frame);\n</script>",
+                           "requestAnimationFrame(frame);\n"
+                           "addEventListener('load', () => setTimeout(() => { for (;;) {} }));\n</script>")
+
+
+def test_a_heavy_canvas_app_starved_by_the_machine_is_not_stopped_by_the_hard_limit_and_a_hung_twin_is():
+    """24,000 particles drawn per frame (about a three.js scene on a software renderer) are valid alone on a quiet
+    machine; starved ``RATE`` times over they used to run into the hard limit (``unresponsive``, a runtime-invalid
+    verdict that was the machine's load). The hard limit counts the page's own time, so the starved app keeps its
+    verdict, and its twin whose main thread stops answering is still stopped there."""
+    cfg = RuntimeConfig(concurrency=2, recheck_timeouts=False)  # the default limits and probe; no second chance
+    with ThrottledRuntime(cfg, rate=RATE) as rt:
+        heavy, hung = rt.check_many([HEAVY, HEAVY_HUNG])
+    assert heavy.status == "ok" and heavy.runtime_valid(cfg) is True, (heavy.status, heavy.page_errors)
+    assert (heavy.interaction or {}).get("status") == "ok", heavy.interaction
+    assert hung.status == "unresponsive" and hung.runtime_valid(cfg) is False, (hung.status, hung.interaction)
+    assert HOLD_ENDS["no_answer"] in hung.page_errors[-1]["message"], hung.page_errors
+
+
+class _Page:
+    """A load page as the hold sees it: ``evaluate`` answers the clock's reading (``lived(wall seconds)``) after
+    ``delay_s``, or never (``None``: an endless loop)."""
+
+    def __init__(self, lived, delay_s: float | None = 0.0) -> None:
+        self.lived, self.delay_s, self.reads = lived, delay_s, 0
+
+    async def evaluate(self, _js: str):
+        import asyncio
+
+        self.reads += 1
+        if self.delay_s is None:
+            await asyncio.Event().wait()
+        await asyncio.sleep(self.delay_s)
+        return self.lived(asyncio.get_running_loop().time() - self.t0)
+
+
+@pytest.mark.parametrize("lived, delay_s, want_end, want_s", [
+    (lambda t: t * 1000, 0.0, "lived", 0.5),  # quiet: stopped when it lived the limit, as on the wall
+    (lambda t: t * 250, 0.0, "lived", 2.0),  # starved 4x but answering: gets the time it did not have
+    (lambda t: t * 250, 0.15, "lived", 2.0),  # a frame starved past one clock read is still answering
+    (lambda t: t * 100, 0.0, "wall_cap", 3.0),  # starved 10x: never past max_slowdown times the limit
+    (lambda t: t * 1000, None, "no_answer", 0.5),  # an endless loop: stopped at the wall deadline
+    (lambda t: None if t < 0.2 else t * 250, 0.0, "lived", 2.0),  # no clock before its document starts: read again
+])
+def test_the_hard_limit_holds_on_the_page_clock_up_to_its_wall_cap(monkeypatch, lived, delay_s, want_end, want_s):
+    """hold_hard_limit with times scaled down (limit 0.5 s, cap 6x, a clock read of 0.05 s): how long the session
+    lasts and why the hold let its deadline stand."""
+    import asyncio
+
+    from tasks.env import pagetime
+
+    monkeypatch.setattr(pagetime, "CLOCK_READ_S", 0.05)
+
+    async def session() -> tuple[str | None, float]:
+        loop, page = asyncio.get_running_loop(), _Page(lived, delay_s)
+        page.t0 = loop.time()
+        try:
+            async with asyncio.timeout(0.5) as limit:
+                hold = asyncio.ensure_future(pagetime.hold_hard_limit(limit, page, 0.5, 6.0))
+                await asyncio.sleep(30)  # a session that would outlive any limit
+        except TimeoutError:
+            pass
+        took = loop.time() - page.t0
+        hold.cancel()
+        return (hold.result() if hold.done() and not hold.cancelled() else None), took
+
+    end, took = asyncio.run(session())
+    assert end == want_end and want_s - 0.1 < took < want_s + 0.4, (end, took)

@@ -122,7 +122,15 @@ class RuntimeConfig(Section):
     load_timeout_s: float = Field(5.0, gt=0, description="Time for the load event; past it the app is runtime-invalid")
     settle_s: float = Field(0.5, ge=0, description="Page time after load during which page errors still count (on "
                                                    "the controlled clock, env.runtime.clock)")
-    hard_limit_s: float = Field(10.0, gt=0, description="Wall limit for one app, whatever it does")
+    hard_limit_s: float = Field(10.0, gt=0, description="Limit for one app's load, settle and probe, whatever it does, "
+                                                        "counted on the page's own clock (the time it lived on its "
+                                                        "real timers): a page that stops answering is stopped at this "
+                                                        "much wall time, one starved by the machine's load gets the "
+                                                        "time it did not have, up to max_slowdown times it")
+    max_slowdown: float = Field(4.0, ge=1.0, le=20.0,
+                                description="The hard limit in wall time is at most this many times hard_limit_s, "
+                                            "however starved the page (a heavy canvas app needed 2.6x beside a "
+                                            "CPU throttled 8x)")
     concurrency: int = Field(8, ge=1, le=64, description="Apps loaded at once in one browser (one context each); "
                                                           "a check mostly waits (settle time), so this exceeds cores")
     swiftshader: bool = Field(True, description="Software WebGL (SwiftShader) so canvas/three.js apps run")

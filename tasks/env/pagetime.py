@@ -44,6 +44,7 @@ LOAD_STEP_MS = 100  # the load page's clock moves this far per step, so a page t
 # (pagetime.js, probe.js) reads the library's in-page object. It is private, so every browser start checks it is
 # there (require_clock_hook) instead of letting every page fall back to real time in silence.
 CLOCK_HOOK = "globalThis.__pwClock"
+_LIVED_JS = "() => window.__rrTime ? window.__rrTime.lived() : null"
 
 
 class OutOfTime(Exception):
@@ -99,6 +100,55 @@ async def let_pass(page: Any, ms: float, clock: ClockConfig) -> None:
         await asyncio.sleep((ms - done) / 1000)
 
 
+HOLD_ENDS = {  # why the hard limit stopped an app (the hold's outcome), named in the app's timeout error
+    "no_answer": "the page did not answer a read of its clock",
+    "lived": "the page lived the limit on its own clock",
+    "wall_cap": "the wall-time cap (max_slowdown times the limit) was reached",
+}
+
+
+async def hold_hard_limit(limit: Any, page: Any, limit_s: float, max_slowdown: float) -> str:
+    """An app's hard limit counted on its load page's own clock (the time it lived on its real timers), so a page
+    the machine's load starves is not stopped for it. Before the wall deadline of ``limit`` (an asyncio timeout,
+    which a screenshot may move) the page's clock is read: a page that has lived ``limit_s`` is stopped now; one
+    that answers and lived less gets the rest, up to ``max_slowdown`` times ``limit_s`` of wall time in all; one
+    whose main thread does not answer within ``CLOCK_READ_S * max_slowdown`` (an endless loop, not a frame starved
+    by the machine) is stopped at the deadline. A page without a clock yet (its document not started) is read again.
+    Runs beside the session until it is cancelled; returns why it let the deadline stand (a key of ``HOLD_ENDS``)."""
+    loop = asyncio.get_running_loop()
+    read_s = CLOCK_READ_S * max_slowdown
+    cap, margin = loop.time() + limit_s * max_slowdown, read_s + 0.5  # time to read the clock before the deadline
+    while True:
+        ahead = limit.when() - margin - loop.time()
+        if ahead > 0:
+            await asyncio.sleep(ahead)  # the deadline of wall time, not a wait of the page's
+            continue
+        if limit.when() >= cap:
+            return "wall_cap"
+        try:
+            # answered before the deadline, or the deadline stands (the hold may start late, after the page opened)
+            lived = await asyncio.wait_for(page.evaluate(_LIVED_JS),
+                                           max(0.1, min(read_s, limit.when() - loop.time() - 0.25)))
+        except asyncio.TimeoutError:
+            return "no_answer"
+        except Exception:  # no document to ask yet (navigating): ask again
+            lived = None
+        if lived is None:
+            await asyncio.sleep(CLOCK_READ_S / 10)
+            continue
+        if lived >= limit_s * 1000:
+            limit.reschedule(loop.time())
+            return "lived"
+        limit.reschedule(min(loop.time() + limit_s - lived / 1000 + margin, cap))
+
+
+def hold_end(hold: "asyncio.Future[str] | None") -> str:
+    """Why a finished hold let the hard limit stop the app (``HOLD_ENDS``); "" when it did not finish."""
+    if hold is None or not hold.done() or hold.cancelled() or hold.exception() is not None:
+        return ""
+    return HOLD_ENDS.get(hold.result(), "")
+
+
 async def clock_of(page: Any, timeout_s: float) -> tuple[str | None, str | None]:
     """(controlled | page, why the page left the controlled clock) of a page as it is now; (None, None) when it
     does not answer within ``timeout_s``."""
@@ -114,7 +164,7 @@ async def page_clock_ms(page: Any, timeout_s: float = CLOCK_READ_S) -> float | N
     """The page's own clock (ms it lived on its real timers); None when it does not answer (within
     ``timeout_s``) or has none."""
     try:
-        v = await asyncio.wait_for(page.evaluate("() => window.__rrTime ? window.__rrTime.lived() : null"),
+        v = await asyncio.wait_for(page.evaluate(_LIVED_JS),
                                    timeout_s)
     except Exception:
         return None

@@ -35,7 +35,9 @@ after the probe (``<app key>-probe.png``), named by ``app_key(html)``; ``shots[a
 kept or why not. The time a screenshot takes is added to the app's hard limit, so taking one never
 changes a verdict; without a spec nothing is taken (training never pays for it).
 
-Verdicts must not depend on machine load or concurrency: a load that runs past ``load_timeout_s`` is given
+Verdicts must not depend on machine load or concurrency: the hard limit is counted on the page's own clock (a
+page that answers and was starved by the machine gets the time it did not have, up to ``max_slowdown`` times the
+limit; ``tasks.env.pagetime.hold_hard_limit``), a load that runs past ``load_timeout_s`` is given
 the rest of the hard limit while the page's main thread still answers (a heartbeat: busy but progressing is
 not hung), and an app that still timed out or hung beside others is checked again alone before its verdict
 stands (``recheck_timeouts``).
@@ -64,7 +66,7 @@ from tasks.env.launch import launch_args, sandbox_launch
 from tasks.env.navigation import (POPUP_JS, SELF_NAVIGATIONS_JS, block_websocket, count_refused_popups, on_popup,
                                   route_request, self_navigations, settle_verdict)
 from tasks.env.page import APP_URL, BLANK_JS, page_error_record, stack_offset
-from tasks.env.pagetime import install_controlled_clock, let_pass, require_clock_hook
+from tasks.env.pagetime import hold_end, hold_hard_limit, install_controlled_clock, let_pass, require_clock_hook
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, idle_sample, run_probe
 from tasks.env.shots import ScreenshotSpec, take_screenshot
 
@@ -119,6 +121,11 @@ class BrowserRuntime:
         futures: list[Future] = [Future() for _ in htmls]
         asyncio.run_coroutine_threadsafe(self._check_all(htmls, checks, futures), self._loop)
         return futures
+
+    @property
+    def busy(self) -> int:
+        """Apps in a session right now (at most ``cfg.concurrency``)."""
+        return self._busy
 
     def browser_pids(self) -> list[int]:
         """PIDs of this runtime's browser process (not its renderers), found by the launch marker."""
@@ -248,6 +255,7 @@ class BrowserRuntime:
         (nothing they do changes the load's verdict). Each step records into the app's evidence; the gate's verdict
         is read from it once, later (``RuntimeEvidence.verdict``)."""
         ev, session, started = RuntimeEvidence(), ProbeSession(), time.perf_counter()
+        holding: asyncio.Future | None = None  # the hard limit held on the page's own clock
         try:
             context = await browser.new_context(service_workers="block", accept_downloads=False, viewport=VIEWPORT)
         except Exception as e:
@@ -256,6 +264,8 @@ class BrowserRuntime:
             async with asyncio.timeout(self.cfg.hard_limit_s) as limit:
                 opened = time.perf_counter()
                 page, release, probing = await self._open(context, html, ev, session)
+                holding = asyncio.ensure_future(hold_hard_limit(limit, page, self.cfg.hard_limit_s,
+                                                                self.cfg.max_slowdown))
                 try:
                     if await self._load(page, ev, session, opened) and await self._settle(page, ev, session):
                         await self._screenshot(page, html, "load", limit)  # what the user sees before anyone acts
@@ -264,6 +274,7 @@ class BrowserRuntime:
                                             VIEWPORT, session.idle, self.cfg.clock)
                             await self._screenshot(page, html, "probe", limit)
                 finally:
+                    holding.cancel()  # an outcome it already returned stays readable
                     release()  # what the checks do in the load page is not the load's evidence
             if plan is not None and ev.status in CHECKED:
                 ev.check_results, ev.checks_error = await self._checks(context, page, html, session, plan, probing)
@@ -271,7 +282,10 @@ class BrowserRuntime:
             # after an error at load the probe's use decides whether it blocks: cut short, it showed nothing
             if ev.status in ("ok", "page_error"):
                 ev.status = "unresponsive"
-            ev.page_errors.append({"name": "TimeoutError", "message": f"hard limit of {self.cfg.hard_limit_s}s reached",
+            why = hold_end(holding)
+            ev.page_errors.append({"name": "TimeoutError", "message": f"hard limit of {self.cfg.hard_limit_s}s reached "
+                                   f"(the page's own time, {self.cfg.hard_limit_s * self.cfg.max_slowdown:g}s of wall "
+                                   f"time at most){': ' + why if why else ''}",
                                    "stack": "", "line": None, "column": None, "offset": None})
         except Exception as e:
             if not browser.is_connected():
@@ -431,3 +445,4 @@ def shared_runtime(cfg: RuntimeConfig) -> BrowserRuntime:
             rt = _SHARED[key] = BrowserRuntime(cfg)
             atexit.register(rt.close)
         return rt
+
