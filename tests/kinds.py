@@ -118,6 +118,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_service_requests.py": ("unit",),
     "test_service_scores.py": ("unit",),
     "test_sizes.py": ("unit",),
+    "test_browser_profile.py": ("unit",),
     "test_sft_data.py": ("unit",),
     "test_store.py": ("unit",),
     "test_store_faults.py": ("unit", "flows"),

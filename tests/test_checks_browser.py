@@ -14,7 +14,7 @@ from tasks.env.checks import CheckPlan, label_agreement, run_item_checks
 from tasks.env.runtime import BrowserRuntime
 
 FIX = Path(__file__).parent / "fixtures" / "checks"
-CFG = RuntimeConfig(load_timeout_s=4.0, settle_s=0.2, hard_limit_s=8.0, concurrency=6)
+CFG = RuntimeConfig(concurrency=6)
 CHECKS = ChecksConfig()
 pytestmark = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
                                 reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh")

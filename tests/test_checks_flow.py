@@ -48,7 +48,7 @@ def test_score_rollouts_publishes_check_results_and_the_judge_uses_them(prefect_
                                             "rubric_json": [json.dumps(task["rubric"])]}))
     _publish(store, "rollouts", pa.table({"rollout_id": ["ok", "bad", "none"], "query_id": [task["query_id"]] * 3,
                                           "response": [clean, broken, "no app here"]}))
-    env = {"workers": 1, "runtime": {"load_timeout_s": 3.0, "settle_s": 0.2, "hard_limit_s": 6.0}}
+    env = {"workers": 1}
     out = score_rollouts(profile="demo", chunk_size=3, env=env)
     assert out["missing_rewards"] == 0
     res = {(r["rollout_id"], r["item_id"]): r for r in store.read("check_results").to_pylist()}

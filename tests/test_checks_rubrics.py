@@ -19,7 +19,7 @@ from tasks.rubrics.checks import check_rows, dropped_markdown, dry_run, dry_run_
 from tasks.rubrics.checks_offline import offline_checks
 from tasks.stages.store import StageStore
 
-RT = RuntimeConfig(load_timeout_s=4.0, settle_s=0.2, hard_limit_s=8.0, concurrency=6)
+RT = RuntimeConfig(concurrency=6)
 needs_browser = pytest.mark.skipif(not Path(RT.executable_path).exists(),
                                    reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh")
 ITEMS = [{"id": "I1", "scope": "initial_state", "requirement": "Shows a counter at 0"},

@@ -17,7 +17,7 @@ from tasks.env.throttle import ThrottledRuntime
 
 FIX = Path(__file__).parent / "fixtures" / "checks" / "time"
 IX = Path(__file__).parent / "fixtures" / "env" / "interaction"
-CFG = RuntimeConfig(load_timeout_s=4.0, settle_s=0.2, hard_limit_s=8.0, concurrency=4)
+CFG = RuntimeConfig(concurrency=4)
 CHECKS = ChecksConfig()
 pytestmark = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
                                 reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh")

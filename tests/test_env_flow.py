@@ -24,7 +24,7 @@ def test_score_rollouts_threads_with_browser(prefect_harness, data_dir):
     from flows.score_rollouts import score_rollouts
 
     store = publish_rollouts(data_dir, [*NAMES, GAP])
-    env = {"workers": 2, "runtime": {"load_timeout_s": 3.0, "settle_s": 0.3, "hard_limit_s": 6.0}}
+    env = {"workers": 2}
     out = score_rollouts(profile="demo", chunk_size=2, env=env)
     # the environment gap is the one missing reward, counted in the rewards stage's summary
     assert out["missing_rewards"] == 1

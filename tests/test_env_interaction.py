@@ -22,7 +22,7 @@ from tasks.llm import get_provider
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures" / "env"
 IX = FIX / "interaction"
-CFG = RuntimeConfig(load_timeout_s=5.0, settle_s=0.3, hard_limit_s=10.0, concurrency=4)
+CFG = RuntimeConfig(concurrency=4)
 pytestmark = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
                                 reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh")
 TASKS = {k: Task.model_validate(v) for k, v in json.loads((IX / "tasks.json").read_text()).items()}
@@ -184,7 +184,7 @@ def test_verdicts_do_not_depend_on_concurrency_with_heavy_webgl_apps():
 
     # A tight load timeout: beside seven other WebGL apps on a loaded 2-core machine loads run past it, so the
     # verdicts hold only if a busy page is told from a hung one (heartbeat) and timeouts are re-checked alone.
-    tight = RuntimeConfig(load_timeout_s=1.0, settle_s=0.3, hard_limit_s=10.0)
+    tight = RuntimeConfig(load_timeout_s=1.0)
 
     def verdicts(concurrency: int) -> list:
         with BrowserRuntime(tight.model_copy(update={"concurrency": concurrency})) as rt:
@@ -210,7 +210,7 @@ def test_busy_but_progressing_load_is_not_hung():
     busy = "<script>{const t = Date.now(); while (Date.now() - t < 300) {}}</script>\n"
     slow = "<html><body><h1>slow</h1>" + busy * 8 + "<p>done</p></body></html>"
     loop = "<html><body><h1>x</h1><script>while (true) {}</script></body></html>"
-    cfg = RuntimeConfig(load_timeout_s=1.0, settle_s=0.3, hard_limit_s=8.0, concurrency=2)
+    cfg = RuntimeConfig(load_timeout_s=1.0, concurrency=2)
     with BrowserRuntime(cfg) as rt:
         s, h = rt.check_many([slow, loop])
     assert s.status == "ok" and s.duration_s > cfg.load_timeout_s

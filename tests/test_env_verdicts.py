@@ -16,7 +16,7 @@ from tasks.env.runtime import BrowserRuntime
 from tasks.env.score import ScoreInput, score_batch
 from tasks.llm import get_provider
 
-CFG = RuntimeConfig(load_timeout_s=15.0, settle_s=0.5, hard_limit_s=25.0, concurrency=4)
+CFG = RuntimeConfig(concurrency=4)
 pytestmark = [pytest.mark.skipif(not Path(CFG.executable_path).exists(),
                                  reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh"),
               pytest.mark.skipif(not CFG.cdn_root().is_dir(), reason="npm ci --prefix vendor/cdn --ignore-scripts")]

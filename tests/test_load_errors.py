@@ -16,7 +16,7 @@ from tasks.env.score import ScoreInput, score_batch
 from tasks.llm import get_provider
 
 IX = Path(__file__).resolve().parent / "fixtures" / "env" / "interaction"
-BASE = RuntimeConfig(load_timeout_s=5.0, settle_s=0.3, hard_limit_s=10.0, concurrency=2)
+BASE = RuntimeConfig(concurrency=2)
 pytestmark = pytest.mark.skipif(not Path(BASE.executable_path).exists(),
                                 reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh")
 TASK = Task.model_validate(json.loads((IX / "tasks.json").read_text())["button"])

@@ -12,7 +12,7 @@ from schemas.config.env import RuntimeConfig
 from tasks.env.throttle import ThrottledRuntime
 
 FIX = Path(__file__).parent / "fixtures"
-CFG = RuntimeConfig(load_timeout_s=4.0, settle_s=0.3, hard_limit_s=10.0, concurrency=4)
+CFG = RuntimeConfig(concurrency=4)
 pytestmark = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
                                 reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh")
 APPS = ["env/interaction/anim_runs.html", "env/interaction/anim_stops.html", "checks/time/raf_button.html",

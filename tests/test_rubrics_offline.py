@@ -27,7 +27,7 @@ READOUT = "document.getElementById('length-value').textContent = length.toFixed(
 IN_CM = READOUT.replace("length.toFixed(1)", "(length * 100).toFixed(0)")  # the display shows another number
 PROSE = ("Build a Trip Planner miniapp for a nurse who is busy. It must let the user add stops with an Add button; "
          "and work as a single self-contained HTML file with no external requests.")
-RT = RuntimeConfig(load_timeout_s=4.0, settle_s=0.2, hard_limit_s=8.0, concurrency=4)
+RT = RuntimeConfig(concurrency=4)
 needs_browser = pytest.mark.skipif(not Path(RT.executable_path).exists(),
                                    reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh")
 
