@@ -98,6 +98,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_probe_records.py": ("unit",),
     "test_probe_time.py": ("browser",),
     "test_progress.py": ("unit",),
+    "test_prompt_html.py": ("unit",),
     "test_resume_kill.py": ("flows",),
     "test_readme_map.py": ("unit",),
     "test_rubrics_flow.py": ("flows",),

@@ -24,9 +24,9 @@ def html_language() -> ts.Language:
 
 
 @cache
-def load_query(name: str, html: bool = False) -> ts.Query:
-    """Compile ``queries/<name>.scm`` once per process."""
-    text = (QUERY_DIR / f"{name}.scm").read_text()
+def load_query(name: str, html: bool = False, folder: Path = QUERY_DIR) -> ts.Query:
+    """Compile ``<folder>/<name>.scm`` (by default ``queries/`` here) once per process."""
+    text = (folder / f"{name}.scm").read_text()
     return ts.Query(html_language() if html else js_language(), text)
 
 

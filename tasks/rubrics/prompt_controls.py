@@ -1,11 +1,11 @@
 """The UI elements a query names, with what it states about them (pure): id, kind, label, default, range.
 
-Read from the query as written (``prompt_outline``): an element is declared by ``id="..."`` (in inline code,
-a code block or plain text). Its kind comes from the HTML tag that declares it (``<input type="range">``),
-else from the id's own wording (``slider-``, ``btn-``), else from the words around it ("slider", "dropdown");
-its label from ``<label for=...>``, the button's text or a ``label: "..."`` line; its default, bounds and
-options from the lines that speak of it alone (the list item naming it and what is nested under it, and the
-item above when that names no other element).
+Read from the query as written (``prompt_outline``, and its HTML parsed by ``prompt_html``): an element is declared
+by ``id="..."`` (in inline code, a code block or plain text). Its kind comes from the HTML tag that declares it
+(``<input type="range">``, or the one prose gives it: ``_prose_tag``), else from the id's own wording
+(``slider-``, ``btn-``), else from the words around it ("slider", "dropdown"); its label from ``<label for=...>``,
+the button's text or a ``label: "..."`` line; its default, bounds and options from the lines that speak of it
+alone (the list item naming it and what is nested under it, and the item above when that names no other element).
 
 Kinds: range, number, text, checkbox, radio, select, button, canvas, output (text the app displays),
 area (a drawing or plot container), container (layout only: never an item).
@@ -15,21 +15,21 @@ Run: ``controls(outline(query), query)``.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field, replace
 
+from tasks.rubrics.prompt_html import Html, Tag, line_starts, read_html
 from tasks.rubrics.prompt_outline import Node, Outline, plain, span
 from tasks.rubrics.vocab import HOLDS_DRAWING, NUMBER, is_number
 
 ID_DECL = re.compile(r"""\bid\s*=\s*\\?["']([A-Za-z][\w\-:.]{0,60})\\?["']""")
-_TAG = re.compile(r"<([A-Za-z][\w-]*)\b([^<>]*)>")
-_ATTR = re.compile(r"""([A-Za-z_:][\w:.-]*)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]+))?""")
-_LABEL_FOR = re.compile(r"""<label\b[^>]*\bfor\s*=\s*["']([\w\-:.]+)["'][^>]*>([^<]{1,80})</label>""", re.I)
-_INNER = re.compile(r"""<(button|option|span|p|div|output|td|h\d|label|strong|b)\b[^>]*\bid\s*=\s*["']([\w\-:.]+)["']"""
-                    r"""[^>]*>([^<]{1,80})</\1>""", re.I)
-_SELECT = re.compile(r"""<select\b[^>]*\bid\s*=\s*["']([\w\-:.]+)["'][^>]*>(.*?)</select>""", re.I | re.S)
-_OPTION = re.compile(r"<option\b([^>]*)>([^<]{1,60})</option>", re.I)
+# Prose fallback (see _prose_tag): a tag named without brackets just before an id ("`span id="x"`").
 _BARE_TAG = re.compile(r"\b(input|button|select|canvas|span|div|p|output|label|textarea|svg|td|tbody|table)`?\s+"
-                       r"(?:[\w-]+=\S+\s+)*(?=id\s*=)")  # "`span id="x"`": a tag named without brackets
+                       r"(?:[\w-]+=\S+\s+)*(?=id\s*=)")
+# Its attributes: every word up to _BARE_ATTRS_AFTER characters past the id, with its value if it has one ("`input`
+# id="a" min="0" ..."). Not an HTML parse: what follows a bare tag is a sentence, which a parser reads as an error.
+_BARE_ATTR = re.compile(r"""([A-Za-z_:][\w:.-]*)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]+))?""")
+_BARE_ATTRS_AFTER = 80
 _NUM = "(" + NUMBER + ")"
 _TYPE_KIND = {"range": "range", "number": "number", "text": "text", "search": "text", "email": "text", "": "text",
               "checkbox": "checkbox", "radio": "radio", "button": "button", "submit": "button"}
@@ -55,7 +55,6 @@ _WORD_KIND = [(kind, re.compile(pat, re.I)) for kind, pat in [
               ("text", r"\btext ?(input|field|box|area)|\binput field"),
               ("output", r"\b(displays?|readout|shows|value label|text content)\b"),
               ("area", r"\b(plot|chart|graph|visuali[sz]ation|scene|diagram)\b")]]
-_SELECTED = re.compile(r"\bselected\b")
 # The whole-token bounds of an element's id in a text (with or without "#"): "#speed" and "speed," name it,
 # "speed-value" does not.
 _MENTION_BEFORE, _MENTION_AFTER = r"(?<![\w-])#?", r"(?![\w-])"
@@ -116,35 +115,50 @@ class _Facts:
     selected: str | None = None
 
 
-def _attrs(body: str) -> dict[str, str]:
-    return {m.group(1).lower(): (m.group(2) or "").strip("\"'") for m in _ATTR.finditer(body)}
+def _prose_tag(text: str, html: Html, starts: list[int], lines: list[int], m: re.Match[str]) -> Tag | None:
+    """Fallback for an id written in prose, which no HTML parse ties to a tag, but queries write so (kept from the
+    rules before tree-sitter): the last tag before it on its line ("A `<canvas>` element with `id="c"`"), else a
+    tag named without brackets just before it ("`span id="x"`", read with its brackets put back)."""
+    n = bisect_right(lines, m.start()) - 1
+    line_start, line_end = lines[n], lines[n + 1] if n + 1 < len(lines) else len(text)
+    on_line = html.tags[bisect_left(starts, line_start):bisect_right(starts, m.start())]
+    before = [t for t in on_line if t.end <= m.start()]
+    if before:
+        return before[-1]
+    line = text[line_start:line_end]
+    bare = next((b for b in _BARE_TAG.finditer(line) if line_start + b.end() == m.start()), None)
+    if bare is None:
+        return None
+    words = _BARE_ATTR.finditer(line[bare.start():m.end() - line_start + _BARE_ATTRS_AFTER])
+    return Tag(m.start(), m.end(), bare.group(1).lower(), {a.group(1).lower(): (a.group(2) or "").strip("\"'")
+                                                           for a in words})
 
 
 def html_facts(text: str) -> dict[str, _Facts]:
-    """id -> what the HTML in ``text`` declares about it: tag, attributes, label, inner text, options."""
+    """id -> what the HTML in ``text`` declares about it: tag, attributes, label, inner text, options. An id's tag is
+    the parsed tag it is written in, else the one prose gives it (``_prose_tag``); the first one found holds."""
+    lines = line_starts(text)
+    html = read_html(text, lines)
+    starts = [t.start for t in html.tags]
     out: dict[str, _Facts] = {}
-    for line in text.splitlines():
-        tags = [(m.start(), m.end(), m.group(1).lower(), _attrs(m.group(2))) for m in _TAG.finditer(line)]
-        for m in ID_DECL.finditer(line):
-            own = next((t for t in tags if t[0] <= m.start() < t[1]), None)
-            near = own or next((t for t in reversed(tags) if t[1] <= m.start()), None)
-            bare = next((b for b in _BARE_TAG.finditer(line) if b.end() == m.start()), None)
-            if near is None and bare is not None:
-                near = (bare.start(), bare.end(), bare.group(1).lower(), _attrs(line[bare.start():m.end() + 80]))
-            f = out.setdefault(m.group(1), _Facts())
-            if near is not None and f.tag is None:
-                f.tag, f.attrs = near[2], near[3]
-    for m in _LABEL_FOR.finditer(text):
-        out.setdefault(m.group(1), _Facts()).label = " ".join(m.group(2).split())
-    for m in _INNER.finditer(text):
-        f = out.setdefault(m.group(2), _Facts())
-        f.inner = f.inner or " ".join(m.group(3).split()) or None
-    for m in _SELECT.finditer(text):
+    for m in ID_DECL.finditer(text):
         f = out.setdefault(m.group(1), _Facts())
-        for o in _OPTION.finditer(m.group(2)):
-            f.options.append(" ".join(o.group(2).split()))
-            if _SELECTED.search(o.group(1)):
-                f.selected = f.options[-1]
+        i = bisect_right(starts, m.start()) - 1
+        tag = html.tags[i] if i >= 0 and html.tags[i].end > m.start() else _prose_tag(text, html, starts, lines, m)
+        if tag is not None and f.tag is None:
+            f.tag, f.attrs = tag.name, tag.attrs
+    for t in html.texts:  # a control's label: the last <label for> naming it
+        if t.kind == "label" and t.text is not None:
+            out.setdefault(t.id, _Facts()).label = " ".join(t.text.split())
+    for t in html.texts:  # an element's own text: the first one it shows
+        if t.kind == "inner" and t.text is not None:
+            f = out.setdefault(t.id, _Facts())
+            f.inner = f.inner or " ".join(t.text.split()) or None
+    for t in html.texts:  # a select's options, and the one marked selected
+        if t.kind == "option" and t.id and t.text is not None:
+            f = out.setdefault(t.id, _Facts())
+            f.options.append(" ".join(t.text.split()))
+            f.selected = f.options[-1] if t.selected else f.selected
     return out
 
 
@@ -246,7 +260,8 @@ def _bounds(ctx: str, f: _Facts) -> tuple[float | None, float | None, float | No
 
 
 def _options(ctx: str, f: _Facts) -> tuple[str, ...]:
-    listed = f.options or [" ".join(o.group(2).split()) for o in _OPTION.finditer(ctx)]
+    listed = f.options or [" ".join(t.text.split()) for t in read_html(ctx).texts if t.kind == "option" and
+                           t.text is not None]
     if listed:
         return tuple(dict.fromkeys(listed))
     m = _OPTIONS_SAID.search(ctx)
