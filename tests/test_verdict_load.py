@@ -57,15 +57,23 @@ HEAVY_HUNG = HEAVY.replace("requestAnimationFrame(frame);\n</script>",
                            "requestAnimationFrame(frame);\n"
                            "addEventListener('load', () => setTimeout(() => { for (;;) {} }));\n</script>")
 
+# an app whose load event waits on eight parser-blocking scripts of real work (about 0.3 s each quiet): starved
+# RATE times over it loads after the load timeout and most of the hard limit in wall time, while answering between
+SLOW_PARSE = ("<html><body><h1>slow</h1>" + "<script>{let x = 0; for (let i = 0; i < 3e7; i++) x += Math.sqrt(i);"
+              " window.s = x;}</script>\n" * 8 + "<p>done</p><button onclick=\"this.textContent='on'\">go</button>"
+              "</body></html>")
+
 
 def test_a_heavy_canvas_app_starved_by_the_machine_is_not_stopped_by_the_hard_limit_and_a_hung_twin_is():
     """24,000 particles drawn per frame (about a three.js scene on a software renderer) are valid alone on a quiet
     machine; starved ``RATE`` times over they used to run into the hard limit (``unresponsive``, a runtime-invalid
-    verdict that was the machine's load). The hard limit counts the page's own time, so the starved app keeps its
-    verdict, and its twin whose main thread stops answering is still stopped there."""
-    cfg = RuntimeConfig(concurrency=2, recheck_timeouts=False)  # the default limits and probe; no second chance
+    verdict that was the machine's load), and so did a load slowed by its scripts' work (``load_timeout``). The hard
+    limit and the load's time count the page's own time, so both keep their verdicts, and the twin whose main
+    thread stops answering is still stopped at the wall limit."""
+    cfg = RuntimeConfig(concurrency=3, recheck_timeouts=False)  # the default limits and probe; no second chance
     with ThrottledRuntime(cfg, rate=RATE) as rt:
-        heavy, hung = rt.check_many([HEAVY, HEAVY_HUNG])
+        heavy, hung, slow = rt.check_many([HEAVY, HEAVY_HUNG, SLOW_PARSE])
+    assert slow.status == "ok" and slow.duration_s > cfg.load_timeout_s, (slow.status, slow.duration_s, slow.page_errors)
     assert heavy.status == "ok" and heavy.runtime_valid(cfg) is True, (heavy.status, heavy.page_errors)
     assert (heavy.interaction or {}).get("status") == "ok", heavy.interaction
     assert hung.status == "unresponsive" and hung.runtime_valid(cfg) is False, (hung.status, hung.interaction)

@@ -35,12 +35,10 @@ after the probe (``<app key>-probe.png``), named by ``app_key(html)``; ``shots[a
 kept or why not. The time a screenshot takes is added to the app's hard limit, so taking one never
 changes a verdict; without a spec nothing is taken (training never pays for it).
 
-Verdicts must not depend on machine load or concurrency: the hard limit is counted on the page's own clock (a
-page that answers and was starved by the machine gets the time it did not have, up to ``max_slowdown`` times the
-limit; ``tasks.env.pagetime.hold_hard_limit``), a load that runs past ``load_timeout_s`` is given
-the rest of the hard limit while the page's main thread still answers (a heartbeat: busy but progressing is
-not hung), and an app that still timed out or hung beside others is checked again alone before its verdict
-stands (``recheck_timeouts``).
+Verdicts must not depend on machine load or concurrency: the hard limit, and a load's time past ``load_timeout_s``
+while its main thread answers (busy is not hung), are counted on the page's own clock, so a page the machine
+starves gets the time it did not have, up to ``max_slowdown`` times the limit (``pagetime.hold_hard_limit``); an
+app that still timed out or hung beside others is checked again alone before its verdict stands.
 
 Playwright's async API runs on a private event loop in a background thread, so callers on any thread
 (Prefect workers) get a plain blocking API: ``BrowserRuntime(cfg).check_many(htmls)``.
@@ -66,7 +64,8 @@ from tasks.env.launch import launch_args, sandbox_launch
 from tasks.env.navigation import (POPUP_JS, SELF_NAVIGATIONS_JS, block_websocket, count_refused_popups, on_popup,
                                   route_request, self_navigations, settle_verdict)
 from tasks.env.page import APP_URL, BLANK_JS, page_error_record, stack_offset
-from tasks.env.pagetime import hold_end, hold_hard_limit, install_controlled_clock, let_pass, require_clock_hook
+from tasks.env.pagetime import (CLOCK_READ_S, hold_end, hold_hard_limit, install_controlled_clock, let_pass,
+                               page_clock_ms, require_clock_hook)
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, idle_sample, run_probe
 from tasks.env.shots import ScreenshotSpec, take_screenshot
 
@@ -262,12 +261,11 @@ class BrowserRuntime:
             return RuntimeEvidence(status="unavailable", error=f"new context failed: {e}")
         try:
             async with asyncio.timeout(self.cfg.hard_limit_s) as limit:
-                opened = time.perf_counter()
                 page, release, probing = await self._open(context, html, ev, session)
                 holding = asyncio.ensure_future(hold_hard_limit(limit, page, self.cfg.hard_limit_s,
                                                                 self.cfg.max_slowdown))
                 try:
-                    if await self._load(page, ev, session, opened) and await self._settle(page, ev, session):
+                    if await self._load(page, ev, session, limit) and await self._settle(page, ev, session):
                         await self._screenshot(page, html, "load", limit)  # what the user sees before anyone acts
                         if self._probes(ev):
                             await run_probe(page, html, self.cfg.probe, session, lambda st: stack_offset(html, st),
@@ -336,14 +334,14 @@ class BrowserRuntime:
             page.on(name, fn)
         return page, lambda: [page.remove_listener(name, fn) for name, fn in listeners.items()], probing
 
-    async def _load(self, page: Any, ev: RuntimeEvidence, session: ProbeSession, started: float) -> bool:
-        """Load the app (``started``: when its page began to be set up); False when it did not load."""
+    async def _load(self, page: Any, ev: RuntimeEvidence, session: ProbeSession, limit: Any) -> bool:
+        """Load the app (``limit``: the session's hard limit); False when it did not load."""
         try:
             await page.goto(APP_URL, wait_until="load", timeout=self.cfg.load_timeout_s * 1000)
         except Exception as e:
             if "Timeout" not in type(e).__name__ and "Timeout" not in str(e):
                 raise
-            if not await self._still_loading(page, started):
+            if not await self._still_loading(page, limit):
                 ev.status = "load_timeout"
                 return False
         session.loaded = True
@@ -400,21 +398,24 @@ class BrowserRuntime:
         if self.screenshots is not None:
             await take_screenshot(page, html, moment, self.screenshots, self.shots, limit)
 
-    async def _still_loading(self, page: Any, started: float) -> bool:
-        """Past the load timeout: a page whose main thread still answers is busy, not hung. It gets what is
-        left of the hard limit (less settle and probe time) to fire its load event; True when it did."""
-        probe = self.cfg.probe
+    async def _still_loading(self, page: Any, limit: Any) -> bool:
+        """Past the load timeout: a page whose main thread still answers is busy, not hung. It may fire its load
+        event until it has lived the hard limit less the settle and probe time on its own clock, within the
+        session's deadline (which ``hold_hard_limit`` moves for a page the machine starves); True when it did."""
+        probe, loop = self.cfg.probe, asyncio.get_running_loop()
         reserve = self.cfg.settle_time_s() + (probe.budget_s if probe.enabled else 0.0)
-        left = self.cfg.hard_limit_s - reserve - (time.perf_counter() - started)
-        if left <= 0.5:
-            return False
-        try:  # the heartbeat: any answer from the page's main thread within a second
-            await asyncio.wait_for(page.evaluate("() => 1"), min(1.0, left))
-            await page.wait_for_load_state("load", timeout=max(left - 1.0, 0.1) * 1000)
-            return True
-        except Exception:
-            return False
-
+        while (left := limit.when() - loop.time() - reserve) > 0.5:
+            # the heartbeat, and the page's own time: an answer within the window a starved frame needs
+            lived = await page_clock_ms(page, min(CLOCK_READ_S * self.cfg.max_slowdown, left))
+            if lived is None or lived / 1000 >= self.cfg.hard_limit_s - reserve:
+                return False
+            try:
+                await page.wait_for_load_state("load", timeout=min(left, 1.0) * 1000)
+                return True
+            except Exception as e:
+                if "Timeout" not in type(e).__name__ and "Timeout" not in str(e):
+                    return False
+        return False
 
 def _mirror(cfg: RuntimeConfig) -> CdnMirror | None:
     """The CDN mirror, resolved against the project; missing, it fails loudly (every CDN app would fail)."""
