@@ -208,3 +208,60 @@ def test_the_evidence_keeps_html_offsets_and_moves_every_one_into_the_response_o
     assert out["page_errors"][0]["offset"] == out["checks"][0]["errors"][0]["offset"] == 8 + h
     assert out["interaction"]["record"]["actions"][0]["handler_offset"] == 8 + h
     assert rt.page_errors[0]["offset"] == 8  # the evidence itself keeps HTML offsets
+
+
+class _SlowPage:
+    """A page whose clock read answers after ``answer_s`` (None: never, an endless loop)."""
+
+    def __init__(self, answer_s: float | None) -> None:
+        self.answer_s = answer_s
+
+    async def evaluate(self, _js: str):
+        import asyncio
+
+        if self.answer_s is None:
+            await asyncio.Event().wait()
+        await asyncio.sleep(self.answer_s)
+        return 1.0
+
+
+@pytest.mark.parametrize("work_s, answer_s, window_s, deadline_in, want", [
+    (0.5, 0.05, 0.3, None, "done"),  # past its first wait, but the page answers: starved, not hung
+    (0.5, None, 0.3, None, "hung"),  # the page answers nothing: hung
+    (0.5, 0.15, 0.3, None, "done"),  # each read slower than the first wait, within the answer window
+    (5.0, None, 3.0, 0.6, "hung"),  # the hard limit comes before the window: the hang is told first (its action kept)
+])
+def test_a_probe_wait_goes_on_while_the_page_answers_and_a_hang_is_told_before_the_hard_limit(
+        work_s, answer_s, window_s, deadline_in, want):
+    import asyncio
+
+    from tasks.env.probe import ProbeSession, answered
+
+    async def go() -> tuple[str, float]:
+        loop = asyncio.get_running_loop()
+        session = ProbeSession(answer_s=window_s)
+        if deadline_in is not None:
+            end = loop.time() + deadline_in
+            session.deadline = lambda: end
+        t0 = loop.time()
+        try:
+            await answered(_SlowPage(answer_s), asyncio.sleep(work_s, "done"), 0.1, session)
+            return "done", loop.time() - t0
+        except asyncio.TimeoutError:
+            return "hung", loop.time() - t0
+
+    got, took = asyncio.run(go())
+    assert got == want, (got, took)
+    if deadline_in is not None:
+        assert took < deadline_in, took
+
+
+def test_a_hang_outside_any_action_blocks_and_says_where():
+    from tasks.env.judge_diagnosis import _observed_description
+    from tasks.env.severity import classify_failures
+
+    hang = {"action": None, "action_kind": "timer", "target": "the page, outside any action", "label": None,
+            "offset": None}
+    (f,) = classify_failures(inter(status="hung", hang=hang), "evidence")
+    assert f["blocking"] and f["why"] == "the page stopped responding"
+    assert _observed_description(f).startswith("timer on 'the page, outside any action' makes the page stop")

@@ -100,6 +100,12 @@ async def let_pass(page: Any, ms: float, clock: ClockConfig) -> None:
         await asyncio.sleep((ms - done) / 1000)
 
 
+def answer_window_s(max_slowdown: float) -> float:
+    """How long a page's main thread may take to answer a read before it counts as not answering (an endless loop):
+    a read's time on a renderer starved ``max_slowdown`` times over (env.runtime.max_slowdown)."""
+    return CLOCK_READ_S * max_slowdown
+
+
 HOLD_ENDS = {  # why the hard limit stopped an app (the hold's outcome), named in the app's timeout error
     "no_answer": "the page did not answer a read of its clock",
     "lived": "the page lived the limit on its own clock",
@@ -112,11 +118,11 @@ async def hold_hard_limit(limit: Any, page: Any, limit_s: float, max_slowdown: f
     the machine's load starves is not stopped for it. Before the wall deadline of ``limit`` (an asyncio timeout,
     which a screenshot may move) the page's clock is read: a page that has lived ``limit_s`` is stopped now; one
     that answers and lived less gets the rest, up to ``max_slowdown`` times ``limit_s`` of wall time in all; one
-    whose main thread does not answer within ``CLOCK_READ_S * max_slowdown`` (an endless loop, not a frame starved
-    by the machine) is stopped at the deadline. A page without a clock yet (its document not started) is read again.
+    whose main thread does not answer within ``answer_window_s`` (an endless loop, not a frame starved by the
+    machine) is stopped at the deadline. A page without a clock yet (its document not started) is read again.
     Runs beside the session until it is cancelled; returns why it let the deadline stand (a key of ``HOLD_ENDS``)."""
     loop = asyncio.get_running_loop()
-    read_s = CLOCK_READ_S * max_slowdown
+    read_s = answer_window_s(max_slowdown)
     cap, margin = loop.time() + limit_s * max_slowdown, read_s + 0.5  # time to read the clock before the deadline
     while True:
         ahead = limit.when() - margin - loop.time()

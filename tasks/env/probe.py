@@ -46,7 +46,7 @@ from typing import Any
 from schemas.config.checks import ClockConfig
 from schemas.config.env import ProbeConfig
 from tasks.env.page import APP_URL, html_offset
-from tasks.env.pagetime import clock_of, let_pass
+from tasks.env.pagetime import clock_of, let_pass, page_clock_ms
 
 # What the probe compares before and after each action, by the code an action's ``changed`` lists: code -> (what it
 # is, whether only the app changes it). probe.js takes its list of codes from here (PROBE_CHANGES below); its
@@ -111,7 +111,9 @@ class InteractionEvidence:
 class ProbeSession:
     """Per-app state shared by the page's event handlers, the route and the probe run."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer_s: float = 8.0) -> None:
+        self.answer_s = answer_s  # a page not answering a read this long is hung (pagetime.answer_window_s)
+        self.deadline: Any = None  # when the session's hard limit ends it (loop time), once it runs: a hang is told first
         self.loaded = False  # after this, navigation away is stopped
         self.started = False  # after this, page errors belong to the probe, not the load
         self.idle: tuple[dict[str, Any], float] | None = None  # the liveness sample taken while the app settled
@@ -237,6 +239,23 @@ def dead_controls(actions: list[dict[str, Any]], navigations: list[dict[str, Any
             and not a.get("submit") and not any(nv["action"] == a["i"] for nv in navigations)]
 
 
+async def answered(page: Any, aw: Any, first_s: float, session: ProbeSession) -> Any:
+    """The result of ``aw`` (an evaluate on ``page``) once it comes: after ``first_s``, and again after each
+    ``first_s`` more, the page's main thread is asked for its clock, and the wait goes on while it answers within
+    ``session.answer_s`` (a frame the machine's load starved, not a hang). TimeoutError when it does not answer,
+    told before the session's hard limit ends it, so the hang keeps the action that caused it."""
+    task, loop = asyncio.ensure_future(aw), asyncio.get_running_loop()
+    try:
+        while not (await asyncio.wait({task}, timeout=first_s))[0]:
+            # the hang told with ``first_s`` still left before the hard limit, for what follows it in the session
+            left = session.deadline() - loop.time() - first_s if session.deadline else session.answer_s
+            if await page_clock_ms(page, max(0.1, min(session.answer_s, left))) is None:
+                raise asyncio.TimeoutError
+        return task.result()
+    finally:
+        task.cancel()
+
+
 async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSession, stack_offset: Any,
                     viewport: dict[str, int], idle: tuple[dict[str, Any], float] | None,
                     clock: ClockConfig) -> InteractionEvidence:
@@ -247,20 +266,20 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
     session.started = True
     grace = cfg.hang_grace_s
     try:
-        plan = await asyncio.wait_for(page.evaluate("([m, k]) => window.__rrProbe.plan(m, k)",
-                                                    [cfg.max_actions, cfg.max_keys]), grace)
+        plan = await answered(page, page.evaluate("([m, k]) => window.__rrProbe.plan(m, k)",
+                                                  [cfg.max_actions, cfg.max_keys]), grace, session)
         ev.planned = len(plan["actions"])
         # Liveness first, before any action, so motion is the app's own.
-        b = await asyncio.wait_for(page.evaluate("() => window.__rrProbe.snapshot()"), grace)
+        b = await answered(page, page.evaluate("() => window.__rrProbe.snapshot()"), grace, session)
         if idle is not None:
             ev.liveness = liveness(idle[0], b, round(time.perf_counter() - idle[1], 3))
         try:
             # the actions stop at budget_s of page time, or half the grace past it in wall time (heavy frames)
-            run = await asyncio.wait_for(page.evaluate("([a, b, s, w, r]) => window.__rrProbe.run(a, b, s, w, r)",
-                                                       [plan["actions"], int(cfg.budget_s * 1000), cfg.seed,
-                                                        int(cfg.request_wait_s * 1000),
-                                                        int((cfg.budget_s + grace / 2) * 1000)]),
-                                         cfg.budget_s + cfg.request_wait_s + grace)
+            run = await answered(page, page.evaluate("([a, b, s, w, r]) => window.__rrProbe.run(a, b, s, w, r)",
+                                                     [plan["actions"], int(cfg.budget_s * 1000), cfg.seed,
+                                                      int(cfg.request_wait_s * 1000),
+                                                      int((cfg.budget_s + grace / 2) * 1000)]),
+                                 cfg.budget_s + cfg.request_wait_s + grace, session)
         except asyncio.TimeoutError:
             i = session.current_action
             act = plan["actions"][i] if i is not None and 0 <= i < len(plan["actions"]) else {}
@@ -272,10 +291,10 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
         n = len(plan["actions"])
         await page.evaluate("(n) => { window.__rrProbe.action = n; }", n)  # the resize is action n
         await page.set_viewport_size({"width": cfg.resize_to[0], "height": cfg.resize_to[1]})
-        await asyncio.wait_for(let_pass(page, 50, clock), grace)
+        await answered(page, let_pass(page, 50, clock), grace, session)
         await page.set_viewport_size(viewport)
-        got = await asyncio.wait_for(page.evaluate("() => { window.__rrProbe.action = %d; "
-                                                   "return window.__rrProbe.collect(); }" % AFTER), grace)
+        got = await answered(page, page.evaluate("() => { window.__rrProbe.action = %d; "
+                                                 "return window.__rrProbe.collect(); }" % AFTER), grace, session)
         ev.actions = _actions(html, plan, run["log"], stack_offset)
         ev.listeners = _listeners(html, plan, stack_offset)
         ev.dialogs = got["dialogs"]
@@ -283,8 +302,10 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
         if any(e["caused"] for e in ev.errors) and (ev.liveness.get("rafs") or ev.liveness.get("draws")):
             ev.loop_after = await _loop_after(page, cfg, clock)  # whether the app's own loop survived what the actions threw
         ev.dead_controls = dead_controls(ev.actions, session.navigations)
-    except asyncio.TimeoutError:
+    except asyncio.TimeoutError:  # no action was running: the app's own code stopped its page (a timer, a frame)
         ev.status, ev.error = "hung", "the page stopped answering the probe outside any action"
+        ev.hang = {"action": None, "action_kind": "timer", "target": "the page, outside any action", "label": None,
+                   "offset": None}
     except Exception as e:  # navigation that got through, a closed page: evidence, not a crash of the check
         msg = str(e)
         ev.status = "navigated" if "context was destroyed" in msg or "navigat" in msg else "error"

@@ -64,7 +64,7 @@ from tasks.env.launch import launch_args, sandbox_launch
 from tasks.env.navigation import (POPUP_JS, SELF_NAVIGATIONS_JS, block_websocket, count_refused_popups, on_popup,
                                   route_request, self_navigations, settle_verdict)
 from tasks.env.page import APP_URL, BLANK_JS, page_error_record, stack_offset
-from tasks.env.pagetime import (CLOCK_READ_S, hold_end, hold_hard_limit, install_controlled_clock, let_pass,
+from tasks.env.pagetime import (answer_window_s, hold_end, hold_hard_limit, install_controlled_clock, let_pass,
                                page_clock_ms, require_clock_hook)
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, idle_sample, run_probe
 from tasks.env.shots import ScreenshotSpec, take_screenshot
@@ -253,7 +253,7 @@ class BrowserRuntime:
         checks. Load, settle and probe run within the hard limit, the checks after it under their own limits
         (nothing they do changes the load's verdict). Each step records into the app's evidence; the gate's verdict
         is read from it once, later (``RuntimeEvidence.verdict``)."""
-        ev, session, started = RuntimeEvidence(), ProbeSession(), time.perf_counter()
+        ev, session, started = RuntimeEvidence(), ProbeSession(answer_window_s(self.cfg.max_slowdown)), time.perf_counter()
         holding: asyncio.Future | None = None  # the hard limit held on the page's own clock
         try:
             context = await browser.new_context(service_workers="block", accept_downloads=False, viewport=VIEWPORT)
@@ -261,6 +261,7 @@ class BrowserRuntime:
             return RuntimeEvidence(status="unavailable", error=f"new context failed: {e}")
         try:
             async with asyncio.timeout(self.cfg.hard_limit_s) as limit:
+                session.deadline = limit.when
                 page, release, probing = await self._open(context, html, ev, session)
                 holding = asyncio.ensure_future(hold_hard_limit(limit, page, self.cfg.hard_limit_s,
                                                                 self.cfg.max_slowdown))
@@ -406,7 +407,7 @@ class BrowserRuntime:
         reserve = self.cfg.settle_time_s() + (probe.budget_s if probe.enabled else 0.0)
         while (left := limit.when() - loop.time() - reserve) > 0.5:
             # the heartbeat, and the page's own time: an answer within the window a starved frame needs
-            lived = await page_clock_ms(page, min(CLOCK_READ_S * self.cfg.max_slowdown, left))
+            lived = await page_clock_ms(page, min(answer_window_s(self.cfg.max_slowdown), left))
             if lived is None or lived / 1000 >= self.cfg.hard_limit_s - reserve:
                 return False
             try:
