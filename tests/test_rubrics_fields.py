@@ -1,0 +1,56 @@
+"""What decides a rubric item travels as typed fields (issue #41): each item the offline rules build carries its
+evidence kind, element, trigger and effect from the query's structure to the rubric_items rows, the compact export
+and the judge payload; an item the rules know no structure of (a sentence's rule) carries none, and neither does
+an LLM item, which stays valid."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from schemas.rubric import EVIDENCE_KINDS, CompactRubric, RubricItem, judge_dicts
+from tasks.rubrics.offline_items import EVIDENCE_OF_ROLE, ROLES
+from tests.test_rubrics_offline import PLAN, PROSE, _items
+
+# (query, the start of an item's requirement, (evidence_kind, element, trigger, effect))
+FIELDS = [
+    (PLAN, "The slider #slider-length", ("control_default", "#slider-length", None, None)),
+    (PLAN, "The display #period-display shows", ("output_text", "#period-display", None, None)),
+    (PLAN, "The canvas #pendulum-canvas is visible", ("drawing_present", "#pendulum-canvas", None, None)),
+    (PLAN, "Moving the slider #slider-length", ("operate_control", "#slider-length", "#slider-length",
+                                                ["#length-value", "#period-display", "drawing"])),
+    (PLAN, "Clicking the button #btn-kick", ("operate_control", "#btn-kick", "#btn-kick", ["drawing"])),
+    (PLAN, "The display #length-value shows the value", ("readout", "#length-value", "#slider-length",
+                                                         ["#length-value"])),
+    ("a bouncing DVD logo", "The page draws the requested scene", ("shown_on_load", None, None, None)),
+    ("a bouncing DVD logo", "Something on the page moves by itself", ("motion_by_itself", None, None, None)),
+    ("A Flappy-Bird clone", "The scene answers input", ("answers_input", None, None, None)),
+    (PROSE, "The page has a button labelled", ("labelled_present", "Add", None, None)),
+    (PROSE, "Let the user add stops", (None, None, None, None)),  # a sentence's rule: no structure known
+]
+
+
+@pytest.mark.parametrize("query,start,expected", FIELDS, ids=[f[1][:30] for f in FIELDS])
+def test_each_offline_item_carries_what_decides_it(query, start, expected):
+    item = next(i for i in _items(query) if i["requirement"].startswith(start))
+    assert (item["evidence_kind"], item["element"], item["trigger"], item["effect"]) == expected
+    ref = json.loads(item["row"]["reference_json"])
+    compact = CompactRubric.model_validate_json(item["row"]["compact_json"])
+    judged = {j["id"]: j for j in json.loads(item["row"]["judge_payload_json"])}[item["id"]]
+    for form in (next(r for s in ("initial_state", "dynamic") for r in ref[s] if r["id"] == item["id"]),
+                 next(c.model_dump() for c in compact.initial_state + compact.dynamic if c.id == item["id"]), judged):
+        assert tuple(form.get(k) for k in ("evidence_kind", "element", "trigger", "effect")) == expected
+
+
+def test_every_role_the_rules_know_the_structure_of_has_a_kind_of_the_vocabulary():
+    assert set(EVIDENCE_OF_ROLE.values()) == set(EVIDENCE_KINDS)
+    assert set(ROLES) - set(EVIDENCE_OF_ROLE) == {"shown", "rule"}  # a sentence's words: no structure
+
+
+def test_an_item_without_the_fields_stays_valid_and_its_judge_payload_unchanged():
+    old = {"id": "I1", "requirement": "r", "verification": "v", "source_module": "m", "covered_requirement_ids": [],
+           "query_evidence": "e", "rubric_level": "core_module"}
+    assert RubricItem.model_validate(old).evidence_kind is None
+    rubric = CompactRubric.model_validate({"initial_state": [{"id": "I1", "requirement": "r", "level": "core_module"}],
+                                           "dynamic": []})
+    assert judge_dicts(rubric) == [{"id": "I1", "scope": "initial_state", "requirement": "r", "level": "core_module"}]
