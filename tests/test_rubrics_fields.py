@@ -1,14 +1,18 @@
 """What decides a rubric item travels as typed fields (issue #41): each item the offline rules build carries its
 evidence kind, element, trigger and effect from the query's structure to the rubric_items rows, the compact export
 and the judge payload; an item the rules know no structure of (a sentence's rule) carries none, and neither does
-an LLM item, which stays valid."""
+an LLM item, which stays valid. The offline judge and the checks read the fields; the judge reads an item's
+words only when it has none."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from schemas.rubric import EVIDENCE_KINDS, CompactRubric, RubricItem, judge_dicts
+from schemas.rubric import EVIDENCE_KINDS, STRUCTURE, CompactRubric, RubricItem, judge_dicts
+from tasks.env.rubric_evidence import item_decision
+from tasks.rubrics.checks import reference_items
+from tasks.rubrics.checks_offline import offline_checks
 from tasks.rubrics.offline_items import EVIDENCE_OF_ROLE, ROLES
 from tests.test_rubrics_offline import PLAN, PROSE, _items
 
@@ -54,3 +58,50 @@ def test_an_item_without_the_fields_stays_valid_and_its_judge_payload_unchanged(
     rubric = CompactRubric.model_validate({"initial_state": [{"id": "I1", "requirement": "r", "level": "core_module"}],
                                            "dynamic": []})
     assert judge_dicts(rubric) == [{"id": "I1", "scope": "initial_state", "requirement": "r", "level": "core_module"}]
+
+
+# -- the readers read the fields; the sentence only when an item has none (tasks/env/rubric_evidence.py) ------
+APP = '<html><body><button id="go">Go</button><canvas></canvas></body></html>'
+_OK = {"status": "ok"}
+RUNTIMES = {"still": {"interaction": {**_OK, "liveness": {"animated": False, "visual_change": False, "gap_s": 1}}},
+            "moving": {"interaction": {**_OK, "liveness": {"animated": True}}},
+            "no_change": {"interaction": {**_OK, "actions": [{"outcome": "ok", "changed": False}], "planned": 1}},
+            "blank": {"blank_body": True}, "none": None}
+REWORDED = "Reworded by hand: no template's words."
+# (requirement, fields, runtime, expected severity; None: undecided)
+DECISIONS = [
+    ("The drawing moves by itself over time.", {}, "still", "major"),  # no fields: the sentence, as before
+    (REWORDED, {}, "still", None),  # no fields and no words the fallback knows: undecided
+    (REWORDED, {"evidence_kind": "motion_by_itself"}, "still", "major"),
+    (REWORDED, {"evidence_kind": "motion_by_itself"}, "moving", "met"),
+    ("The scene answers input: a key press, click or drag changes what is shown.", {}, "no_change", "major"),
+    (REWORDED, {"evidence_kind": "answers_input"}, "no_change", "major"),
+    ("The page draws the requested scene (a kite) when it loads.", {}, "blank", "critical"),
+    (REWORDED, {"evidence_kind": "shown_on_load"}, "blank", "critical"),
+    ("The slider #speed is on the page.", {}, "none", "critical"),
+    (REWORDED, {"evidence_kind": "control_default", "element": "#speed"}, "none", "critical"),
+    (REWORDED, {"evidence_kind": "operate_control", "element": "#go", "trigger": "#go", "effect": ["#out"]},
+     "none", "critical"),  # the effect's output is missing
+    ('The page has a button labelled "Add".', {}, "none", "critical"),
+    (REWORDED, {"evidence_kind": "labelled_present", "element": "Add"}, "none", "critical"),
+    (REWORDED, {"evidence_kind": "labelled_present", "element": "Go"}, "none", None),
+]
+
+
+@pytest.mark.parametrize("requirement,fields,runtime,expected", DECISIONS,
+                         ids=[f"{d[0][:24]}-{d[1].get('evidence_kind')}-{d[2]}" for d in DECISIONS])
+def test_the_judge_decides_an_item_by_its_fields_else_by_its_words(requirement, fields, runtime, expected):
+    item = {"id": "D1", "scope": "dynamic", "requirement": requirement, "level": "core_module", **fields}
+    decided = item_decision(item, RUNTIMES[runtime], APP)
+    assert (decided[0] if decided else None) == expected
+
+
+def test_the_checks_read_the_fields_not_the_requirement():
+    """Every plan item's check is the same with its requirement reworded; without fields, no item gets one."""
+    row = _items(PLAN)[0]["row"]
+    items = reference_items(json.loads(row["reference_json"]))
+    checks = lambda its: offline_checks({"items": json.dumps(its), "expanded_query": PLAN})["checks"]  # noqa: E731
+    built = checks(items)
+    assert len(built) >= 10 and {c["item_id"] for c in built} >= {"I1", "D1", "D2", "D3"}
+    assert checks([{**i, "requirement": REWORDED} for i in items]) == built
+    assert checks([{k: v for k, v in i.items() if k not in STRUCTURE} for i in items]) == []

@@ -9,8 +9,9 @@ drawing areas; keys; motion. A short request gets what is drawn, what moves by i
 input, since it names nothing else.
 
 The stages' offline rules read these items: requirements (one per item), modules (grouped by role),
-decomposition (one candidate per item, scope and level from ``ROLES``); the rubric_checks rule finds each
-final item's spec again by its requirement text (``items_by_requirement``).
+decomposition (one candidate per item, scope and level from ``ROLES``, found again by its requirement text,
+``items_by_requirement``, and carrying the item's ``structure()``: what decides it, as the rubric's fields
+``evidence_kind``, ``element``, ``trigger``, ``effect``). The checks and the offline judge read those fields.
 
 Run: ``spec_items(read_spec(query), max_items=20)``.
 """
