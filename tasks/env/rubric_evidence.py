@@ -29,16 +29,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tasks.rubrics.vocab import BY_ITSELF, ITEM_MOTION
+from tasks.rubrics.vocab import BY_ITSELF, ITEM_ANSWERS_INPUT, ITEM_MOTION, ITEM_PROMPTED
 
 HEURISTIC = "heuristic (offline, from browser evidence)"
 Decision = tuple[str, str, str, list[str]]  # (severity or "met", description, explanation, code quotes)
 MET: Decision = ("met", "", "", [])
 # The sentence fallback's patterns. Motion the item says happens by itself (ITEM_MOTION and BY_ITSELF); motion in
 # answer to input is what checks and the probe decide.
-_INPUT = re.compile(r"\b(click\w*|press\w*|keys?|keyboard|drag\w*|tap\w*|when|after|user|select\w*|input|type[sd]?|"
-                    r"hover\w*|scroll\w*|button|arrow|mouse|touch\w*|submit\w*)\b", re.I)
-_ANSWERS_INPUT = re.compile(r"\banswers input\b", re.I)
 _SHOWN_ON_LOAD = re.compile(r"^the page (draws|shows) .+ when it loads\b", re.I)
 _ID = re.compile(r"(?<![\w&#])#([A-Za-z][\w-]*)")
 _LABELLED = re.compile(r"\blabell?ed\s+[\"“]([^\"”]{1,40})[\"”]")  # an element the item names by its label
@@ -73,8 +70,8 @@ def item_facts(item: dict[str, Any]) -> ItemFacts:
 
 def sentence_facts(requirement: str) -> ItemFacts:
     """The fallback for an item without fields: what its requirement's words say (see the module docstring)."""
-    motion = ITEM_MOTION.search(requirement) and BY_ITSELF.search(requirement) and not _INPUT.search(requirement)
-    kind = "motion_by_itself" if motion else "answers_input" if _ANSWERS_INPUT.search(requirement) else \
+    motion = ITEM_MOTION.search(requirement) and BY_ITSELF.search(requirement) and not ITEM_PROMPTED.search(requirement)
+    kind = "motion_by_itself" if motion else "answers_input" if ITEM_ANSWERS_INPUT.search(requirement) else \
         "shown_on_load" if _SHOWN_ON_LOAD.search(requirement) else None
     return ItemFacts(kind, tuple(named_ids(requirement)), tuple(_LABELLED.findall(requirement)), requirement)
 
