@@ -14,6 +14,7 @@ from tasks.env.rubric_evidence import item_decision
 from tasks.rubrics.checks import reference_items
 from tasks.rubrics.checks_offline import offline_checks
 from tasks.rubrics.offline_items import EVIDENCE_OF_ROLE, ROLES
+from tests.fixtures.rubrics.support import ScriptedProvider, offline_reference
 from tests.test_rubrics_offline import PLAN, PROSE, _items
 
 # (query, the start of an item's requirement, (evidence_kind, element, trigger, effect))
@@ -105,3 +106,36 @@ def test_the_checks_read_the_fields_not_the_requirement():
     assert len(built) >= 10 and {c["item_id"] for c in built} >= {"I1", "D1", "D2", "D3"}
     assert checks([{**i, "requirement": REWORDED} for i in items]) == built
     assert checks([{k: v for k, v in i.items() if k not in STRUCTURE} for i in items]) == []
+
+
+# -- an LLM's items with the fields are decided as the rules' items ------------------------------------------
+def _as_a_model_writes(item: dict, requirement: str) -> dict:
+    """A final item as a model answers the filtering stage: its own words, the fields copied from the candidate."""
+    keep = ("source_module", "covered_requirement_ids", "query_evidence", "rubric_level", *STRUCTURE)
+    return {"id": item["id"], "requirement": requirement, "verification": "Look at the page.",
+            "from_candidates": ["C1"], **{k: item[k] for k in keep}}
+
+
+def test_an_llm_item_with_the_fields_is_checked_and_judged_as_the_rules_item():
+    rules = {i["requirement"].split(" (")[0]: i for i in _items(PLAN)}
+    control, behaviour = rules["The slider #slider-length"], rules["Moving the slider #slider-length"]
+    answer = {"initial_state": [_as_a_model_writes(control, "The length starts at 1.5 m.")],
+              "dynamic": [_as_a_model_writes(behaviour, "Dragging the length changes the period shown.")]}
+
+    def reply(req, _messages):  # the model answers the filtering stage; the rules answer the others
+        return json.dumps(answer if req.stage == "rubric_references" else req.offline_rule(req.variables))
+
+    llm = offline_reference("q", PLAN, provider=ScriptedProvider(reply))
+    ref = json.loads(llm["reference_json"])
+    assert [i["evidence_kind"] for i in ref["initial_state"] + ref["dynamic"]] == ["control_default", "operate_control"]
+    checks = lambda its: {c["item_id"]: c["check"] for c in offline_checks(  # noqa: E731
+        {"items": json.dumps(its), "expanded_query": PLAN})["checks"]}
+    theirs, ours = checks(reference_items(ref)), checks(reference_items(json.loads(control["row"]["reference_json"])))
+    assert theirs == {"I1": ours[control["id"]], "D1": ours[behaviour["id"]]}
+    payload = {i["id"]: i for i in json.loads(llm["judge_payload_json"])}
+    broken = APP.replace('id="go"', 'id="slider-length"')
+    for html in (APP, broken):
+        for runtime in RUNTIMES.values():
+            for mine, rule_item in (("I1", control), ("D1", behaviour)):
+                judged = {**rule_item, "scope": rule_item["scope"], "level": rule_item["rubric_level"]}
+                assert item_decision(payload[mine], runtime, html) == item_decision(judged, runtime, html)
