@@ -6,7 +6,7 @@ judge-facing payload makes scope explicit and exposes the functional level as ``
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,10 +17,43 @@ Scope = Literal["initial_state", "dynamic"]
 RUBRIC_LEVELS: tuple[str, ...] = ("core_module", "correct_rule", "rendering_effect")
 SCOPES: tuple[str, ...] = ("initial_state", "dynamic")
 LEVEL_LETTER = {"core_module": "C", "correct_rule": "R", "rendering_effect": "E"}
+# What kind of evidence can decide an item (issue #41): the structure the offline rules know of an item, carried
+# as a field so that the checks and the judge never read it back from the requirement's words. One owner: here
+# (schemas import nothing of ours; ``tasks/rubrics/offline_items.py`` maps its roles onto these).
+EvidenceKind = Literal["control_default", "output_text", "drawing_present", "shown_on_load", "labelled_present",
+                       "operate_control", "press_key", "readout", "motion_by_itself", "answers_input"]
+EVIDENCE_KINDS: tuple[str, ...] = get_args(EvidenceKind)
+
+
+# The four fields, declared once; each form of an item (RubricItem, CompactItem, JudgeItem, the LLM's candidate)
+# lists them after its own fields (``STRUCTURE``), all optional: an LLM item or old data may have none, and a
+# reader then falls back to the requirement's words (``tasks/env/rubric_evidence.py``). ``element`` is what the
+# item is about; the paper's ``target`` is already the candidate's target type (state, rule, ...).
+EvidenceKindField = Annotated[EvidenceKind | None, Field(description="What kind of evidence decides the item: "
+                                                         + ", ".join(EVIDENCE_KINDS) + "; null when none fits.")]
+ElementField = Annotated[str | None, Field(description="The element the item is about: '#id' when the query "
+                                           "gives an id, else its label; null when it names none.")]
+TriggerField = Annotated[str | None, Field(description="What the user operates to set it off: '#id' of a "
+                                           "control or a key's name; null for what shows on load or by itself.")]
+EffectField = Annotated[list[str] | None, Field(description="What should change: '#id' of an output, 'drawing', "
+                                                "'text' (the page's text) or 'motion'; null when nothing is operated.")]
+STRUCTURE = ("evidence_kind", "element", "trigger", "effect")
+
+
+def structure_of(item: BaseModel | dict) -> dict:
+    """The item's ``STRUCTURE`` fields (to carry them from one form of the item to the next)."""
+    get = item.get if isinstance(item, dict) else lambda k: getattr(item, k, None)
+    return {k: get(k) for k in STRUCTURE}
+
+
+def known_structure(item: BaseModel | dict) -> dict:
+    """The structure fields the item has (not None): what a prompt shows, so an item without them reads as before."""
+    return {k: v for k, v in structure_of(item).items() if v is not None}
 
 
 class RubricItem(BaseModel):
-    """One item of the enriched final reference: the seven fields of paper B.1."""
+    """One item of the enriched final reference: the seven fields of paper B.1, and what decides it
+    (``STRUCTURE``, optional)."""
 
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="Stable id, I1.. for initial_state items, D1.. for dynamic ones.")
@@ -30,6 +63,10 @@ class RubricItem(BaseModel):
     covered_requirement_ids: list[str]
     query_evidence: str = Field(description="Text that occurs in the expanded query.")
     rubric_level: RubricLevel
+    evidence_kind: EvidenceKindField = None
+    element: ElementField = None
+    trigger: TriggerField = None
+    effect: EffectField = None
 
 
 class Reference(BaseModel):
@@ -51,6 +88,10 @@ class CompactItem(BaseModel):
     requirement: str
     level: RubricLevel
     check: Check | None = None
+    evidence_kind: EvidenceKindField = None
+    element: ElementField = None
+    trigger: TriggerField = None
+    effect: EffectField = None
 
 
 class CompactRubric(BaseModel):
@@ -79,12 +120,17 @@ class CompactRubric(BaseModel):
 
 
 class JudgeItem(BaseModel):
-    """Judge-facing payload item: scope explicit, functional level as ``level``."""
+    """Judge-facing payload item: scope explicit, functional level as ``level``, what decides it (the offline
+    judge reads it)."""
 
     id: str
     scope: Scope
     requirement: str
     level: RubricLevel
+    evidence_kind: EvidenceKindField = None
+    element: ElementField = None
+    trigger: TriggerField = None
+    effect: EffectField = None
 
 
 class Task(BaseModel):
@@ -96,11 +142,16 @@ class Task(BaseModel):
 
 
 def compact(reference: Reference) -> CompactRubric:
-    conv = lambda items: [CompactItem(id=i.id, requirement=i.requirement, level=i.rubric_level) for i in items]  # noqa: E731
+    conv = lambda items: [CompactItem(id=i.id, requirement=i.requirement, level=i.rubric_level,  # noqa: E731
+                                      **structure_of(i)) for i in items]
     return CompactRubric(initial_state=conv(reference.initial_state), dynamic=conv(reference.dynamic))
 
 
+def judge_dicts(rubric: CompactRubric) -> list[dict]:
+    """The judge payload as the judge reads it: an item without structure fields shows none of them (null)."""
+    return [i.model_dump(exclude_none=True) for i in judge_payload(rubric)]
+
+
 def judge_payload(rubric: CompactRubric) -> list[JudgeItem]:
-    return [JudgeItem(id=i.id, scope="initial_state", requirement=i.requirement, level=i.level) for i in rubric.initial_state] + [
-        JudgeItem(id=i.id, scope="dynamic", requirement=i.requirement, level=i.level) for i in rubric.dynamic
-    ]
+    return [JudgeItem(id=i.id, scope=scope, requirement=i.requirement, level=i.level, **structure_of(i))
+            for scope, items in (("initial_state", rubric.initial_state), ("dynamic", rubric.dynamic)) for i in items]

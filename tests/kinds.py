@@ -101,6 +101,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_prompt_html.py": ("unit",),
     "test_resume_kill.py": ("flows",),
     "test_readme_map.py": ("unit",),
+    "test_rubrics_fields.py": ("unit",),
     "test_rubrics_flow.py": ("flows",),
     "test_rubrics_offline.py": ("unit", "browser"),
     "test_rubrics_q5.py": ("flows",),

@@ -50,8 +50,9 @@ def test_dry_run_keeps_only_checks_that_find_nothing_on_an_empty_page():
 def test_offline_checks_come_from_the_query_not_from_the_items_words():
     query = ("Build a counter miniapp. Show the count; an Increment button adds one to it. "
              "A Reset button sets it back to zero.")
-    named = [{"id": "I1", "scope": "initial_state", "requirement": 'The page has a button labelled "Increment".'},
-             *ITEMS]
+    # the rules' item carries its fields (#41): the checks read them, not its words
+    named = [{"id": "I1", "scope": "initial_state", "requirement": 'The page has a button labelled "Increment".',
+              "evidence_kind": "labelled_present", "element": "Increment"}, *ITEMS]
     out = offline_checks({"items": json.dumps(named), "expanded_query": query})
     assert [c["item_id"] for c in out["checks"]] == ["I1"]  # the only item the query's rules wrote
     (step,) = parse_check(out["checks"][0]["check"]).steps

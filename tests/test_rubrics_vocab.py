@@ -201,9 +201,17 @@ def test_role_rules_first_match_decides(text, role):
     ("radio-a", "", "radio"), ("menu-shape", "", "select"), ("mainCanvas", "", "canvas"), ("input-name", "", "text"),
     ("mass", "a slider for the mass", "range"), ("grid", "a toggle switch", "checkbox"), ("mode", "a drop-down", "select"),
     ("go", "the Go button", "button"), ("n", "a number input", "number"), ("name", "a text field", "text"),
-    ("total", "displays the total", "output"), ("chart", "the plot of x", "area"), ("wrap", "layout", "container")])
+    ("total", "displays the total", "output"), ("chart", "the plot of x", "area"), ("wrap", "layout", "container"),
+    ("input-canvas", "", "canvas"), ("result-area", "", "output")])  # vocab.ID_KIND_AFFIXES: first kind wins
 def test_an_elements_kind_from_its_id_else_the_words_around_it(cid, near, kind):
     assert _kind(cid, _Facts(), near, "") == kind
+
+
+@pytest.mark.parametrize("reader", ["PLAN_TRIGGER", "PLAN_PROMPTED", "ITEM_PROMPTED", "REQUEST_ANSWERS_INPUT"])
+@pytest.mark.parametrize("text", ["click the ball", "clicking", "drag the point", "dragging it"])
+def test_every_reader_of_input_counts_the_users_actions(reader, text):
+    """The four input-word tables share one base (``INPUT_ACTION_WORDS``), each adding the words it reads."""
+    assert getattr(V, reader).search(text)
 
 
 @pytest.mark.parametrize("query,fenced,code", [
@@ -299,8 +307,8 @@ PATTERNS = [  # (module, name, text, matches); module under tasks/, name a modul
     ("rubrics.prompt_outline", "_RULE", "---", True), ("rubrics.prompt_outline", "_RULE", "--", False),
     ("rubrics.prompt_outline", "_MARKUP", "**bold**", True), ("rubrics.prompt_outline", "_MARKUP", "plain", False),
     ("rubrics.prompt_spec", "FORMAT", "in a single HTML file", True), ("rubrics.prompt_spec", "FORMAT", "a Pong game", False),
-    ("rubrics.prompt_spec", "_TRIGGER", "when the slider changes", True),
-    ("rubrics.prompt_spec", "_TRIGGER", "The canvas is blue", False),
+    ("rubrics.vocab", "PLAN_TRIGGER", "when the slider changes", True),
+    ("rubrics.vocab", "PLAN_TRIGGER", "The canvas is blue", False),
     ("rubrics.prompt_spec", "_INTERACTION_SECTION", "Interaction Logic", True),
     ("rubrics.prompt_spec", "_INTERACTION_SECTION", "Layout", False),
     ("rubrics.prompt_spec", "_DRAWING", "the canvas is redrawn", True),
@@ -309,10 +317,10 @@ PATTERNS = [  # (module, name, text, matches); module under tasks/, name a modul
     ("rubrics.prompt_spec", "_GLOBAL", "any change to a slider's value", True),
     ("rubrics.prompt_spec", "_GLOBAL", "the mass slider", False),
     ("rubrics.prompt_spec", "_KEY", "press the space bar", True), ("rubrics.prompt_spec", "_KEY", "press Start", False),
-    ("rubrics.prompt_spec", "_PROMPTED", "when the user clicks", True),
-    ("rubrics.prompt_spec", "_PROMPTED", "it moves continuously", False),
-    ("rubrics.prompt_spec", "_ANSWERS_INPUT", "a Flappy Bird game", True),
-    ("rubrics.prompt_spec", "_ANSWERS_INPUT", "a bouncing DVD logo", False),
+    ("rubrics.vocab", "PLAN_PROMPTED", "when the user clicks", True),
+    ("rubrics.vocab", "PLAN_PROMPTED", "it moves continuously", False),
+    ("rubrics.vocab", "REQUEST_ANSWERS_INPUT", "a Flappy Bird game", True),
+    ("rubrics.vocab", "REQUEST_ANSWERS_INPUT", "a bouncing DVD logo", False),
     ("rubrics.prompt_spec", "_KEYS_SUFFIX", "arrow keys", True), ("rubrics.prompt_spec", "_KEYS_SUFFIX", "keyboard", False),
     ("rubrics.prompt_spec", "_NAMED_UI", "a seed field", True), ("rubrics.prompt_spec", "_NAMED_UI", "the seed", False),
     ("rubrics.prompt_spec", "_LABELLED_BUTTONS", "Start and Stop buttons", True),
@@ -338,9 +346,9 @@ PATTERNS = [  # (module, name, text, matches); module under tasks/, name a modul
     ("sft.teacher", "_HAS_ID_SEP", "radio-a", True), ("sft.teacher", "_HAS_ID_SEP", "radio1", False),
     ("sft.teacher", "_LAST_ID_PART", "radio-euler-0", True), ("sft.teacher", "_LAST_ID_PART", "radio", False),
     ("sft.teacher", "_TRAILING_DIGITS", "step1", True), ("sft.teacher", "_TRAILING_DIGITS", "step", False),
-    ("env.rubric_evidence", "_INPUT", "after a click", True), ("env.rubric_evidence", "_INPUT", "it spins", False),
-    ("env.rubric_evidence", "_ANSWERS_INPUT", "The scene answers input", True),
-    ("env.rubric_evidence", "_ANSWERS_INPUT", "The scene answers", False),
+    ("rubrics.vocab", "ITEM_PROMPTED", "after a click", True), ("rubrics.vocab", "ITEM_PROMPTED", "it spins", False),
+    ("rubrics.vocab", "ITEM_ANSWERS_INPUT", "The scene answers input", True),
+    ("rubrics.vocab", "ITEM_ANSWERS_INPUT", "The scene answers", False),
     ("env.rubric_evidence", "_SHOWN_ON_LOAD", "The page draws the scene when it loads", True),
     ("env.rubric_evidence", "_SHOWN_ON_LOAD", "The page draws the scene", False),
     ("env.rubric_evidence", "_ID", "the slider #mass", True), ("env.rubric_evidence", "_ID", "&#39;", False),

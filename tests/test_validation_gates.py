@@ -116,9 +116,15 @@ GATES = [
          "expect_column_values_to_be_in_set on 'must_cover_accounted'"),
     Gate("rubric_items", ITEMS_SCHEMA, lambda: items_suites(_REFS),
          {"query_id": "q1", "id": "I1", "scope": "initial_state", "rubric_level": "core_module",
-          "covered_requirement_ids": ["R1"], "check": None},  # no executable check kept: allowed
+          "covered_requirement_ids": ["R1"], "check": None, "evidence_kind": None},  # no check, no structure: allowed
          {"query_id": "qbad", "id": "D1"},  # a dynamic id on an initial_state item
          "expect_column_values_to_be_in_set on 'id_matches_scope'"),
+    # what decides an item is a kind of the vocabulary (schemas/rubric.py EVIDENCE_KINDS) or null (#41)
+    Gate("rubric_items", ITEMS_SCHEMA, lambda: items_suites(_REFS),
+         {"query_id": "q1", "id": "I1", "scope": "initial_state", "rubric_level": "core_module",
+          "covered_requirement_ids": ["R1"], "check": None, "evidence_kind": "control_default"},
+         {"query_id": "qbad", "evidence_kind": "moves by itself"},
+         "expect_column_values_to_be_in_set on 'evidence_kind'"),
     *(Gate(name, JUDGMENTS_SCHEMA, judgments_suites,
            {"rollout_id": "r1", "runtime_status": "ok", "html_offset": 0, "findings": [_FINDING]},
            {"rollout_id": "rbad", "findings": [{**_FINDING, "severity": "fatal"}]},

@@ -4,7 +4,8 @@ Stages (DuckDB view names): ``expansions`` (one row per query), ``requirements``
 ``rubric_candidates`` (one row per element; a query whose call failed keeps one row with a null
 element id and its status), ``rubric_references`` (one row per query: the enriched reference, its
 compact and judge-facing exports, coverage and faithfulness reports) and ``rubric_items`` (one row
-per final item: query_id, scope, the seven fields).
+per final item: query_id, scope, the seven fields and what decides it: evidence_kind, element, trigger,
+effect, null where unknown).
 
 Every row says which provider/model/prompt version produced it and carries ``input_hash``: the
 chained hash of everything the row depends on (query text, the prompt fingerprints of its stage and
@@ -22,7 +23,7 @@ import pyarrow.compute as pc
 
 from schemas.contracts.validation import FrameSuite, suite
 from schemas.llm.rubric_construction import CANDIDATE_TARGETS, MODULE_KINDS, REQUIREMENT_TYPES
-from schemas.rubric import RUBRIC_LEVELS, SCOPES
+from schemas.rubric import EVIDENCE_KINDS, RUBRIC_LEVELS, SCOPES
 
 STATUSES = ("ok", "missing", "error", "budget", "upstream_missing", "no_items")
 E = gx.expectations
@@ -53,7 +54,8 @@ RUBRIC_CANDIDATES_SCHEMA = pa.schema(COMMON + [
     pa.field("position", pa.int32()), pa.field("candidate_id", _S), pa.field("scope", _S),
     pa.field("requirement", _S), pa.field("verification", _S), pa.field("source_module", _S),
     pa.field("covered_requirement_ids", _L), pa.field("query_evidence", _S), pa.field("rubric_level", _S),
-    pa.field("target", _S), pa.field("evidence_in_query", pa.bool_()),
+    pa.field("target", _S), pa.field("evidence_kind", _S), pa.field("element", _S), pa.field("trigger", _S),
+    pa.field("effect", _L), pa.field("evidence_in_query", pa.bool_()),
 ])
 UNSUPPORTED = pa.struct([("ids", _L), ("requirement", _S), ("query_evidence", _S), ("reason", _S),
                          ("found_by", _S)])
@@ -81,6 +83,8 @@ ITEMS_SCHEMA = pa.schema([
     pa.field("input_hash", _S), pa.field("provider", _S), pa.field("model", _S), pa.field("prompt_version", _S),
     pa.field("given", pa.bool_()),  # copied from an ingested benchmark's checklist (source_module 'given')
     pa.field("check", _S),  # the item's executable check (JSON, schemas/checks.py); null when none was kept
+    # what decides the item (schemas/rubric.py STRUCTURE; issue #41): null where the rules know none (LLM, old)
+    pa.field("evidence_kind", _S), pa.field("element", _S), pa.field("trigger", _S), pa.field("effect", _L),
 ])
 
 
@@ -276,12 +280,13 @@ def items_suites(references: pa.Table | None = None) -> list[FrameSuite]:
                  E.ExpectColumnValuesToBeInSet(column="scope", value_set=list(SCOPES)),
                  E.ExpectColumnValuesToBeInSet(column="rubric_level", value_set=list(RUBRIC_LEVELS)),
                  E.ExpectColumnValuesToNotBeNull(column="query_evidence"),
-                 E.ExpectColumnValuesToNotBeNull(column="provider"))
+                 E.ExpectColumnValuesToNotBeNull(column="provider"),
+                 E.ExpectColumnValuesToBeInSet(column="evidence_kind", value_set=list(EVIDENCE_KINDS)))  # or null
     ids = suite("rubric_items-ids", E.ExpectColumnValuesToBeInSet(column="id_matches_scope", value_set=[True]))
     per_q = suite("rubric_items-per-query",
                   *(E.ExpectColumnValuesToBeInSet(column=c, value_set=[True])
                     for c in ("has_items", "has_reference", "must_cover_accounted", "covered_ids_exist")))
-    main_cols = columns("query_id", "id", "scope", "rubric_level", "query_evidence", "provider")
+    main_cols = columns("query_id", "id", "scope", "rubric_level", "query_evidence", "provider", "evidence_kind")
     checks = suite("rubric_items-checks", E.ExpectColumnValuesToBeInSet(column="check_parses", value_set=[True]))
     return [FrameSuite("rows", main_cols, main, ["query_id", "id"]), FrameSuite("ids", _id_matches_scope, ids, ["query_id", "id"]),
             FrameSuite("per_query", _items_per_query(references), per_q, ["query_id"]),

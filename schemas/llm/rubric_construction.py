@@ -11,7 +11,8 @@ from typing import Any, ClassVar, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from schemas.llm.json_schema import IdFields, base_schema, with_known_ids
-from schemas.rubric import RubricItem, RubricLevel, Scope
+from schemas.rubric import (EffectField, ElementField, EvidenceKindField, RubricItem, RubricLevel, Scope,
+                            TriggerField)
 
 RequirementType = Literal["state", "interaction", "rule", "calculation", "output", "constraint"]
 ModuleKind = Literal["state_system", "interaction_workflow", "validation_category", "output_mechanism"]
@@ -126,6 +127,10 @@ class Candidate(_Out):
     query_evidence: str = Field(min_length=1)
     rubric_level: RubricLevel
     target: CandidateTarget
+    evidence_kind: EvidenceKindField = None
+    element: ElementField = None
+    trigger: TriggerField = None
+    effect: EffectField = None
 
 
 class CandidateSet(_Out):

@@ -18,13 +18,13 @@ from typing import Any
 
 from schemas.config.env import JudgeConfig
 from schemas.llm.diagnosis import Diagnosis
-from schemas.rubric import Task, judge_payload
+from schemas.rubric import Task, judge_dicts
 from tasks.env.judge_offline import check_results_of, offline_diagnosis
 from tasks.llm.base import LLMRequest
 
 
 def judge_variables(task: Task, html: str) -> dict[str, Any]:
-    payload = [i.model_dump() for i in judge_payload(task.rubric)]
+    payload = judge_dicts(task.rubric)
     return {"query": task.query, "rubric": json.dumps(payload, ensure_ascii=False, indent=1), "application": html}
 
 
@@ -38,7 +38,7 @@ def build_judge_request(task: Task, html: str, *, key: str, local_evidence: dict
     variables["local_evidence"] = local_evidence or {}
     variables["observed"] = observed_facts(html, local_evidence or {})
     variables["check_results"] = render_checks(check_results_of(local_evidence))
-    variables["rubric_items"] = [i.model_dump() for i in judge_payload(task.rubric)]
+    variables["rubric_items"] = judge_dicts(task.rubric)
     return LLMRequest(stage="judgments", key=key, prompt=cfg.prompt, variables=variables, output_model=Diagnosis,
                       offline_rule=offline_diagnosis, validation_context={"valid_ids": task.rubric.ids()},
                       max_tokens=cfg.max_tokens, temperature=cfg.temperature)

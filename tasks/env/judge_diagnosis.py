@@ -17,7 +17,7 @@ from typing import Any
 
 from schemas.llm.diagnosis import LAYERS, SEVERITIES, SEVERITY_RANK, Diagnosis, Finding, Layer
 from schemas.rubric import CompactRubric
-from tasks.env.rubric_evidence import names_control
+from tasks.env.rubric_evidence import item_facts, names_control
 
 OBSERVED_TAG = "[browser]"  # a finding the environment observed, not a judge's opinion
 
@@ -70,7 +70,7 @@ def item_for_control(items: list[dict[str, Any]], failure: dict[str, Any]) -> di
     """The dynamic rubric item a failing control serves: the one naming its label, else the one sharing the most
     words with its label and element (none shared: None) (pure)."""
     dynamic = [i for i in items if i.get("scope") == "dynamic"]
-    named = [i for i in dynamic if names_control(i["requirement"], failure.get("label"), failure.get("target"))]
+    named = [i for i in dynamic if names_control(item_facts(i), failure.get("label"), failure.get("target"))]
     if named:
         return named[0]
     words = _words(f"{failure.get('label') or ''} {re.sub(r'[#._-]', ' ', failure.get('target') or '')}")

@@ -12,6 +12,11 @@ Evidence, in order; the first that speaks to the item decides it:
    probe's actions: one changed something -> met; every action ran and none did -> major;
 6. an item saying the page draws or shows what was asked when it loads, against a blank page -> critical
    (a page that shows something has not shown it is what was asked: that stays undecided).
+What an item says it is about is read from its fields (``schemas.rubric.STRUCTURE``: ``evidence_kind``, and the
+``element``, ``trigger`` and ``effect`` it names), written by the offline rules. An item without them (an LLM's, a
+benchmark's checklist item, old data) is read from its requirement's words instead, here and nowhere else
+(``sentence_facts``): the ``#id`` names it gives, an element "labelled X", a sentence saying the motion happens by
+itself, that the page answers input, or that it draws or shows something when it loads.
 Anything else is **undecided**: no evidence speaks to it, so it is neither met nor unmet in the reward
 (``tasks/env/rewards.py`` leaves it out of the rubric score's weights). Steps 2 to 6 are heuristics and say
 so in their explanation. There is no keyword counting: the source is read only for the ids an item names.
@@ -21,18 +26,16 @@ Run: ``item_decision(item, runtime_evidence_dict, html)`` for an item its check 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from tasks.rubrics.vocab import BY_ITSELF, ITEM_MOTION
+from tasks.rubrics.vocab import BY_ITSELF, ITEM_ANSWERS_INPUT, ITEM_MOTION, ITEM_PROMPTED
 
 HEURISTIC = "heuristic (offline, from browser evidence)"
 Decision = tuple[str, str, str, list[str]]  # (severity or "met", description, explanation, code quotes)
 MET: Decision = ("met", "", "", [])
-# Motion the item says happens by itself (ITEM_MOTION and BY_ITSELF); motion in answer to input is what checks
-# and the probe decide.
-_INPUT = re.compile(r"\b(click\w*|press\w*|keys?|keyboard|drag\w*|tap\w*|when|after|user|select\w*|input|type[sd]?|"
-                    r"hover\w*|scroll\w*|button|arrow|mouse|touch\w*|submit\w*)\b", re.I)
-_ANSWERS_INPUT = re.compile(r"\banswers input\b", re.I)
+# The sentence fallback's patterns. Motion the item says happens by itself (ITEM_MOTION and BY_ITSELF); motion in
+# answer to input is what checks and the probe decide.
 _SHOWN_ON_LOAD = re.compile(r"^the page (draws|shows) .+ when it loads\b", re.I)
 _ID = re.compile(r"(?<![\w&#])#([A-Za-z][\w-]*)")
 _LABELLED = re.compile(r"\blabell?ed\s+[\"“]([^\"”]{1,40})[\"”]")  # an element the item names by its label
@@ -40,6 +43,37 @@ _HEX = re.compile(r"^[0-9a-fA-F]{3,8}$")
 # A name as a whole token: an id in the source (not part of a longer id), a label in an item (not part of a word).
 _TOKEN_BEFORE, _TOKEN_AFTER = r"(?<![\w-])", r"(?![\w-])"
 _WORD_BEFORE, _WORD_AFTER = r"(?<!\w)", r"(?!\w)"
+
+
+@dataclass(frozen=True)
+class ItemFacts:
+    """What the evidence reads of an item: the kind of evidence that decides it, the elements it names by id (in
+    the order it names them) and by label, and the text a probed control's label is looked for in."""
+
+    kind: str | None
+    ids: tuple[str, ...]
+    labels: tuple[str, ...]
+    label_text: str
+
+
+def item_facts(item: dict[str, Any]) -> ItemFacts:
+    """The item's fields, or its requirement's words when it has none (``sentence_facts``)."""
+    if item.get("evidence_kind") is None:
+        return sentence_facts(item["requirement"])
+    named = [item.get("element"), item.get("trigger"), *(item.get("effect") or [])]
+    ids = tuple(dict.fromkeys(n[1:] for n in named if n and n.startswith("#")))
+    label = item.get("element") if item["evidence_kind"] == "labelled_present" else None
+    # A probe names an element without an id by its visible label, which the fields do not carry (they name the
+    # element by ``#id``): it is looked for among the item's words, as a name, not read back as structure.
+    return ItemFacts(item["evidence_kind"], ids, (label,) if label else (), item["requirement"])
+
+
+def sentence_facts(requirement: str) -> ItemFacts:
+    """The fallback for an item without fields: what its requirement's words say (see the module docstring)."""
+    motion = ITEM_MOTION.search(requirement) and BY_ITSELF.search(requirement) and not ITEM_PROMPTED.search(requirement)
+    kind = "motion_by_itself" if motion else "answers_input" if ITEM_ANSWERS_INPUT.search(requirement) else \
+        "shown_on_load" if _SHOWN_ON_LOAD.search(requirement) else None
+    return ItemFacts(kind, tuple(named_ids(requirement)), tuple(_LABELLED.findall(requirement)), requirement)
 
 
 def named_ids(requirement: str) -> list[str]:
@@ -52,15 +86,15 @@ def in_source(name: str, html: str, case: bool = True) -> bool:
     return re.search(_TOKEN_BEFORE + re.escape(name) + _TOKEN_AFTER, html, 0 if case else re.I) is not None
 
 
-def names_control(requirement: str, label: str | None, target: str | None = None) -> bool:
+def names_control(facts: ItemFacts, label: str | None, target: str | None = None) -> bool:
     """The item names the control by its id (``#id`` in the probe's target) or by its visible label, as a whole
-    word or phrase."""
-    if target and any(target.endswith("#" + i) for i in named_ids(requirement)):
+    word or phrase of the names it gives (fields) or of its requirement (the fallback)."""
+    if target and any(target.endswith("#" + i) for i in facts.ids):
         return True
     label = (label or "").strip()
     if len(label) < 2 or len(label) > 40:
         return False
-    return re.search(_WORD_BEFORE + re.escape(label.lower()) + _WORD_AFTER, requirement.lower()) is not None
+    return re.search(_WORD_BEFORE + re.escape(label.lower()) + _WORD_AFTER, facts.label_text.lower()) is not None
 
 
 def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> Decision | None:
@@ -69,9 +103,9 @@ def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> Dec
         return None
     from tasks.env.probe import interaction_failures
 
-    req = item["requirement"]
+    facts = item_facts(item)
     live = inter.get("liveness") or {}
-    if ITEM_MOTION.search(req) and BY_ITSELF.search(req) and not _INPUT.search(req) and live:
+    if facts.kind == "motion_by_itself" and live:
         if live.get("animated"):
             return MET
         if live.get("visual_change") is False:
@@ -80,15 +114,15 @@ def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> Dec
     if item.get("scope") != "dynamic":  # what a control does is dynamic behaviour; its display is not
         return None
     for f in interaction_failures(inter):
-        if names_control(req, f.get("label"), f.get("target")):
+        if names_control(facts, f.get("label"), f.get("target")):
             return ("major", f"using {f['label']!r} fails ({f['kind']}: {str(f.get('message') or '')[:120]})",
                     f"{HEURISTIC}: the item names this control and the interaction probe saw it fail", [])
     for c in inter.get("dead_controls") or []:
-        if names_control(req, c.get("label"), c.get("target")):
+        if names_control(facts, c.get("label"), c.get("target")):
             return ("major", f"clicking {c['label']!r} changes nothing observable",
                     f"{HEURISTIC}: no DOM, canvas, scroll, value or dialog change after the click"
                     + ("" if c.get("has_handler") else "; no listener is attached to it"), [])
-    if _ANSWERS_INPUT.search(req):
+    if facts.kind == "answers_input":
         acts = [a for a in inter.get("actions") or [] if a.get("outcome") == "ok"]
         if any(a.get("changed") for a in acts):
             return MET
@@ -100,11 +134,12 @@ def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> Dec
 
 def item_decision(item: dict[str, Any], runtime: dict[str, Any] | None, html: str) -> Decision | None:
     """Steps 2 to 6 on one item that no executable check decided (see the module docstring); None: undecided."""
-    missing = [i for i in named_ids(item["requirement"]) if not in_source(i, html)]
+    facts = item_facts(item)
+    missing = [i for i in facts.ids if not in_source(i, html)]
     if missing:
         return ("critical", f"the app has no element #{missing[0]}",
                 f"{HEURISTIC}: the item names #{missing[0]} and that id occurs nowhere in the app's source", [])
-    unlabelled = [lab for lab in _LABELLED.findall(item["requirement"]) if not in_source(lab, html, case=False)]
+    unlabelled = [lab for lab in facts.labels if not in_source(lab, html, case=False)]
     if unlabelled:
         return ("critical", f"the app has nothing labelled {unlabelled[0]!r}",
                 f"{HEURISTIC}: the item names an element labelled {unlabelled[0]!r} and that text occurs nowhere in "
@@ -112,6 +147,6 @@ def item_decision(item: dict[str, Any], runtime: dict[str, Any] | None, html: st
     decided = evidence_decision(item, (runtime or {}).get("interaction"))
     if decided is not None:
         return decided
-    if _SHOWN_ON_LOAD.search(item["requirement"]) and runtime and runtime.get("blank_body"):
+    if facts.kind == "shown_on_load" and runtime and runtime.get("blank_body"):
         return ("critical", "the page is blank after load", f"{HEURISTIC}: nothing visible in the page", [])
     return None

@@ -20,7 +20,7 @@ from typing import Any
 from schemas.config.attribution import AttributionConfig
 from schemas.config.env import EnvConfig
 from schemas.llm.diagnosis import Diagnosis
-from schemas.rubric import Task, judge_payload
+from schemas.rubric import Task, judge_dicts
 from tasks.attribution.api import AttributionTrace, attribute
 from tasks.env.checks import CheckPlan, not_run
 from tasks.env.extract import Extraction, extract_html
@@ -140,7 +140,7 @@ def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, r
     verdict = rt.verdict(cfg.runtime) if rt else None  # the runtime gate, read once
     if diag is not None and verdict is not None and cfg.runtime.probe.errors_fail:
         # What the browser saw an interaction do is a finding whoever judged (an LLM may not run the code).
-        items = [i.model_dump() for i in judge_payload(inp.task.rubric)]
+        items = judge_dicts(inp.task.rubric)
         diag = with_observed_findings(diag, ex.html, verdict.failures, items)
     gaps = verdict.gaps if verdict else []
     rt_valid = verdict.valid if verdict else None

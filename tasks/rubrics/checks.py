@@ -27,6 +27,7 @@ from schemas.checks import CheckSet, parse_check
 from schemas.config.checks import ChecksConfig
 from schemas.config.env import RuntimeConfig
 from schemas.contracts.rubrics import CHECKS_SCHEMA
+from schemas.rubric import known_structure
 from tasks.progress import Progress
 from tasks.rubrics.checks_offline import offline_checks
 from tasks.rubrics.pipeline import OK, PartCounts, PriorRows, QueryContext, StageDef, build_part, read_part
@@ -39,7 +40,8 @@ DRY_RUN_BATCH = 8  # checks per empty page: pages of one batch run in turn, batc
 def reference_items(ref: dict[str, Any]) -> list[dict[str, Any]]:
     """The final items in rubric order with their scope (the prompt's and the rows' order)."""
     return [{"id": i["id"], "scope": scope, "requirement": i["requirement"], "verification": i["verification"],
-             "level": i["rubric_level"]} for scope in ("initial_state", "dynamic") for i in ref.get(scope, [])]
+             "level": i["rubric_level"], **known_structure(i)}
+            for scope in ("initial_state", "dynamic") for i in ref.get(scope, [])]
 
 
 def _variables(ctx: QueryContext) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Offline rule of the rubric_checks stage: a check for each offline item, built from what the query states.
 
-The rule reads the expanded query again (``offline_items``) and finds each final item's spec by its
-requirement text; from it:
+The rule reads the expanded query again (``prompt_spec``) and each final item's fields (``evidence_kind``,
+``element``, ``trigger``, ``effect``: ``schemas/rubric.py``), never its requirement's words: the element and the
+control it names by ``#id`` (or label) are found in the query's spec by that name; from them:
 - a control, output or drawing area: it is there (located by the ``#id`` the query names), shows its
   stated default (a number within half a step, a text, checked or not; a dropdown only that it is there,
   since its options are not visible to a check), and a slider or number input with stated bounds takes its
@@ -20,8 +21,8 @@ requirement text; from it:
 A presence check counts matches, so an element that is there but hidden leaves it inconclusive, never
 failed; whether a named element is missing is the judge's call (``tasks/env/rubric_evidence.py``). Items
 with nothing a check can observe soundly (a rule stated in a sentence, what a short request draws, a drawing
-in a plan that names no canvas or drawing area) get no check. Rows made by this rule say provider=offline like
-every offline row.
+in a plan that names no canvas or drawing area) get no check, and so do items without fields (an LLM's: the
+rules know nothing of them). Rows made by this rule say provider=offline like every offline row.
 """
 from __future__ import annotations
 
@@ -29,10 +30,9 @@ import json
 import re
 from typing import Any
 
-from tasks.rubrics import text as T
-from tasks.rubrics.offline_items import SpecItem, items_by_requirement
+from tasks.rubrics.offline_items import DRAWING_EFFECT, MOTION_EFFECT, TEXT_EFFECT
 from tasks.rubrics.prompt_controls import Control
-from tasks.rubrics.prompt_spec import read_spec
+from tasks.rubrics.prompt_spec import Spec, read_spec
 from tasks.rubrics.vocab import CHECK_PAIR_KIND_WORDS, is_number, shares_subject
 
 CANVAS = {"canvas": True}
@@ -156,27 +156,26 @@ def drawing_of(controls: list[Control], structured: bool = True) -> dict[str, An
     return DRAWING if any(c.kind in ("canvas", "area") for c in controls) else None
 
 
-def _watched(item: SpecItem, drawn: dict[str, Any] | None) -> tuple[dict[str, Any], str] | None:
-    """(locator, kind) of what a behaviour's check watches: the named output, the drawing, the page's text."""
-    b, c = item.behaviour, item.control
-    assert b is not None
-    outs = [e for e in b.effects if e not in ("drawing", "text")]
+def _watched(c: Control | None, effect: list[str], drawn: dict[str, Any] | None) -> tuple[dict[str, Any], str] | None:
+    """(locator, kind) of what a behaviour's check watches: the named output (the control's own first), the
+    drawing, the page's text."""
+    outs = [e[1:] for e in effect if e.startswith("#")]
     if outs and c is not None:
         own = [o for o in outs if shares_subject(c.id, o, CHECK_PAIR_KIND_WORDS)]
         return by_id((own or outs)[0]), "text"
-    if ("drawing" in b.effects or b.motion) and drawn is not None:
+    if (DRAWING_EFFECT in effect or MOTION_EFFECT in effect) and drawn is not None:
         return drawn, "canvas"
-    if "text" in b.effects and c is not None:
+    if TEXT_EFFECT in effect and c is not None:
         return {"css": "body"}, "text"
     return None
 
 
-def behaviour_check(item: SpecItem, drawn: dict[str, Any] | None) -> list[dict[str, Any]] | None:
-    b, c = item.behaviour, item.control
-    assert b is not None
-    watched = _watched(item, drawn)
-    action = {"do": "press", "key": b.key} if b.key is not None else operate(c) if c is not None else None
-    if watched is None or action is None or (b.key is not None and watched[1] != "canvas"):
+def behaviour_check(c: Control | None, key: str | None, effect: list[str],
+                    drawn: dict[str, Any] | None) -> list[dict[str, Any]] | None:
+    """Operating ``c`` (or pressing ``key``) changes what ``effect`` names."""
+    watched = _watched(c, effect, drawn)
+    action = {"do": "press", "key": key} if key is not None else operate(c) if c is not None else None
+    if watched is None or action is None or (key is not None and watched[1] != "canvas"):
         return None
     loc, kind = watched
     change = {"expect": "canvas_changes" if kind == "canvas" else "text_changes", "target": loc, "since": "before"}
@@ -195,9 +194,11 @@ def input_check() -> list[dict[str, Any]]:
             {"do": "press", "key": "ArrowUp"}, {"expect": "canvas_changes", "target": CANVAS, "since": "before"}]
 
 
-def named_check(item: SpecItem) -> list[dict[str, Any]] | None:
-    n = item.named
-    assert n is not None
+def named_check(label: str, spec: Spec) -> list[dict[str, Any]] | None:
+    """The element a sentence names by ``label`` is there: a button of that name, a field of that label."""
+    n = next((n for n in spec.named if n.label == label), None)
+    if n is None:
+        return None
     name = _WORD_EDGE + re.escape(n.label) + _WORD_EDGE
     if n.kind == "button":
         return [present({"role": "button", "name": name})]
@@ -206,36 +207,43 @@ def named_check(item: SpecItem) -> list[dict[str, Any]] | None:
     return None
 
 
-def item_steps(item: SpecItem, drawn: dict[str, Any] | None) -> list[dict[str, Any]] | None:
-    """The steps of ``item``'s check, or None when nothing can observe it soundly."""
-    if item.role == "control" and item.control is not None:
-        return control_check(item.control)
-    if item.role == "output" and item.control is not None and item.control.default:
-        return [text_shows(by_id(item.control.id), item.control.default)]
-    if item.role == "area" and item.control is not None:
-        return [present(by_id(item.control.id))]
-    if item.role in ("behaviour", "key"):
-        return behaviour_check(item, drawn)
-    if item.role == "readout" and item.control is not None and item.display is not None:
-        return readout_check(item.control, item.display) or None
-    if item.role in ("motion", "request_motion"):
+def _named(spec: Spec, name: str | None) -> Control | None:
+    """The query's element an item names as ``#id``."""
+    return next((c for c in spec.controls if name and "#" + c.id == name), None)
+
+
+def item_steps(item: dict[str, Any], spec: Spec, drawn: dict[str, Any] | None) -> list[dict[str, Any]] | None:
+    """The steps of ``item``'s check from its fields, or None when nothing can observe it soundly."""
+    kind, effect = item.get("evidence_kind"), item.get("effect") or []
+    element, trigger = _named(spec, item.get("element")), _named(spec, item.get("trigger"))
+    if kind == "control_default" and element is not None:
+        return control_check(element)
+    if kind == "output_text" and element is not None and element.default:
+        return [text_shows(by_id(element.id), element.default)]
+    if kind == "drawing_present" and element is not None:
+        return [present(by_id(element.id))]
+    if kind == "operate_control":
+        return behaviour_check(trigger, None, effect, drawn)
+    if kind == "press_key":
+        return behaviour_check(None, item.get("trigger"), effect, drawn)
+    if kind == "readout" and trigger is not None and element is not None:
+        return readout_check(trigger, element) or None
+    if kind == "motion_by_itself":
         return motion_check()
-    if item.role == "input":
+    if kind == "answers_input":
         return input_check()
-    if item.role == "named":
-        return named_check(item)
+    if kind == "labelled_present" and item.get("element"):
+        return named_check(item["element"], spec)
     return None
 
 
 def offline_checks(v: dict[str, Any]) -> dict[str, Any]:
     items = json.loads(v["items"])
     spec = read_spec(v.get("expanded_query", ""))
-    spec_of = items_by_requirement(spec)
     drawn = drawing_of(spec.controls, spec.structured)
     out = []
     for it in items:
-        spec = spec_of.get(T.normalise(it["requirement"]))
-        steps = item_steps(spec, drawn) if spec is not None else None
+        steps = item_steps(it, spec, drawn)
         if steps:
             out.append({"item_id": it["id"], "check": {"steps": steps}})
     return {"checks": out}

@@ -7,7 +7,7 @@ Validation context: covered ids must be requirement ids, ``source_module`` a mod
 
 Offline rule: one candidate per requirement, which is one offline item already
 (``tasks/rubrics/offline_items.py``): its scope, level and target from the item's role (``ROLES``), its
-verification the item's.
+verification and what decides it (evidence kind, element, trigger, effect) the item's.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from schemas.contracts.rubrics import RUBRIC_CANDIDATES_SCHEMA
 from schemas.llm.rubric_construction import CandidateSet
+from schemas.rubric import known_structure, structure_of
 from tasks.rubrics import text as T
 from tasks.rubrics.modules import modules_json
 from tasks.rubrics.offline_items import ROLES, items_by_requirement
@@ -31,10 +32,11 @@ def offline_candidates(v: dict[str, Any]) -> dict[str, Any]:
     cands = []
     for r in reqs:
         scope, level, target = ROLES[r["functional_role"]][:3]
+        item = spec_of[T.normalise(r["description"])]
         cands.append({"id": f"C{len(cands) + 1}", "scope": scope, "rubric_level": level, "target": target,
                       "requirement": r["description"], "source_module": module_of.get(r["id"], modules[0]["name"]),
-                      "verification": spec_of[T.normalise(r["description"])].verification,
-                      "covered_requirement_ids": [r["id"]], "query_evidence": r["query_evidence"]})
+                      "verification": item.verification, "covered_requirement_ids": [r["id"]],
+                      "query_evidence": r["query_evidence"], **item.structure()})
     return {"candidates": cands}
 
 
@@ -53,7 +55,7 @@ def _rows(ctx: QueryContext, out: BaseModel) -> list[dict[str, Any]]:
     return [{"position": i, "candidate_id": c.id, "scope": c.scope, "requirement": c.requirement,
              "verification": c.verification, "source_module": c.source_module,
              "covered_requirement_ids": c.covered_requirement_ids, "query_evidence": c.query_evidence,
-             "rubric_level": c.rubric_level, "target": c.target,
+             "rubric_level": c.rubric_level, "target": c.target, **structure_of(c),
              "evidence_in_query": T.evidence_in(c.query_evidence, ctx.expanded_query)}
             for i, c in enumerate(out.candidates)]
 
@@ -61,7 +63,10 @@ def _rows(ctx: QueryContext, out: BaseModel) -> list[dict[str, Any]]:
 def candidates_json(ctx: QueryContext) -> str:
     keys = ("candidate_id", "scope", "requirement", "verification", "source_module", "covered_requirement_ids",
             "query_evidence", "rubric_level", "target")
-    return json.dumps([{("id" if k == "candidate_id" else k): c[k] for k in keys} for c in ctx.candidates])
+    # what decides an item (``schemas.rubric.STRUCTURE``) only where it is known: a model's candidates without
+    # it are shown as before
+    return json.dumps([{**{("id" if k == "candidate_id" else k): c[k] for k in keys},
+                        **known_structure(c)} for c in ctx.candidates])
 
 
 STAGE = StageDef(name="rubric_candidates", section="decomposition", prompt="rubric_decomposition",

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from schemas.contracts.benchmark import GIVEN_MODULE
 from schemas.contracts.rubrics import REFERENCES_SCHEMA
 from schemas.llm.rubric_construction import FinalItem, FinalReference
-from schemas.rubric import Reference, RubricItem, compact, judge_payload
+from schemas.rubric import Reference, RubricItem, compact, judge_dicts, structure_of
 from tasks.rubrics import text as T
 from tasks.rubrics.decomposition import candidates_json
 from tasks.rubrics.pipeline import QueryContext, StageDef
@@ -60,7 +60,7 @@ def offline_filtering(v: dict[str, Any]) -> dict[str, Any]:
         item = {"id": f"{SCOPE_PREFIX[c['scope']]}{len(out[c['scope']]) + 1}", "requirement": c["requirement"],
                 "verification": c["verification"], "source_module": c["source_module"],
                 "covered_requirement_ids": list(c["covered_requirement_ids"]), "query_evidence": c["query_evidence"],
-                "rubric_level": c["rubric_level"], "from_candidates": [c["id"]]}
+                "rubric_level": c["rubric_level"], **structure_of(c), "from_candidates": [c["id"]]}
         seen[key] = item
         out[c["scope"]].append(item)
     covered = {r for items in out.values() for i in items for r in i["covered_requirement_ids"]}
@@ -165,8 +165,9 @@ def _reference_row(ctx: QueryContext, ans: FinalReference, ref: Reference, unsup
              f"trace); {len(unsupported) - removed} reported unsupported by the model; {merges} merges")
     cmp_ = compact(ref)
     return {"expanded_query": ctx.expanded_query, "reference_json": ref.model_dump_json(),
-            "compact_json": cmp_.model_dump_json(exclude=_NO_CHECK),  # the paper's compact export: id, requirement, level
-            "judge_payload_json": json.dumps([j.model_dump() for j in judge_payload(cmp_)]),
+            # the paper's compact export (id, requirement, level) and what decides an item where it is known
+            "compact_json": cmp_.model_dump_json(exclude=_NO_CHECK, exclude_none=True),
+            "judge_payload_json": json.dumps(judge_dicts(cmp_)),
             "n_initial": len(ref.initial_state), "n_dynamic": len(ref.dynamic), "requirement_ids": req_ids,
             "must_cover_ids": must, "covered_requirement_ids": [r for r in req_ids if r in covered],
             "uncovered_requirement_ids": uncovered, "uncovered_must_cover_ids": unc_must,

@@ -9,8 +9,9 @@ drawing areas; keys; motion. A short request gets what is drawn, what moves by i
 input, since it names nothing else.
 
 The stages' offline rules read these items: requirements (one per item), modules (grouped by role),
-decomposition (one candidate per item, scope and level from ``ROLES``); the rubric_checks rule finds each
-final item's spec again by its requirement text (``items_by_requirement``).
+decomposition (one candidate per item, scope and level from ``ROLES``, found again by its requirement text,
+``items_by_requirement``, and carrying the item's ``structure()``: what decides it, as the rubric's fields
+``evidence_kind``, ``element``, ``trigger``, ``effect``). The checks and the offline judge read those fields.
 
 Run: ``spec_items(read_spec(query), max_items=20)``.
 """
@@ -38,6 +39,15 @@ ROLES: dict[str, tuple[str, str, str, str, str]] = {
     "request_motion": ("dynamic", "core_module", "output", "Motion", "output_mechanism"),
     "rule": ("dynamic", "correct_rule", "rule", "Behaviour the request states", "interaction_workflow"),
 }
+# role -> the kind of evidence that decides its items (``schemas.rubric.EVIDENCE_KINDS``), carried on each item as
+# ``evidence_kind``; a sentence's rule or what it says is shown ("shown", "rule") has no structure the rules know,
+# so it carries none and its readers read its words (``tasks/env/rubric_evidence.py``).
+EVIDENCE_OF_ROLE: dict[str, str] = {
+    "control": "control_default", "output": "output_text", "area": "drawing_present", "scene": "shown_on_load",
+    "named": "labelled_present", "behaviour": "operate_control", "key": "press_key", "readout": "readout",
+    "motion": "motion_by_itself", "request_motion": "motion_by_itself", "input": "answers_input"}
+# What an effect names besides an output's id: the drawing, the page's text, motion (``Behaviour.motion``).
+DRAWING_EFFECT, TEXT_EFFECT, MOTION_EFFECT = "drawing", "text", "motion"
 KIND_WORDS = {"range": "slider", "number": "number input", "text": "text input", "checkbox": "checkbox",
               "radio": "radio button", "select": "dropdown", "button": "button", "canvas": "canvas",
               "area": "drawing area", "output": "display"}
@@ -56,6 +66,9 @@ class SpecItem:
     behaviour: Behaviour | None = None
     named: Named | None = None
     display: Control | None = None  # the display showing ``control``'s value (a readout item)
+    element: str | None = None  # what the item is about: "#id", a label (``schemas.rubric.STRUCTURE``)
+    trigger: str | None = None  # what the user operates: "#id" of a control, or a key
+    effect: tuple[str, ...] | None = None  # what should change: "#id" of an output, "drawing", "text", "motion"
 
     @property
     def scope(self) -> str:
@@ -64,6 +77,13 @@ class SpecItem:
     @property
     def level(self) -> str:
         return ROLES[self.role][1]
+
+    def structure(self) -> dict[str, object]:
+        """The item's structure as the rubric's fields (``schemas.rubric.STRUCTURE``): all None for a role the
+        rules know no structure of."""
+        kind = EVIDENCE_OF_ROLE.get(self.role)
+        return {"evidence_kind": kind, "element": self.element, "trigger": self.trigger,
+                "effect": list(self.effect) if self.effect is not None else None}
 
 
 def _fmt(v: float | None) -> str:
@@ -86,7 +106,13 @@ def control_item(c: Control) -> SpecItem:
         parts.append(f"with a range of {_fmt(c.min)} to {_fmt(c.max)}")
     req = f"The {word} #{c.id}{_labelled(c)} is on the page" + (", " + ", ".join(parts) if parts else "") + "."
     return SpecItem("control", req, f"Load the page; find #{c.id} and read its state without operating it.",
-                    c.evidence, control=c)
+                    c.evidence, control=c, element=f"#{c.id}")
+
+
+def effects_of(b: Behaviour) -> tuple[str, ...]:
+    """What operating ``b``'s control or key changes, as an item's ``effect``: outputs by ``#id``, in order."""
+    named = tuple(e if e in (DRAWING_EFFECT, TEXT_EFFECT) else f"#{e}" for e in b.effects)
+    return named + ((MOTION_EFFECT,) if b.motion else ())
 
 
 def _effect_words(b: Behaviour) -> str:
@@ -101,13 +127,15 @@ def _effect_words(b: Behaviour) -> str:
 def behaviour_item(b: Behaviour) -> SpecItem:
     if b.key is not None:
         return SpecItem("key", f"Pressing {b.key} {_effect_words(b) if b.effects else 'changes what is shown'}.",
-                        f"Press {b.key} and compare what is shown before and after.", b.evidence, behaviour=b)
+                        f"Press {b.key} and compare what is shown before and after.", b.evidence, behaviour=b,
+                        trigger=b.key, effect=effects_of(b))
     c = b.control
     assert c is not None
     trigger = f"{_TRIGGER[c.kind]} #{c.id}{_labelled(c)}"
     return SpecItem("behaviour", f"{trigger} {_effect_words(b)}.",
                     f"Operate #{c.id} as a user would and compare what it should change before and after.",
-                    b.evidence, control=c, behaviour=b)
+                    b.evidence, control=c, behaviour=b, element=f"#{c.id}", trigger=f"#{c.id}",
+                    effect=effects_of(b))
 
 
 def readout_item(c: Control, display: Control) -> SpecItem:
@@ -115,17 +143,18 @@ def readout_item(c: Control, display: Control) -> SpecItem:
     return SpecItem("readout", f"The display #{display.id} shows the value of the {KIND_WORDS[c.kind]} #{c.id}"
                     f"{_labelled(c)}, when the page loads and after it is moved.",
                     f"Read #{display.id} and #{c.id} on load, move #{c.id}, and read both again.", display.evidence,
-                    control=c, display=display)
+                    control=c, display=display, element=f"#{display.id}", trigger=f"#{c.id}",
+                    effect=(f"#{display.id}",))
 
 
 def output_item(c: Control) -> SpecItem:
     return SpecItem("output", f'The display #{c.id} shows "{c.default}" when the page loads.',
-                    f"Load the page and read the text of #{c.id}.", c.evidence, control=c)
+                    f"Load the page and read the text of #{c.id}.", c.evidence, control=c, element=f"#{c.id}")
 
 
 def area_item(c: Control) -> SpecItem:
     return SpecItem("area", f"The {KIND_WORDS[c.kind]} #{c.id} is visible when the page loads.",
-                    f"Load the page and look for #{c.id} on screen.", c.evidence, control=c)
+                    f"Load the page and look for #{c.id} on screen.", c.evidence, control=c, element=f"#{c.id}")
 
 
 def _plan_items(spec: Spec) -> list[SpecItem]:
@@ -168,7 +197,7 @@ def _sentence_items(spec: Spec) -> list[SpecItem]:
     """A request in sentences: the elements they name, then each sentence a user can check."""
     out = [SpecItem("named", f'The page has a {KIND_WORDS.get(n.kind, n.kind)} labelled "{n.label}".',
                     f'Load the page and look for a {KIND_WORDS.get(n.kind, n.kind)} named "{n.label}".', n.evidence,
-                    named=n) for n in spec.named]
+                    named=n, element=n.label) for n in spec.named]
     for c in spec.clauses:
         role, rtype = T.classify(c.text)
         if role == "app":

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from tasks.rubrics.prompt_html import Html, Tag, line_starts, read_html
 from tasks.rubrics.prompt_outline import Node, Outline, plain, span
-from tasks.rubrics.vocab import HOLDS_DRAWING, NUMBER, is_number
+from tasks.rubrics.vocab import HOLDS_DRAWING, ID_KIND_AFFIXES, NUMBER, is_number
 
 ID_DECL = re.compile(r"""\bid\s*=\s*\\?["']([A-Za-z][\w\-:.]{0,60})\\?["']""")
 # Prose fallback (see _prose_tag): a tag named without brackets just before an id ("`span id="x"`").
@@ -39,13 +39,11 @@ _TAG_KIND = {"button": "button", "select": "select", "textarea": "text", "canvas
              "progress": "output", "div": "container", "section": "container", "tbody": "container",
              "table": "container", "ul": "container", "ol": "container", "main": "container", "header": "container",
              "footer": "container", "aside": "container", "nav": "container", "img": "area"}
-# An id's kind from its own wording ("slider-length", "btn-reset"), first match wins.
-_PREFIX_KIND = [(kind, re.compile(pat, re.I)) for kind, pat in [
-                ("output", r"[-_](value|display|readout|label|output|text)$|^(value|label|display|readout|result)[-_]"),
-                ("range", r"^(slider|range)[-_]|[-_](slider|range)$"), ("button", r"^(btn|button)[-_]|[-_](btn|button)$"),
-                ("checkbox", r"^(checkbox|chk|cb|check)[-_]|[-_](checkbox|chk)$"), ("radio", r"^radio[-_]|[-_]radio$"),
-                ("select", r"^(select|dropdown|sel|menu)[-_]|[-_](select|dropdown)$"), ("canvas", r"canvas"),
-                ("text", r"^(input|text|txt)[-_]|[-_](input|textbox)$")]]
+# An id's kind from its own wording ("slider-length", "btn-reset"), first match wins (vocab.ID_KIND_AFFIXES).
+_PREFIX_KIND = [(kind, re.compile("|".join(filter(None, ("^(" + "|".join(start) + ")[-_]" if start else "",
+                                                            "[-_](" + "|".join(end) + ")$" if end else "",
+                                                            "|".join(anywhere)))), re.I))
+                for kind, start, end, anywhere in ID_KIND_AFFIXES]
 # An element's kind from the words around it ("a slider", "a drop-down"), first match wins.
 _WORD_KIND = [(kind, re.compile(pat, re.I)) for kind, pat in [
               ("range", r"\bslider|\brange input"), ("checkbox", r"\bcheck ?box|\btoggle switch"),

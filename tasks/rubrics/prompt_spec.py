@@ -20,17 +20,15 @@ from dataclasses import dataclass, field
 from tasks.rubrics import text as T
 from tasks.rubrics.prompt_controls import Control, controls, mentions
 from tasks.rubrics.prompt_outline import Node, Outline, outline, plain, span
-from tasks.rubrics.vocab import (MOTION, NO_EFFECT, PLAN_MOTION, QUERY_BY_ITSELF, SHOWS_VALUE_WORDS, id_shape, id_stem,
-                                 id_words, says_start, start_name)
+from tasks.rubrics.vocab import (MOTION, NO_EFFECT, PLAN_MOTION, PLAN_PROMPTED, PLAN_TRIGGER, QUERY_BY_ITSELF,
+                                 REQUEST_ANSWERS_INPUT, SHOWS_VALUE_WORDS, id_shape, id_stem, id_words, says_start,
+                                 start_name)
 
 FORMAT = re.compile(r"\b(single[- ](?:self-contained\s+)?(?:html\s+)?file|self-contained|one\s+(?:html\s+)?file|"
                     r"html\s*(?:/|,|and)\s*css|css\s*(?:/|and)\s*(?:js|javascript)|vanilla\s+(?:js|javascript)|"
                     r"no\s+external|without\s+(?:any\s+)?(?:external|frameworks?|libraries|build)|from\s+a\s+cdn|"
                     r"via\s+(?:a\s+)?cdn|cdn\b|<script|<!doctype|inline\s+(?:css|js|script)|code\s+block|markdown)",
                     re.I)
-_TRIGGER = re.compile(r"\b(on|when(?:ever)?|changing|changes?|click\w*|press\w*|mov(?:es|ing)|drag\w*|input|select\w*|"
-                      r"toggl\w*|check\w*|uncheck\w*|switch\w*|adjust\w*|slid\w*|interaction|event|handler|"
-                      r"controls?|updates?|sets?)\b", re.I)
 _INTERACTION_SECTION = re.compile(r"interact|logic|behaviou?r|event|user action|controls? (?:logic|behaviou?r)", re.I)
 # The plan says the drawing changes right away: a redraw, or a drawn thing that is updated, moved or recomputed
 # (a "trail" that shows only once something moves is not a change a user sees on a page at rest).
@@ -55,10 +53,6 @@ _KEY_NAMES = {"arrow keys": "ArrowRight", "arrow key": "ArrowRight", "left arrow
               "up arrow": "ArrowUp", "down arrow": "ArrowDown", "space": "Space", "spacebar": "Space",
               "space bar": "Space", "space key": "Space", "enter": "Enter", "return": "Enter", "escape": "Escape",
               "esc": "Escape", "wasd": "d"}
-_PROMPTED = re.compile(r"\b(user|mouse|click\w*|drag\w*|press\w*|slider|input|when|while|after|once)\b", re.I)
-_ANSWERS_INPUT = re.compile(r"\b(game|clone|play(?:able|er)?|interactive|control\w*|click\w*|drag\w*|keys?|keyboard|"
-                            r"steer\w*|jump\w*|shoot\w*|flap\w*|tap\w*|mouse|touch\w*|draw(?:ing)?\s+tool|paint\w*|"
-                            r"simulator|editor|calculator|piano|drum)\b", re.I)
 _KEYS_SUFFIX = re.compile(r"\s+keys?$")  # "arrow keys" -> "arrow"
 _NAMED_UI = re.compile(r"\b(?:an?|the)\s+(?P<label>(?:[\w'-]+\s+){0,3}?)(?P<kind>button|slider|field|input|dropdown|"
                        r"checkbox|toggle|search box|text box|textarea|timer|counter)s?\b", re.I)
@@ -149,7 +143,7 @@ def _behaviour_nodes(ol: Outline, ctrls: list[Control]) -> list[tuple[Node, list
         if not named or len(named) > 3:
             continue
         in_logic = _INTERACTION_SECTION.search(n.section) is not None
-        if in_logic or (_TRIGGER.search(plain(n.text)) and n.children):
+        if in_logic or (PLAN_TRIGGER.search(plain(n.text)) and n.children):
             out.append((n, named))
     return out
 
@@ -228,7 +222,7 @@ def motions(ol: Outline, request: str | None, ctrls: list[Control] = ()) -> list
     for n in ol.nodes:
         p = plain(n.text)
         around = " ".join([p] + [plain(a.text) for a in n.ancestors() if a.kind != "heading"])
-        if PLAN_MOTION.search(p) and QUERY_BY_ITSELF.search(p) and not _PROMPTED.search(around):
+        if PLAN_MOTION.search(p) and QUERY_BY_ITSELF.search(p) and not PLAN_PROMPTED.search(around):
             out.append(span(n.text))
     return out[:2]
 
@@ -277,7 +271,7 @@ def read_spec(query: str) -> Spec:
     short = len(text) <= SHORT_REQUEST_CHARS and len(sentences) <= 2 and not named  # it names nothing to operate
     first = sentences[0].evidence if sentences else without_format(clauses[0].evidence if clauses else text)
     request = first.removesuffix(SHORT_FRAME.strip()).strip() if short else None
-    answers = next((c.evidence for c in sentences if _ANSWERS_INPUT.search(c.evidence)), None) if short else None
+    answers = next((c.evidence for c in sentences if REQUEST_ANSWERS_INPUT.search(c.evidence)), None) if short else None
     return Spec(False, request, [], keys(ol, drawn=short), motions(ol, request) if short else
                 [c.evidence for c in sentences if MOTION.search(c.evidence) and QUERY_BY_ITSELF.search(c.evidence)][:1],
                 named, sentences, answers, constraints)

@@ -57,6 +57,16 @@ def stop_name(name: str) -> bool:
 # "length-value" are both about the length.
 ID_KIND_WORDS = frozenset("slider range input value val display label lbl readout output text txt span num number "
                           "field box".split())
+# An id's kind from its own wording (``prompt_controls``), first kind whose words match wins: (kind, the words that
+# start an id of that kind, the words that end one, the words anywhere in it). Those shared with ID_KIND_WORDS say
+# the same of an id (a slider, a display); the others name kinds ``id_stem`` keeps as what an id is about.
+ID_KIND_AFFIXES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
+    ("output", ("value", "label", "display", "readout", "result"),
+     ("value", "display", "readout", "label", "output", "text"), ()),
+    ("range", ("slider", "range"), ("slider", "range"), ()), ("button", ("btn", "button"), ("btn", "button"), ()),
+    ("checkbox", ("checkbox", "chk", "cb", "check"), ("checkbox", "chk"), ()), ("radio", ("radio",), ("radio",), ()),
+    ("select", ("select", "dropdown", "sel", "menu"), ("select", "dropdown"), ()), ("canvas", (), (), ("canvas",)),
+    ("text", ("input", "text", "txt"), ("input", "textbox"), ()))
 # Of those, the words saying a display shows a value ("length-value", "readout-speed").
 SHOWS_VALUE_WORDS = frozenset({"value", "val", "display", "readout"})
 # The words an output's id and a control's id share that do not pair them: the teacher leaves out the
@@ -118,6 +128,34 @@ PLAN_MOTION = re.compile(_words(PLAN_MOTION_VERBS), re.I)
 ITEM_MOTION = re.compile(_words(ITEM_MOTION_WORDS), re.I)
 BY_ITSELF = re.compile(_words(BY_ITSELF_WORDS), re.I)
 QUERY_BY_ITSELF = re.compile(_words(QUERY_BY_ITSELF_WORDS), re.I)
+
+# -- input: what a user does to a page --------------------------------------------------------------------
+# The user's actions every reader below counts as input; each reader's table adds the words it reads besides.
+INPUT_ACTION_WORDS = (r"click\w*", r"drag\w*")
+# A plan's line describing a behaviour's trigger ("when the slider changes").
+PLAN_TRIGGER_WORDS = INPUT_ACTION_WORDS + (
+    "on", r"when(?:ever)?", "changing", r"changes?", r"press\w*", r"mov(?:es|ing)", "input", r"select\w*",
+    r"toggl\w*", r"check\w*", r"uncheck\w*", r"switch\w*", r"adjust\w*", r"slid\w*", "interaction", "event",
+    "handler", r"controls?", r"updates?", r"sets?")
+# A plan's line (and its headings) saying motion answers input, so it is not motion by itself.
+PLAN_PROMPTED_WORDS = INPUT_ACTION_WORDS + ("mouse", r"press\w*", "user", "slider", "input", "when", "while", "after",
+                                            "once")
+# An item (the judge's fallback, ``tasks/env/rubric_evidence.py``) saying its motion answers input.
+ITEM_PROMPTED_WORDS = INPUT_ACTION_WORDS + ("mouse", r"press\w*", r"keys?", "keyboard", r"tap\w*", "when", "after",
+                                            "user", r"select\w*", "input", r"type[sd]?", r"hover\w*", r"scroll\w*",
+                                            "button", "arrow", r"touch\w*", r"submit\w*")
+# A short request saying its page answers input: it is a game or a tool, or names a control or an action.
+REQUEST_INPUT_WORDS = INPUT_ACTION_WORDS + (
+    "mouse", "game", "clone", r"play(?:able|er)?", "interactive", r"control\w*", r"keys?", "keyboard", r"steer\w*",
+    r"jump\w*", r"shoot\w*", r"flap\w*", r"tap\w*", r"touch\w*", r"draw(?:ing)?\s+tool", r"paint\w*",
+    "simulator", "editor", "calculator", "piano", "drum")
+PLAN_TRIGGER = re.compile(_words(PLAN_TRIGGER_WORDS), re.I)
+PLAN_PROMPTED = re.compile(_words(PLAN_PROMPTED_WORDS), re.I)
+ITEM_PROMPTED = re.compile(_words(ITEM_PROMPTED_WORDS), re.I)
+REQUEST_ANSWERS_INPUT = re.compile(_words(REQUEST_INPUT_WORDS), re.I)
+# An item of the rules saying the page answers input (``offline_items``' words, read back only for an item
+# without fields).
+ITEM_ANSWERS_INPUT = re.compile(r"\banswers input\b", re.I)
 
 # -- where a drawing goes -----------------------------------------------------------------------------------
 DRAWING_HOSTS = ("canvas", "p5", "three", "sketch")  # what a container holding a drawing is named for
