@@ -98,14 +98,17 @@ def test_the_judge_decides_an_item_by_its_fields_else_by_its_words(requirement, 
 
 
 def test_the_checks_read_the_fields_not_the_requirement():
-    """Every plan item's check is the same with its requirement reworded; without fields, no item gets one."""
+    """Every plan item's check is the same with its requirement reworded; an item stored without fields keeps its
+    check when its requirement is the rules' own sentence, and gets none reworded (nothing knows it then)."""
     row = _items(PLAN)[0]["row"]
     items = reference_items(json.loads(row["reference_json"]))
     checks = lambda its: offline_checks({"items": json.dumps(its), "expanded_query": PLAN})["checks"]  # noqa: E731
     built = checks(items)
     assert len(built) >= 10 and {c["item_id"] for c in built} >= {"I1", "D1", "D2", "D3"}
     assert checks([{**i, "requirement": REWORDED} for i in items]) == built
-    assert checks([{k: v for k, v in i.items() if k not in STRUCTURE} for i in items]) == []
+    stored = [{k: v for k, v in i.items() if k not in STRUCTURE} for i in items]  # a rubric from before the fields
+    assert checks(stored) == built
+    assert checks([{**i, "requirement": REWORDED} for i in stored]) == []
 
 
 # -- an LLM's items with the fields are decided as the rules' items ------------------------------------------

@@ -22,7 +22,8 @@ A presence check counts matches, so an element that is there but hidden leaves i
 failed; whether a named element is missing is the judge's call (``tasks/env/rubric_evidence.py``). Items
 with nothing a check can observe soundly (a rule stated in a sentence, what a short request draws, a drawing
 in a plan that names no canvas or drawing area) get no check, and so do items without fields (an LLM's: the
-rules know nothing of them). Rows made by this rule say provider=offline like every offline row.
+rules know nothing of them), except an offline item stored before items carried fields, found by its whole
+requirement text. Rows made by this rule say provider=offline like every offline row.
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ import json
 import re
 from typing import Any
 
-from tasks.rubrics.offline_items import DRAWING_EFFECT, MOTION_EFFECT, TEXT_EFFECT
+from tasks.rubrics import text as T
+from tasks.rubrics.offline_items import DRAWING_EFFECT, MOTION_EFFECT, TEXT_EFFECT, items_by_requirement
 from tasks.rubrics.prompt_controls import Control
 from tasks.rubrics.prompt_spec import Spec, read_spec
 from tasks.rubrics.vocab import CHECK_PAIR_KIND_WORDS, is_number, shares_subject
@@ -241,8 +243,13 @@ def offline_checks(v: dict[str, Any]) -> dict[str, Any]:
     items = json.loads(v["items"])
     spec = read_spec(v.get("expanded_query", ""))
     drawn = drawing_of(spec.controls, spec.structured)
+    # Rubrics stored before items carried their fields: an offline item is found again by its own requirement
+    # text (the rules' sentence, compared whole, never parsed), so re-running their checks loses none.
+    stored = items_by_requirement(spec) if any(it.get("evidence_kind") is None for it in items) else {}
     out = []
     for it in items:
+        if it.get("evidence_kind") is None and (known := stored.get(T.normalise(it["requirement"]))) is not None:
+            it = {**it, **known.structure()}
         steps = item_steps(it, spec, drawn)
         if steps:
             out.append({"item_id": it["id"], "check": {"steps": steps}})
