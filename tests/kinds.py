@@ -117,6 +117,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_selection.py": ("unit",),
     "test_service_http.py": ("browser", "wire"),
     "test_service_load.py": ("browser",),
+    "test_session_records.py": ("unit",),
     "test_service_requests.py": ("unit",),
     "test_service_scores.py": ("unit",),
     "test_sizes.py": ("unit",),

@@ -1,6 +1,12 @@
 """What the browser saw of one app (``RuntimeEvidence``) and the gate verdicts read from it: how the app failed
 our own gate (on load, or by a blocking interaction failure), the library requests the mirror could not serve
-before it failed (an environment gap: no verdict), and whether the verdict could be the machine's load."""
+before it failed (an environment gap: no verdict), and whether the verdict could be the machine's load.
+
+An app's session (``BrowserRuntime._session``) is a sequence of steps, each returning a typed record: the load
+(``LoadRecord``: load, settle, the page as loaded), the probe (``ProbeRecord``, ``tasks.env.probe``) and the checks
+(``CheckRecord``); ``RuntimeEvidence.record`` keeps each in the app's evidence, beside what the route and the
+page's listeners record for the whole session (requests, errors, console), and ``RuntimeEvidence.verdict`` reads
+the gate from them once."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -35,6 +41,24 @@ def shift_offsets(value: Any, h: int) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class LoadRecord:
+    """The session's load step (``BrowserRuntime._load``): how loading and settling the app ended."""
+
+    status: str  # ok | page_error | blank | load_timeout | unresponsive | reload_loop | crashed
+    blank_body: bool | None = None  # None: not looked at (the load ended first)
+    self_navigations: int = 0  # reloads the page itself attempted while settling (navigation.SELF_NAVIGATIONS_JS)
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """The session's last step (``tasks.env.checks``): each executable check's result, or why they crashed (each
+    check is then inconclusive, saying so)."""
+
+    results: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
 FAILED = ("page_error", "load_timeout", "unresponsive", "crashed", "reload_loop")  # statuses that fail the gate
 CHECKED = ("ok", "page_error", "blank")  # statuses after which an app's executable checks run (its page is there)
 
@@ -55,8 +79,17 @@ class RuntimeEvidence:
     error: str | None = None  # an environment failure (no browser): no verdict, never a made-up one
     check_results: list[dict[str, Any]] = field(default_factory=list)  # the session's last step (tasks.env.checks)
     checks_error: str | None = None  # the checks crashed: each is inconclusive, saying this
-    interaction: dict[str, Any] | None = None  # the probe's evidence (tasks.env.probe.InteractionEvidence)
+    interaction: dict[str, Any] | None = None  # the probe's record (tasks.env.probe.ProbeRecord)
     rechecked_from: str | None = None  # the status beside other apps, when a re-check alone replaced it
+
+    def record(self, step: "LoadRecord | CheckRecord") -> None:
+        """Keep a step's record in the app's evidence. A failure a listener saw first (a crash) stands."""
+        if isinstance(step, LoadRecord):
+            if self.status == "ok":
+                self.status = step.status
+            self.blank_body = step.blank_body
+        else:
+            self.check_results, self.checks_error = list(step.results), step.error
 
     def verdict(self, cfg: RuntimeConfig) -> "RuntimeVerdict":
         """The runtime gate's verdict, read once from this evidence (the severity of every interaction failure

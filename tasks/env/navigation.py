@@ -18,7 +18,7 @@ Hostile pages, judged as a user sees them:
   counts its own attempts (``SELF_NAVIGATIONS_JS``: the Navigation API's ``navigate`` events, on its clock); the
   requests that reach the route are fewer, and how many arrive before the verdict depends on the machine's load.
 
-Run: the runtime calls ``route_request`` from its context route and ``settle_verdict`` after the settle time.
+Run: the runtime calls ``route_request`` from its context route and ``reload_loop`` after the settle time.
 """
 from __future__ import annotations
 
@@ -160,12 +160,13 @@ def on_console_popup(text: str, ev: Any, session: Any) -> bool:
     return True
 
 
-async def count_refused_popups(page: Any, ev: Any) -> None:
-    """The whole count of refused popups (past the first few the page reported), when the page answers."""
+async def count_refused_popups(page: Any, ev: Any, answer_s: float) -> None:
+    """The whole count of refused popups (past the first few the page reported), when the page answers within
+    ``answer_s`` (``pagetime.answer_window_s``: a starved page's read is not a lost count)."""
     if not ev.refused_popups:
         return
     try:
-        n = await asyncio.wait_for(page.evaluate("() => (window.__rrPopups || {refused: 0}).refused"), 1.0)
+        n = await asyncio.wait_for(page.evaluate("() => (window.__rrPopups || {refused: 0}).refused"), answer_s)
         ev.refused_popups = max(ev.refused_popups, int(n))
     except Exception:  # a busy page keeps the count it reported
         pass
@@ -176,19 +177,18 @@ def reloads_before_actions(blocked: list[dict[str, Any]]) -> int:
     return sum(1 for b in blocked if b.get("kind") == "navigation" and b.get("phase") == "load" and is_self(b["url"]))
 
 
-async def self_navigations(page: Any) -> int | None:
+async def self_navigations(page: Any, answer_s: float) -> int | None:
     """How many times the page has tried to replace itself by its own URL (``SELF_NAVIGATIONS_JS``); None when it
-    does not answer within a second, or cannot count."""
+    does not answer within ``answer_s`` (``pagetime.answer_window_s``), or cannot count."""
     try:
-        n = await asyncio.wait_for(page.evaluate("() => window.__rrSelfNavigations"), 1.0)
+        n = await asyncio.wait_for(page.evaluate("() => window.__rrSelfNavigations"), answer_s)
     except Exception:
         return None
     return int(n) if isinstance(n, (int, float)) else None
 
 
-def settle_verdict(ev: Any, reload_loop_after: int, attempts: int | None) -> None:
-    """After the settle time: a page that kept reloading itself never settled for a user. ``attempts``: the page's
-    own count (``self_navigations``); the routed reloads stand in when it has none, and count when they are more
-    (each was an attempt) (pure)."""
-    if ev.status == "ok" and max(attempts or 0, reloads_before_actions(ev.blocked_requests)) >= reload_loop_after:
-        ev.status = "reload_loop"
+def reload_loop(blocked: list[dict[str, Any]], reload_loop_after: int, attempts: int | None) -> bool:
+    """After the settle time: whether the page kept reloading itself, so it never settled for a user. ``attempts``:
+    the page's own count (``self_navigations``); the routed reloads in ``blocked`` stand in when it has none, and
+    count when they are more (each was an attempt) (pure)."""
+    return max(attempts or 0, reloads_before_actions(blocked)) >= reload_loop_after

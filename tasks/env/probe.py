@@ -84,7 +84,7 @@ _CLICK_TYPES = {"click", "mousedown", "mouseup", "pointerdown", "pointerup", "to
 
 
 @dataclass
-class InteractionEvidence:
+class ProbeRecord:
     """What using the app showed. ``status``: ok | hung | navigated | skipped | error."""
 
     status: str = "skipped"
@@ -120,7 +120,7 @@ class ProbeSession:
         self.checking = False  # after this, the executable checks open pages and navigate: not the app's doing
         self.current_action: int | None = None
         self.navigations: list[dict[str, Any]] = []
-        self.evidence = InteractionEvidence()
+        self.evidence = ProbeRecord()
 
     def on_console(self, text: str) -> bool:
         """Our own progress marks (the action that started); True when the message was one."""
@@ -154,12 +154,12 @@ def error_signature(e: dict[str, Any]) -> tuple[str, Any]:
     return (re.sub(r"\d+", "#", e.get("message") or "")[:200], e.get("offset"))
 
 
-def interaction_failures(ev: InteractionEvidence | dict[str, Any] | None) -> list[dict[str, Any]]:
+def interaction_failures(ev: ProbeRecord | dict[str, Any] | None) -> list[dict[str, Any]]:
     """Observations that fail the runtime gate (pure): errors caused by an action, a hang caused by an
     action, a form submit that reloads the app. Each carries the action and an HTML offset when known."""
     if ev is None:
         return []
-    d = ev.to_dict() if isinstance(ev, InteractionEvidence) else ev
+    d = ev.to_dict() if isinstance(ev, ProbeRecord) else ev
     actions = d.get("actions") or []
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, Any]] = set()
@@ -192,11 +192,11 @@ def _reloads_app(action_attr: str | None) -> bool:
     return a in ("", "#", "index.html", "./", ".", "?") or a.startswith(("#", "?", "index.html"))
 
 
-def summarize(ev: InteractionEvidence | dict[str, Any] | None) -> dict[str, Any]:
+def summarize(ev: ProbeRecord | dict[str, Any] | None) -> dict[str, Any]:
     """Compact observed facts (for judge prompts and the judgments row)."""
     if ev is None:
         return {}
-    d = ev.to_dict() if isinstance(ev, InteractionEvidence) else ev
+    d = ev.to_dict() if isinstance(ev, ProbeRecord) else ev
     live = d.get("liveness") or {}
     return {"status": d.get("status"), "actions_run": len(d.get("actions") or []), "actions_planned": d.get("planned", 0),
             "failures": interaction_failures(d), "dead_controls": [c.get("label") or c.get("target")
@@ -258,7 +258,7 @@ async def answered(page: Any, aw: Any, first_s: float, session: ProbeSession) ->
 
 async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSession, stack_offset: Any,
                     viewport: dict[str, int], idle: tuple[dict[str, Any], float] | None,
-                    clock: ClockConfig) -> InteractionEvidence:
+                    clock: ClockConfig) -> ProbeRecord:
     """Exercise a loaded page; never raises for the app's behaviour (a hang is evidence)."""
     ev = session.evidence
     ev.status = "ok"
@@ -374,7 +374,7 @@ def _listeners(html: str, plan: dict[str, Any], stack_offset: Any) -> list[dict[
             for l in plan.get("listeners", [])[:300]]
 
 
-def _errors(ev: InteractionEvidence, html: str, errors: list[dict[str, Any]], n_actions: int, stack_offset: Any) -> None:
+def _errors(ev: ProbeRecord, html: str, errors: list[dict[str, Any]], n_actions: int, stack_offset: Any) -> None:
     """Map in-page errors to HTML offsets; an error is *caused* by an action when it was raised while the
     action ran (or in its frame) and the app did not raise the same error while idle."""
     for e in errors:

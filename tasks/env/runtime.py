@@ -59,10 +59,10 @@ from schemas.config.env import RuntimeConfig
 from tasks.env.capture import answer_dialog, record_console
 from tasks.env.cdn import CdnMirror
 from tasks.env.checks import CheckPlan, run_checks
-from tasks.env.evidence import CHECKED, RuntimeEvidence
+from tasks.env.evidence import CHECKED, CheckRecord, LoadRecord, RuntimeEvidence
 from tasks.env.launch import launch_args, sandbox_launch
 from tasks.env.navigation import (POPUP_JS, SELF_NAVIGATIONS_JS, block_websocket, count_refused_popups, on_popup,
-                                  route_request, self_navigations, settle_verdict)
+                                  reload_loop, route_request, self_navigations)
 from tasks.env.page import APP_URL, BLANK_JS, page_error_record, stack_offset
 from tasks.env.pagetime import (answer_window_s, hold_end, hold_hard_limit, install_controlled_clock, let_pass,
                                page_clock_ms, require_clock_hook)
@@ -251,8 +251,9 @@ class BrowserRuntime:
     async def _session(self, browser: Any, html: str, plan: CheckPlan | None) -> RuntimeEvidence:
         """One app's session, in order: its sandbox (a fresh context), load, settle, probe, then its executable
         checks. Load, settle and probe run within the hard limit, the checks after it under their own limits
-        (nothing they do changes the load's verdict). Each step records into the app's evidence; the gate's verdict
-        is read from it once, later (``RuntimeEvidence.verdict``)."""
+        (nothing they do changes the load's verdict). Each step returns its typed record, kept in the app's evidence
+        (``LoadRecord``, the ``ProbeRecord`` the probe builds in ``session.evidence``, ``CheckRecord``); the gate's
+        verdict is read from them once, later (``RuntimeEvidence.verdict``)."""
         ev, session, started = RuntimeEvidence(), ProbeSession(answer_window_s(self.cfg.max_slowdown)), time.perf_counter()
         holding: asyncio.Future | None = None  # the hard limit held on the page's own clock
         try:
@@ -266,17 +267,18 @@ class BrowserRuntime:
                 holding = asyncio.ensure_future(hold_hard_limit(limit, page, self.cfg.hard_limit_s,
                                                                 self.cfg.max_slowdown))
                 try:
-                    if await self._load(page, ev, session, limit) and await self._settle(page, ev, session):
+                    ev.record(await self._load(page, ev, session, limit))
+                    if ev.status in CHECKED:
                         await self._screenshot(page, html, "load", limit)  # what the user sees before anyone acts
-                        if self._probes(ev):
-                            await run_probe(page, html, self.cfg.probe, session, lambda st: stack_offset(html, st),
-                                            VIEWPORT, session.idle, self.cfg.clock)
-                            await self._screenshot(page, html, "probe", limit)
+                    if self._probes(ev):
+                        await run_probe(page, html, self.cfg.probe, session, lambda st: stack_offset(html, st),
+                                        VIEWPORT, session.idle, self.cfg.clock)  # the ProbeRecord: session.evidence
+                        await self._screenshot(page, html, "probe", limit)
                 finally:
                     holding.cancel()  # an outcome it already returned stays readable
                     release()  # what the checks do in the load page is not the load's evidence
             if plan is not None and ev.status in CHECKED:
-                ev.check_results, ev.checks_error = await self._checks(context, page, html, session, plan, probing)
+                ev.record(await self._checks(context, page, html, session, plan, probing))
         except asyncio.TimeoutError:
             # after an error at load the probe's use decides whether it blocks: cut short, it showed nothing
             if ev.status in ("ok", "page_error"):
@@ -335,43 +337,35 @@ class BrowserRuntime:
             page.on(name, fn)
         return page, lambda: [page.remove_listener(name, fn) for name, fn in listeners.items()], probing
 
-    async def _load(self, page: Any, ev: RuntimeEvidence, session: ProbeSession, limit: Any) -> bool:
-        """Load the app (``limit``: the session's hard limit); False when it did not load."""
+    async def _load(self, page: Any, ev: RuntimeEvidence, session: ProbeSession, limit: Any) -> LoadRecord:
+        """Load the app (``limit``: the session's hard limit), let the settle time pass (page time; the probe's idle
+        liveness sampled across it) and read the page as loaded: a reload loop, a blank body, errors at load."""
         try:
             await page.goto(APP_URL, wait_until="load", timeout=self.cfg.load_timeout_s * 1000)
         except Exception as e:
             if "Timeout" not in type(e).__name__ and "Timeout" not in str(e):
                 raise
             if not await self._still_loading(page, limit):
-                ev.status = "load_timeout"
-                return False
+                return LoadRecord("load_timeout")
         session.loaded = True
-        return True
-
-    async def _settle(self, page: Any, ev: RuntimeEvidence, session: ProbeSession) -> bool:
-        """Let the settle time pass (page time; the probe's idle liveness sampled across it) and read the page as
-        loaded: a reload loop, a blank body, errors at load. False when that ends the session (no probe)."""
-        probe = self.cfg.probe
-        sampled_s = 0.0
+        probe, sampled_s = self.cfg.probe, 0.0
         if probe.enabled:
             await let_pass(page, probe.liveness_start_s * 1000, self.cfg.clock)
             session.idle, sampled_s = await idle_sample(page, probe), probe.liveness_start_s
         await let_pass(page, (self.cfg.settle_time_s() - sampled_s) * 1000, self.cfg.clock)
-        settle_verdict(ev, self.cfg.reload_loop_after, await self_navigations(page))
-        await count_refused_popups(page, ev)
-        if ev.status != "ok":
-            return False
+        reloads = await self_navigations(page, session.answer_s)
+        await count_refused_popups(page, ev, session.answer_s)
+        if ev.status != "ok":  # a failure a listener saw (a crash) stands
+            return LoadRecord(ev.status, self_navigations=reloads or 0)
+        if reload_loop(ev.blocked_requests, self.cfg.reload_loop_after, reloads):
+            return LoadRecord("reload_loop", self_navigations=reloads or 0)
         try:
             budget = max(self.cfg.hard_limit_s - self.cfg.load_timeout_s - self.cfg.settle_time_s(), 1.0)
-            ev.blank_body = bool(await asyncio.wait_for(page.evaluate(BLANK_JS), budget))
+            blank = bool(await asyncio.wait_for(page.evaluate(BLANK_JS), budget))
         except asyncio.TimeoutError:
-            ev.status = "unresponsive"  # e.g. an infinite loop started by a timer after load
-            return False
-        if ev.page_errors:
-            ev.status = "page_error"
-        elif ev.blank_body:
-            ev.status = "blank"
-        return True
+            return LoadRecord("unresponsive")  # e.g. an infinite loop started by a timer after load
+        status = "page_error" if ev.page_errors else "blank" if blank else "ok"
+        return LoadRecord(status, blank_body=blank, self_navigations=reloads or 0)
 
     def _probes(self, ev: RuntimeEvidence) -> bool:
         """Whether the probe uses the settled app: a working one, or one with an uncaught error at load whose use
@@ -381,7 +375,7 @@ class BrowserRuntime:
                                                          and probe.load_error_rule == "evidence"))
 
     async def _checks(self, context: Any, page: Any, html: str, session: ProbeSession, plan: CheckPlan,
-                      probing: Any) -> tuple[list[dict[str, Any]], str | None]:
+                      probing: Any) -> CheckRecord:
         """The app's executable rubric checks in fresh documents of its context, the load page handed over; and,
         when they crash, why (each check is then inconclusive, saying so: ``RuntimeEvidence.checks_error``)."""
         session.checking = True  # their pages are not popups to close, their navigations not the app leaving
@@ -389,11 +383,11 @@ class BrowserRuntime:
             if probing is not None:  # their documents (the load page's next ones too) need no probe recording
                 await probing.close()
             idle = self.cfg.concurrency - self._busy  # app slots no app uses now: room for more lanes
-            return await run_checks(context, html, plan.checks, plan.cfg, self.cfg.load_timeout_s, page, idle), None
+            return CheckRecord(await run_checks(context, html, plan.checks, plan.cfg, self.cfg.load_timeout_s, page, idle))
         except Exception as e:
             why = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
             log.warning("the checks crashed on an app (%s); its checks are inconclusive", why)
-            return [], why
+            return CheckRecord([], why)
 
     async def _screenshot(self, page: Any, html: str, moment: str, limit: Any) -> None:
         if self.screenshots is not None:
