@@ -39,7 +39,8 @@ def test_batch_with_throw_loop_network_syntax_and_clean(runtime):
     names = ["throws.txt", "infinite_loop.txt", "network.txt", "syntax_error.txt", "clean.txt"]
     t0 = time.perf_counter()
     evs = dict(zip(names, runtime.check_many([app(n) for n in names])))
-    assert time.perf_counter() - t0 < CFG.hard_limit_s * 2  # the loop did not hold the batch
+    # the loop did not hold the batch: it is stopped at the hard limit, and checked again alone once
+    assert time.perf_counter() - t0 < CFG.hard_limit_s * 3
     thrown = evs["throws.txt"]
     assert thrown.status == "page_error" and thrown.runtime_valid(CFG) is False
     pe = thrown.page_errors[0]

@@ -88,6 +88,17 @@ def test_the_item_a_control_serves(failure, item):
     assert (got["id"] if got else None) == item
 
 
+def test_an_item_with_fields_is_matched_by_the_elements_it_names_not_its_words():
+    # the control #massSlider: the gravity item's sentence speaks of the mass, but the element it names is #gravity;
+    # the item about #mass-range names no control in words. Matching the sentence put a major finding on the wrong item
+    fielded = [{"id": "F1", "scope": "dynamic", "evidence_kind": "operate_control", "trigger": "#gravity",
+                "requirement": "Dragging the gravity slider changes how fast the mass falls"},
+               {"id": "F2", "scope": "dynamic", "evidence_kind": "operate_control", "trigger": "#mass-range",
+                "requirement": "The ball's weight follows its control"}]
+    assert item_for_control(fielded, {"label": "5", "target": "input#massSlider"})["id"] == "F2"
+    assert item_for_control(fielded, {"label": "Go", "target": "button#go"}) is None
+
+
 def test_a_confined_failure_is_a_minor_simulation_finding_and_a_major_one_on_its_item():
     html = "<script>\nboost.onclick = () => {\n  out.textContent = state.speed.toFixed(2);\n};\n</script>"
     f = {"kind": "error", "action": 1, "action_kind": "click", "target": "button#boost", "label": "Boost",

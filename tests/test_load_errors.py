@@ -69,7 +69,9 @@ def test_the_hard_limit_cutting_the_probe_short_after_an_error_at_load_is_a_time
     with BrowserRuntime(cfg) as rt:
         (res,) = score_batch([ScoreInput("blocks", TASK, blocks)], provider=get_provider("offline"), runtime=rt,
                              cfg=EnvConfig(runtime=cfg))
-    # a time verdict: rechecked alone in a batch (RuntimeEvidence.timed_out), and not a valid tier on no evidence
-    assert res.evidence["runtime_status"] == "unresponsive", (res.evidence["runtime_status"], res.reward)
-    assert res.evidence["interaction"]["status"] == "hung"
+    # a time verdict: rechecked alone in a batch (RuntimeEvidence.timed_out), and not a valid tier on no evidence.
+    # Which of the two clocks saw it first depends on the machine: the hard limit (unresponsive), or the probe's
+    # own read of the page's clock (the error at load stands, the hang blocks); either way the probe hung.
+    assert res.evidence["runtime_status"] in ("unresponsive", "page_error"), res.evidence["runtime_status"]
+    assert res.evidence["interaction"]["status"] == "hung", (res.evidence["runtime_status"], res.reward)
     assert res.runtime_valid is False and res.reward == EnvConfig().reward.runtime_invalid

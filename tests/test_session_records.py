@@ -62,3 +62,52 @@ def test_the_load_step_reads_a_starved_page_within_the_answer_window():
     asyncio.run(count_refused_popups(_StarvedPage(1.5, 40), ev, window))
     assert ev.refused_popups == 40
     assert asyncio.run(self_navigations(_StarvedPage(1.5, 5), 0.2)) is None  # past the window: no count
+
+
+class LoadTimeout(Exception):
+    """What Playwright raises when the load event does not come in time (its name says Timeout)."""
+
+
+class _LoadingPage:
+    """A page still loading: each read of its clock takes ``read_s`` of wall time (the machine starves it) and
+    finds ``step_ms`` more lived; its load event fires at the ``loads_at``-th wait (never when 0)."""
+
+    def __init__(self, read_s: float, step_ms: float, loads_at: int) -> None:
+        self.read_s, self.step_ms, self.loads_at, self.lived, self.waits = read_s, step_ms, loads_at, 0.0, 0
+        self.answered_at = 0.0
+
+    async def evaluate(self, _js: str) -> float:
+        await asyncio.sleep(self.read_s)
+        self.lived += self.step_ms
+        self.answered_at = asyncio.get_running_loop().time()
+        return self.lived
+
+    async def wait_for_load_state(self, _state: str, timeout: float) -> None:
+        self.waits += 1
+        if self.waits != self.loads_at:
+            raise LoadTimeout(f"Timeout {timeout}ms exceeded")
+
+
+def _still_loading(page: _LoadingPage) -> bool:
+    from types import SimpleNamespace
+
+    from schemas.config.env import RuntimeConfig
+    from tasks.env.runtime import BrowserRuntime
+
+    async def run() -> bool:
+        # the session's deadline as hold_hard_limit keeps it for a page that answers: a little ahead of its last answer
+        loop = asyncio.get_running_loop()
+        page.answered_at = loop.time()
+        return await BrowserRuntime._still_loading(SimpleNamespace(cfg=RuntimeConfig()), page,
+                                                   SimpleNamespace(when=lambda: page.answered_at + 2.2))
+
+    return asyncio.run(run())
+
+
+def test_a_starved_page_still_loading_gets_its_own_time_and_one_that_lived_it_does_not():
+    # 3 s of wall time for 0.3 s of its own: it loads (a wall bound of its own, the deadline less settle and probe,
+    # gave load_timeout beside a bench while the session's deadline, held for a starved page, had time left)
+    assert _still_loading(_LoadingPage(read_s=0.5, step_ms=50, loads_at=6)) is True
+    # the twin lived the hard limit less settle and probe (10 - 0.5 - 1.5 s) on its own clock: no more waiting
+    page = _LoadingPage(read_s=0.0, step_ms=1000, loads_at=0)
+    assert _still_loading(page) is False and page.lived == 8000

@@ -67,15 +67,23 @@ def _words(text: str) -> set[str]:
 
 
 def item_for_control(items: list[dict[str, Any]], failure: dict[str, Any]) -> dict[str, Any] | None:
-    """The dynamic rubric item a failing control serves: the one naming its label, else the one sharing the most
-    words with its label and element (none shared: None) (pure)."""
+    """The dynamic rubric item a failing control serves: the one naming its label, else the one whose named
+    elements share the most words with its label and element (none shared: None) (pure)."""
     dynamic = [i for i in items if i.get("scope") == "dynamic"]
     named = [i for i in dynamic if names_control(item_facts(i), failure.get("label"), failure.get("target"))]
     if named:
         return named[0]
     words = _words(f"{failure.get('label') or ''} {re.sub(r'[#._-]', ' ', failure.get('target') or '')}")
-    best = max(dynamic, key=lambda i: len(words & _words(i["requirement"])), default=None)
-    return best if best is not None and words & _words(best["requirement"]) else None
+    best = max(dynamic, key=lambda i: len(words & _named_words(i)), default=None)
+    return best if best is not None and words & _named_words(best) else None
+
+
+def _named_words(item: dict[str, Any]) -> set[str]:
+    """The words of the elements an item names: the ids of its fields; its requirement's words only for an item
+    without fields (the sentence fallback, as ``rubric_evidence.item_facts``) (pure)."""
+    if item.get("evidence_kind") is None:
+        return _words(item["requirement"])
+    return _words(" ".join(item_facts(item).ids))
 
 
 def with_observed_findings(diag: Diagnosis, html: str, failures: list[dict[str, Any]],

@@ -395,22 +395,25 @@ class BrowserRuntime:
 
     async def _still_loading(self, page: Any, limit: Any) -> bool:
         """Past the load timeout: a page whose main thread still answers is busy, not hung. It may fire its load
-        event until it has lived the hard limit less the settle and probe time on its own clock, within the
-        session's deadline (which ``hold_hard_limit`` moves for a page the machine starves); True when it did."""
+        event until it has lived the hard limit less the settle and probe time on its own clock. No wall bound of
+        its own: the session's deadline (``limit``, which ``hold_hard_limit`` moves for a page the machine starves,
+        up to its wall cap) ends it, and a read of the page's clock ends with it, as the hold's does; True when the
+        page loaded."""
         probe, loop = self.cfg.probe, asyncio.get_running_loop()
         reserve = self.cfg.settle_time_s() + (probe.budget_s if probe.enabled else 0.0)
-        while (left := limit.when() - loop.time() - reserve) > 0.5:
+        while True:
             # the heartbeat, and the page's own time: an answer within the window a starved frame needs
-            lived = await page_clock_ms(page, min(answer_window_s(self.cfg.max_slowdown), left))
+            window = min(answer_window_s(self.cfg.max_slowdown), limit.when() - loop.time() - 0.25)
+            lived = await page_clock_ms(page, max(0.1, window))
             if lived is None or lived / 1000 >= self.cfg.hard_limit_s - reserve:
                 return False
             try:
-                await page.wait_for_load_state("load", timeout=min(left, 1.0) * 1000)
+                await page.wait_for_load_state("load", timeout=1000)
                 return True
             except Exception as e:
                 if "Timeout" not in type(e).__name__ and "Timeout" not in str(e):
                     return False
-        return False
+
 
 def _mirror(cfg: RuntimeConfig) -> CdnMirror | None:
     """The CDN mirror, resolved against the project; missing, it fails loudly (every CDN app would fail)."""
