@@ -15,6 +15,7 @@ corpus, data, sets, misordered=True)``.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,7 @@ def devset_section(rows: list[dict[str, Any]], model_of: dict[str, str], labels:
     """Print the development set's figures (see the module docstring); returns them."""
     print("\n== development set: within-task pairs, labels from our run of the benchmark's tests (official_*)")
     print(f"apps without a label (dropped, in no pair): {len(dropped)} of {len(rows)}")
-    for why, n in Counter(why.split(":")[0].split(" (")[0] for _, _, why in dropped).most_common():
+    for why, n in Counter(re.sub(r"\d+ ", "", why.split(" (")[0]) for _, _, why in dropped).most_common():
         print(f"  {n:3d} {why}")
     for m, q, why in dropped:
         print(f"    - {m}/{q}: {why}")
