@@ -21,8 +21,16 @@ Needs a local copy of github.com/open-compass/InteractScience (``--corpus DIR`` 
 clone"), each with a working and a broken app written for this bench (``tests/fixtures/short_requests/``:
 ``requests.jsonl`` and ``<id>/working.html``, ``<id>/broken.html``); label 1 for working, 0 for broken.
 
+``--labels official``: each app's label is the share of the benchmark's own tests it passed in OUR run of them (the
+``official_*`` columns of eval_results, as ``bench_official.py --keep DIR`` writes them), for the models the
+snapshot publishes no PFT results for (the development set of strong models); an app those tests could not judge
+is dropped, and said (``realapps_devset.py``). Then the within-task pairs beside the benchmark's VLM judge on the
+same pairs. ``--reuse``: the figures from the eval_results already in ``--keep DIR`` (no ingest, build-rubrics or
+evaluate). ``--misordered``: every pair the reward orders wrong or ties, with what differs between its two apps.
+
 Run: ``.venv/bin/python bench/bench_realapps.py --corpus DIR [--limit 20] [--models gpt-oss-20b ...] [--keep DIR]``
-or ``.venv/bin/python bench/bench_realapps.py --short [--keep DIR]``.
+or ``.venv/bin/python bench/bench_realapps.py --short [--keep DIR]``, or on bench_official's data
+``... --models gpt-5 o3 ... --keep DIR --reuse --labels official --misordered``.
 """
 from __future__ import annotations
 
@@ -39,6 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 import _safe  # noqa: E402,F401 - the repo on sys.path, no paid call by accident
 import interactscience as corpus  # noqa: E402
+import realapps_devset  # noqa: E402 - the development set: labels from our PFT run, pairs, the VLM judge
 import realapps_env  # noqa: E402 - the environment's sections: runtime-invalid by cause, mirror coverage
 
 from schemas.config import load_config  # noqa: E402
@@ -125,8 +134,8 @@ def route_inputs(args: argparse.Namespace) -> tuple[Path, Path, list[str], dict[
                 "short requests", None)
     c = corpus.load(args.corpus, args.split)
     data, work, ids, folders = corpus.user_inputs(c, args.keep, "bench-realapps-", args.limit, args.models)
-    return (data, work / "interactscience.jsonl", folders, {m: c.labels(m) for m in args.models}, ids,
-            f"InteractScience {args.split}", c.root)
+    labels = {m: c.labels(m) for m in args.models} if args.labels == "published" else {}
+    return data, work / "interactscience.jsonl", folders, labels, ids, f"InteractScience {args.split}", c.root
 
 
 def check_verdicts(rows: list[dict]) -> str:
@@ -152,23 +161,43 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], help="extra --set for build-rubrics and evaluate")
     ap.add_argument("--short", action="store_true", help="short requests with a working and a broken app each "
                                                          "(tests/fixtures/short_requests/) instead of InteractScience")
+    ap.add_argument("--labels", default="published", choices=["published", "official"],
+                    help="published: the PFT results the benchmark's authors published (three models); official: "
+                         "our run of the same tests (official_* of eval_results, e.g. bench_official.py --keep DIR)")
+    ap.add_argument("--reuse", action="store_true", help="the figures from the eval_results already in --keep "
+                                                          "(no ingest, build-rubrics or evaluate)")
+    ap.add_argument("--misordered", action="store_true", help="with --labels official: every within-task pair the "
+                                                               "reward orders wrong or ties, with what differs")
     realapps_env.add_arguments(ap)
     args = ap.parse_args()
+    if args.reuse and not args.keep:
+        ap.error("--reuse needs --keep DIR (the data directory whose eval_results to read)")
+    if args.labels == "official" and args.short:
+        ap.error("--labels official needs InteractScience (its Playwright tests), not --short")
     if not args.short and not (args.corpus or os.environ.get(corpus.ENV_VAR)):
         print(f"bench_realapps: skipped; give --corpus DIR (or ${corpus.ENV_VAR}), a local copy of "
               "github.com/open-compass/InteractScience, or --short")
         return
     data, queries_file, folders, labels, ids, title, root = route_inputs(args)
     sets = [x for s in args.set for x in ("--set", s)]
-    t_ingest = rubricrl(data, "ingest", str(queries_file))
-    t_rubrics = rubricrl(data, "run", "--only", "build-rubrics", *sets)
-    t_eval = rubricrl(data, "run", "--only", "evaluate", "--set", f"evaluation.models={json.dumps(folders)}",
-                      "--set", "evaluation.benchmark=ingested", "--set", "evaluation.runs=1", *sets)
+    t_ingest = t_rubrics = t_eval = 0.0
+    if not args.reuse:
+        tests = ["--tests", str(root / "PFT_tests")] if args.labels == "official" else []
+        t_ingest = rubricrl(data, "ingest", str(queries_file), *tests)
+        t_rubrics = rubricrl(data, "run", "--only", "build-rubrics", *sets)
+        t_eval = rubricrl(data, "run", "--only", "evaluate", "--set", f"evaluation.models={json.dumps(folders)}",
+                          "--set", "evaluation.benchmark=ingested", "--set", "evaluation.runs=1", *sets)
 
     items = stage_rows(data, "rubric_items")
-    rows = stage_rows(data, "eval_results")
-    per_query = Counter(i["query_id"] for i in items)
     by_label = {Path(f).name: m for f, m in zip(folders, args.models)}
+    rows = stage_rows(data, "eval_results")
+    if args.reuse:  # the kept data directory may hold more apps than this command names
+        want = set(ids) if args.short else {corpus.query_id(t) for t in ids}
+        rows = [r for r in rows if r["model"] in by_label and r["query_id"] in want]
+    dropped: list = []
+    if args.labels == "official":
+        labels, dropped = realapps_devset.official_labels(rows, by_label)
+    per_query = Counter(i["query_id"] for i in items)
     apps_of: dict[str, list] = {}
     tiers: Counter = Counter()
     tiered = []
@@ -180,8 +209,12 @@ def main() -> None:
     n_apps = len(rows)
     print(f"{title}: {len(ids)} tasks x {len(args.models)} models = {n_apps} apps; data {data}")
     print(f"uptime: {os.popen('uptime').read().strip()}")
-    print(f"time: ingest {t_ingest:.1f} s, build-rubrics {t_rubrics:.1f} s, evaluate {t_eval:.1f} s "
-          f"({t_eval / max(n_apps, 1):.2f} s per app)")
+    if args.reuse:
+        print(f"time: reused the eval_results in {data} (no ingest, build-rubrics or evaluate here)")
+    else:
+        print(f"time: ingest {t_ingest:.1f} s, build-rubrics {t_rubrics:.1f} s, evaluate {t_eval:.1f} s "
+              f"({t_eval / max(n_apps, 1):.2f} s per app)")
+    print(f"labels: {'the published PFT results' if args.labels == 'published' else 'our run of the PFT tests'}")
     print(f"rubric items per query: mean {sum(per_query.values()) / max(len(per_query), 1):.1f}, "
           f"min {min(per_query.values(), default=0)}, max {max(per_query.values(), default=0)}")
     print("tiers: " + ", ".join(f"{t} {n}" for t, n in tiers.most_common()))
@@ -205,14 +238,17 @@ def main() -> None:
                f["reward_pass_none"] is not None and f["reward_pass_none"] <= GOALS["reward_pass_none_max"]),
               ("mean reward of apps passing >= 80% >= 0.7",
                f["reward_pass_80"] is not None and f["reward_pass_80"] >= GOALS["reward_pass_80_min"]),
-              ("seconds per app <= 3", s_per_app <= GOALS["s_per_app_max"])]
+              ("seconds per app <= 3", s_per_app <= GOALS["s_per_app_max"])][: 4 if args.reuse else 5]
     for name, ok in checks:
         print(f"goal {name}: {'PASS' if ok else 'FAIL'}")
     best = ceiling(tiered, load_config(None, sets=args.set).env.reward)
     print(f"at best with these gate verdicts (the valid tier ordered as the labels): spearman "
           f"{fmt(best['spearman'])}, mean reward of apps passing >= 80% {fmt(best['reward_pass_80'])}")
-    if root is not None:
+    if root is not None and args.labels == "published":
         lenient_section(rows, by_label, corpus.load(root, args.split))
+    if args.labels == "official":
+        realapps_devset.devset_section(rows, by_label, labels, dropped, corpus.load(root, args.split), data, args.set,
+                                       misordered=args.misordered)
     env_sections(rows, by_label, labels, root, args)
 
 

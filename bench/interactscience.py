@@ -3,7 +3,9 @@
 InteractScience (open-compass/InteractScience, Apache-2.0) gives per task an HTML implementation plan
 (``data/interactscience.jsonl``), each model's answer (``eval/interactscience_lm_<model>.jsonl``) and the
 results of the benchmark's own Playwright functional tests (``results/lm_results/PFT_test_results/
-<model>_component_results.json``). The label of an app is the share of its PFT tests that passed.
+<model>_component_results.json``, for a few models only). The label of an app is the share of its PFT tests
+that passed. The benchmark's VLM judge scored each model's screenshots against a checklist
+(``results/lm_results/VQT_vlm_judge_results/<model>.jsonl``, 0-5 per screenshot): ``vlm_scores``.
 
 Development split: tasks whose id starts with A to M (``DEV_FIRST``..``DEV_LAST``); the others are kept for
 an independent measurement and no bench reads them unless asked (``--split holdout``).
@@ -74,9 +76,15 @@ class Corpus:
                     out[obj["id"]] = obj["answer"]
         return out
 
+    def pft_results(self, model: str) -> Path:
+        return self.root / "results" / "lm_results" / "PFT_test_results" / f"{model}_component_results.json"
+
     def outcomes(self, model: str) -> dict[str, list]:
-        """task id -> the published PFT outcomes of the model's app (``TestOutcome`` list)."""
-        path = self.root / "results" / "lm_results" / "PFT_test_results" / f"{model}_component_results.json"
+        """task id -> the published PFT outcomes of the model's app (``TestOutcome`` list); empty for a model
+        whose PFT results the snapshot does not publish (most of its models)."""
+        path = self.pft_results(model)
+        if not path.is_file():
+            return {}
         report = spec_outcomes(json.loads(path.read_text(encoding="utf-8")))
         return {spec_task_id(f): tests for f, tests in report.items() if spec_task_id(f) in self.tasks}
 
@@ -88,7 +96,9 @@ class Corpus:
         """query id -> the share of the app's PFT tests that passed, counting as passed a failed test whose every
         error is a text or value that reads as the same number the test expected (``"0"`` shown as ``"0.0"``).
         A diagnostic of how strict the labels are; the goals are measured on ``labels``."""
-        path = self.root / "results" / "lm_results" / "PFT_test_results" / f"{model}_component_results.json"
+        path = self.pft_results(model)
+        if not path.is_file():
+            return {}
         out: dict[str, list[bool]] = {}
 
         def walk(suite: dict, file: str) -> None:
@@ -104,6 +114,21 @@ class Corpus:
         for suite in json.loads(path.read_text(encoding="utf-8")).get("suites") or []:
             walk(suite, suite.get("file") or suite.get("title") or "")
         return {q: sum(v) / len(v) for q, v in out.items() if v}
+
+    def vlm_scores(self, model: str) -> dict[str, float] | None:
+        """query id -> the benchmark's VLM judge score of the model's app: the mean over its screenshots of the
+        judge's ``overall_score`` (the mean of its checklist's 0-5 scores, as ``vlm_as_judge.py`` writes it);
+        None when the snapshot has no VLM-judge results for the model. (``results/vlm_results/`` holds the
+        scores of the answers written from images, ``eval/interactscience_vlm_*``, not of these.)"""
+        path = self.root / "results" / "lm_results" / "VQT_vlm_judge_results" / f"{model}.jsonl"
+        if not path.is_file():
+            return None
+        shots: dict[str, list[float]] = {}
+        for line in path.read_text(encoding="utf-8").splitlines():
+            obj = json.loads(line) if line.strip() else {}
+            if obj.get("id") in self.tasks and obj.get("overall_score") is not None:
+                shots.setdefault(query_id(obj["id"]), []).append(float(obj["overall_score"]))
+        return {q: sum(v) / len(v) for q, v in shots.items()}
 
     def write_queries(self, path: Path, limit: int | None = None) -> list[str]:
         """The split's tasks as an InteractScience JSONL file for ``rubricrl ingest``; returns the task ids."""
