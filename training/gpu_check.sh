@@ -6,9 +6,8 @@
 #   bash training/gpu_check.sh [OUT_DIR]        # env: GPU_CHECK_STEPS (5), GPU_CHECK_HIDDEN (1024),
 #                                               #      GPU_CHECK_LAYERS (8), GPU_CHECK_NEW_TOKENS (256)
 # About 1 minute on one H200 (2026-12-04, torch 2.11.0+cu130: 5 steps, 2.65 s a step, 6,060 generated tokens/s,
-# 5.11 GiB peak). That machine has no network: its python3 holds torch, and the project's other pins (DeepSpeed
-# built here as a pure-Python wheel with DS_BUILD_OPS=0, pydantic, great-expectations, transformers...) travel as
-# cp312 wheels and are installed with pip --no-index --no-deps before this script runs.
+# 5.11 GiB peak). That machine has no network: its python3 holds torch, and the project's other pins travel as
+# wheels built by `make gpu-wheels` (scripts/gpu-wheels.sh), installed with pip --no-index --no-deps first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
