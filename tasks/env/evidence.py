@@ -47,7 +47,6 @@ class LoadRecord:
 
     status: str  # ok | page_error | blank | load_timeout | unresponsive | reload_loop | crashed
     blank_body: bool | None = None  # None: not looked at (the load ended first)
-    self_navigations: int = 0  # reloads the page itself attempted while settling (navigation.SELF_NAVIGATIONS_JS)
 
 
 @dataclass(frozen=True)

@@ -356,16 +356,16 @@ class BrowserRuntime:
         reloads = await self_navigations(page, session.answer_s)
         await count_refused_popups(page, ev, session.answer_s)
         if ev.status != "ok":  # a failure a listener saw (a crash) stands
-            return LoadRecord(ev.status, self_navigations=reloads or 0)
+            return LoadRecord(ev.status)
         if reload_loop(ev.blocked_requests, self.cfg.reload_loop_after, reloads):
-            return LoadRecord("reload_loop", self_navigations=reloads or 0)
+            return LoadRecord("reload_loop")
         try:
             budget = max(self.cfg.hard_limit_s - self.cfg.load_timeout_s - self.cfg.settle_time_s(), 1.0)
             blank = bool(await asyncio.wait_for(page.evaluate(BLANK_JS), budget))
         except asyncio.TimeoutError:
             return LoadRecord("unresponsive")  # e.g. an infinite loop started by a timer after load
         status = "page_error" if ev.page_errors else "blank" if blank else "ok"
-        return LoadRecord(status, blank_body=blank, self_navigations=reloads or 0)
+        return LoadRecord(status, blank_body=blank)
 
     def _probes(self, ev: RuntimeEvidence) -> bool:
         """Whether the probe uses the settled app: a working one, or one with an uncaught error at load whose use
