@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tasks.env.cdn import CdnMirror, unserved
+from tasks.env.launch import ServedFiles
 from tasks.env.page import APP_ORIGIN, APP_URL
 
 POPUP_MARK = "\u0000rr-popup:"
@@ -103,8 +104,11 @@ def _leaves_page(req: Any, session: Any) -> bool:
     return frame is None or (frame.parent_frame is None and not _checking(req, session))
 
 
-async def route_request(route: Any, html: str, ev: Any, session: Any, mirror: CdnMirror | None) -> None:
-    """Answer one request of the app's context (the page, its frames and workers) and record what was not served."""
+async def route_request(route: Any, html: str, ev: Any, session: Any, mirror: CdnMirror | None,
+                        served: ServedFiles | None = None) -> None:
+    """Answer one request of the app's context (the page, its frames and workers) and record what was not served.
+    A library the mirror has goes to its server (``served``) when the request is https: the page still sees the
+    URL it asked for, and the body never crosses Playwright's pipe."""
     req = route.request
     url, rtype = req.url, req.resource_type
     if session.loaded and req.is_navigation_request() and _leaves_page(req, session):
@@ -125,6 +129,9 @@ async def route_request(route: Any, html: str, ev: Any, session: Any, mirror: Cd
     res = mirror.resolve(url, rtype) if mirror is not None else None
     if res is not None and res.served is not None:
         ev.cdn_served.append({"url": url[:500], "file": os.path.relpath(res.served.file)})
+        if served is not None and url.startswith("https:"):  # continue_ keeps the scheme
+            await route.continue_(url=served.url(res.served.body, res.served.content_type))
+            return
         await route.fulfill(status=200, headers={**CORS, "content-type": res.served.content_type}, body=res.served.body)
         return
     outcome, reason = (res.outcome, res.reason) if res is not None else unserved(url, rtype)

@@ -7,7 +7,8 @@ stops responding, a renderer crash and a blank body, during load and a short set
 
 Sandbox, per app: a fresh browser context (own renderer process, no shared storage); the page is
 served from a fake origin by a route, so every other request goes through ``context.route``
-(``tasks.env.navigation``): served from the CDN mirror (``tasks.env.cdn``, the exact version a URL names),
+(``tasks.env.navigation``): served from the CDN mirror (``tasks.env.cdn``, the exact version a URL names, by its
+server in the browser's network namespace, ``tasks.env.mirror_serve``),
 answered 404 where the real CDN would, or refused, and recorded with its outcome; WebSockets are
 caught by ``route_web_socket`` and closed; service workers are blocked; DNS resolves nothing
 (``--host-resolver-rules``) as a second wall; file URLs are cross-origin to the app. A hard wall
@@ -60,7 +61,7 @@ from tasks.env.capture import answer_dialog, record_console
 from tasks.env.cdn import CdnMirror
 from tasks.env.checks import CheckPlan, run_checks
 from tasks.env.evidence import CHECKED, CheckRecord, LoadRecord, RuntimeEvidence
-from tasks.env.launch import launch_args, sandbox_launch
+from tasks.env.launch import ServedFiles, launch_args, sandbox_launch
 from tasks.env.navigation import (POPUP_JS, SELF_NAVIGATIONS_JS, block_websocket, count_refused_popups, on_popup,
                                   reload_loop, route_request, self_navigations)
 from tasks.env.page import APP_URL, BLANK_JS, page_error_record, stack_offset
@@ -85,8 +86,10 @@ class BrowserRuntime:
             raise ValueError(f"no browser at {self.cfg.executable_path}; install it (scripts/setup-system.sh, or "
                              "apt-get install -y chromium-headless-shell) "
                              "or run with --no-browser / env.runtime.enabled=false")
-        self._launch_opts = sandbox_launch(self.cfg)  # a machine that cannot isolate the browser fails here
         self.mirror = mirror or _mirror(self.cfg)
+        self.served = ServedFiles() if self.mirror is not None else None
+        # a machine that cannot isolate the browser fails here
+        self._launch_opts = sandbox_launch(self.cfg, self.served)
         self.marker = uuid.uuid4().hex[:12]
         self.restarts = 0
         self._loop = asyncio.new_event_loop()
@@ -149,6 +152,8 @@ class BrowserRuntime:
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
+            if self.served is not None:
+                self.served.close()
 
     def __enter__(self) -> "BrowserRuntime":
         return self
@@ -183,7 +188,7 @@ class BrowserRuntime:
                 except Exception:  # already gone
                     pass
             self._browser = await self._pw.chromium.launch(
-                headless=True, args=launch_args(self.cfg, self.marker), **self._launch_opts)
+                headless=True, args=launch_args(self.cfg, self.marker, self.served), **self._launch_opts)
             if not self._clock_checked:  # once per runtime: the same Playwright serves every relaunch
                 await require_clock_hook(self._browser, self.cfg.clock)
                 self._clock_checked = True
@@ -320,7 +325,9 @@ class BrowserRuntime:
         if probe.enabled:
             await context.add_init_script(DIALOGS_JS)
             probing = await context.add_init_script(PROBE_JS)
-        await context.route("**/*", lambda route: route_request(route, html, ev, session, self.mirror))
+        if self.served is not None:  # Local Network Access keeps a page from the loopback, where only the mirror is
+            await context.grant_permissions(["local-network-access"])
+        await context.route("**/*", lambda route: route_request(route, html, ev, session, self.mirror, self.served))
         await context.route_web_socket(re.compile(".*"), lambda ws: block_websocket(ws, ev, session))
         page = await context.new_page()
         context.on("page", lambda p: on_popup(p, session)  # popups a gesture opened: closed (not the checks' pages)
