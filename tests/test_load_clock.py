@@ -80,3 +80,50 @@ def test_the_clock_hook_page_time_reads_is_checked_at_start_and_its_absence_name
     asyncio.run(_check_hook(CLOCK_HOOK))
     with pytest.raises(RuntimeError, match=f"Playwright {version('playwright')}'s clock has no globalThis.__pwClock2"):
         asyncio.run(_check_hook("globalThis.__pwClock2"))
+
+
+def _frames(context_kind: str, draw: str, cancel: bool = False) -> str:
+    """A canvas drawn every animation frame, each frame's timestamp and performance.now() kept."""
+    return ("<canvas></canvas><script>window.stamps = []; const c = document.querySelector('canvas')"
+            f".getContext('{context_kind}'); const f = (t) => {{ stamps.push([t, performance.now()]); {draw}; "
+            "window.id = requestAnimationFrame(f); }; window.id = requestAnimationFrame(f);"
+            + (" cancelAnimationFrame(window.id);" if cancel else "") + "</script>")
+
+
+GL_FRAMES = _frames("webgl", "c.clearColor(0, 0, (t % 100) / 100, 1); c.clear(c.COLOR_BUFFER_BIT)")
+CANVAS_FRAMES = _frames("2d", "c.fillRect(t % 300, 0, 10, 10)")
+
+
+async def _stamps_after(html: str, ms: float) -> list[list[float]]:
+    from playwright.async_api import async_playwright
+
+    from tasks.env.launch import launch_args
+    async with async_playwright() as pw:  # with the runtime's flags: WebGL on SwiftShader
+        browser = await pw.chromium.launch(executable_path=CFG.executable_path, args=launch_args(CFG, "frames"))
+        try:
+            context = await browser.new_context()
+            await install_controlled_clock(context, CFG.clock)
+            page = await context.new_page()
+            await page.set_content(html)
+            await let_pass(page, ms, CFG.clock)
+            assert await clock_of(page, 5.0) == ("controlled", None)
+            return await page.evaluate("window.stamps")
+        finally:
+            await browser.close()
+
+
+def test_a_webgl_page_gets_its_frames_on_the_coarser_grid_and_a_2d_canvas_every_frame():
+    """WebGL draws in the GPU process, whose cost max_lag cannot see: its frames come every gl_frame_ms of page
+    time, with timestamps on the page's performance clock; a 2D canvas (drawn in the renderer) keeps 60 a second."""
+    step = CFG.clock.gl_frame_ms
+    gl = asyncio.run(_stamps_after(GL_FRAMES, 1000))
+    gaps = {round(b[0] - a[0]) for a, b in zip(gl, gl[1:])}
+    assert gaps == {step} and abs(len(gl) - 1000 / step) <= 1, (gaps, len(gl))
+    assert all(abs(t - now) < 1 for t, now in gl), gl[:3]  # the frame's time is the page's time
+    flat = asyncio.run(_stamps_after(CANVAS_FRAMES, 1000))
+    assert max(b[0] - a[0] for a, b in zip(flat, flat[1:])) <= 17 and len(flat) >= 55, len(flat)
+    assert all(abs(t - now) < 1 for t, now in flat), flat[:3]
+
+
+def test_a_webgl_frame_cancelled_does_not_run():
+    assert asyncio.run(_stamps_after(_frames("webgl", "c.clear(c.COLOR_BUFFER_BIT)", cancel=True), 500)) == []

@@ -23,6 +23,10 @@ class ClockConfig(Section):
                                    "app is read the same way on every run)")
     busy_reads: int = Field(50_000, ge=1000, description="Clock reads in one task that mean the page busy-waits on "
                                                         "the clock: it leaves the controlled clock for its own")
+    gl_frame_ms: int = Field(50, ge=16, le=200,
+                             description="Page time between two animation frames of a page that draws with WebGL "
+                                         "(16: every frame, as on a fast GPU): its frames are drawn in the GPU "
+                                         "process, whose cost the renderer's max_lag cannot see")
     max_lag: float = Field(8.0, ge=1.0, le=50.0,
                            description="The load page's timers and frames may take this many times their page time "
                                        "to run (real time in the renderer, not counting the environment's round trips); "

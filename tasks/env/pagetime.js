@@ -57,8 +57,27 @@
       live.set(id, ticks() + d);
       return id;
     };
+    // WebGL frames: their drawing runs in the GPU process (software GL here), where the renderer's own cost
+    // (max_lag) cannot see it, and every frame of page time would be drawn. A browser on such a machine drops
+    // them; here, from the page's first WebGL context on, its frames come on a fixed grid of page time
+    // (cfg.gl_frame_ms), the same on a quiet or a busy machine.
+    let glFrames = false;
+    const getContext = HTMLCanvasElement.prototype.getContext;
+    HTMLCanvasElement.prototype.getContext = function (type, ...a) {
+      const c = getContext.call(this, type, ...a);
+      if (c && /webgl/i.test(String(type))) glFrames = true;
+      return c;
+    };
+    const gridTimers = new Set();  // frames scheduled on the grid (library timeouts, cancelled as such)
     window.requestAnimationFrame = function (cb) {
       let id = null;
+      if (glFrames && cfg.gl_frame_ms > 16) {
+        const now = ticks(), wait = cfg.gl_frame_ms - (now % cfg.gl_frame_ms);
+        id = orig.setTimeout(() => { live.delete(id); gridTimers.delete(id); return call(cb, [ticks()]); }, wait);
+        gridTimers.add(id);
+        live.set(id, now + wait);
+        return id;
+      }
       id = orig.requestAnimationFrame((...a) => { live.delete(id); return call(cb, a); });
       live.set(id, ticks());
       return id;
@@ -70,7 +89,11 @@
       return id;
     };
     for (const k of ['clearTimeout', 'clearInterval', 'cancelAnimationFrame', 'cancelIdleCallback']) {
-      window[k] = function (id) { live.delete(id); return orig[k](id); };
+      window[k] = function (id) {
+        live.delete(id);
+        if (gridTimers.delete(id)) return orig.clearTimeout(id);
+        return orig[k](id);
+      };
     }
     T.nextDue = () => { let m = null; for (const d of live.values()) if (m === null || d < m) m = d; return m; };
 

@@ -53,7 +53,8 @@ class OutOfTime(Exception):
 
 def time_script(clock: ClockConfig) -> str:
     """The pages' time keeper (``pagetime.js``) with its settings."""
-    return TIME_JS + "(" + json.dumps({"beat_ms": BEAT_MS, "busy_reads": clock.busy_reads}) + ");"
+    return TIME_JS + "(" + json.dumps({"beat_ms": BEAT_MS, "busy_reads": clock.busy_reads,
+                                    "gl_frame_ms": clock.gl_frame_ms}) + ");"
 
 
 async def install_controlled_clock(context: Any, clock: ClockConfig) -> None:
