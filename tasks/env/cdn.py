@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
+from schemas.config.env import RuntimeConfig
 from tasks.env.cdn_urls import LIBRARY_HOSTS, CdnRef, choose_version, exact_version, parse_cdn_url, pin_spec
 
 # Refused on purpose, whatever the resource type: the reason goes into the record (docs/sandbox.md says why).
@@ -262,3 +263,17 @@ def rewrite_imports(source: str, base_url: str) -> str:
         return f"{m.group(1)}{m.group(2)}{target}{m.group(2)}"
 
     return _IMPORT.sub(sub, source)
+
+
+def configured_mirror(cfg: RuntimeConfig) -> CdnMirror | None:
+    """The CDN mirror, resolved against the project; missing, it fails loudly (every CDN app would fail)."""
+    root = cfg.cdn_root()
+    if root is None:
+        return None
+    mirror = CdnMirror(root)
+    if not mirror.available:
+        raise ValueError(f"the CDN mirror is missing: env.runtime.cdn_dir={cfg.cdn_dir} resolves to {root}, which is "
+                         "not a folder. Install it with `npm ci --prefix vendor/cdn --ignore-scripts` (part of `make "
+                         "setup`), point env.runtime.cdn_dir at an installed node_modules, or set env.runtime.cdn_dir "
+                         "to null to run without it (apps that load libraries from CDNs then fail)")
+    return mirror

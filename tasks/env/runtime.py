@@ -58,7 +58,7 @@ from typing import Any
 
 from schemas.config.env import RuntimeConfig
 from tasks.env.capture import answer_dialog, record_console
-from tasks.env.cdn import CdnMirror
+from tasks.env.cdn import CdnMirror, configured_mirror
 from tasks.env.checks import CheckPlan, run_checks
 from tasks.env.evidence import CHECKED, CheckRecord, LoadRecord, RuntimeEvidence
 from tasks.env.launch import ServedFiles, launch_args, sandbox_launch
@@ -86,7 +86,7 @@ class BrowserRuntime:
             raise ValueError(f"no browser at {self.cfg.executable_path}; install it (scripts/setup-system.sh, or "
                              "apt-get install -y chromium-headless-shell) "
                              "or run with --no-browser / env.runtime.enabled=false")
-        self.mirror = mirror or _mirror(self.cfg)
+        self.mirror = mirror or configured_mirror(self.cfg)
         self.served = ServedFiles() if self.mirror is not None else None
         # a machine that cannot isolate the browser fails here
         self._launch_opts = sandbox_launch(self.cfg, self.served)
@@ -420,20 +420,6 @@ class BrowserRuntime:
             except Exception as e:
                 if "Timeout" not in type(e).__name__ and "Timeout" not in str(e):
                     return False
-
-
-def _mirror(cfg: RuntimeConfig) -> CdnMirror | None:
-    """The CDN mirror, resolved against the project; missing, it fails loudly (every CDN app would fail)."""
-    root = cfg.cdn_root()
-    if root is None:
-        return None
-    mirror = CdnMirror(root)
-    if not mirror.available:
-        raise ValueError(f"the CDN mirror is missing: env.runtime.cdn_dir={cfg.cdn_dir} resolves to {root}, which is "
-                         "not a folder. Install it with `npm ci --prefix vendor/cdn --ignore-scripts` (part of `make "
-                         "setup`), point env.runtime.cdn_dir at an installed node_modules, or set env.runtime.cdn_dir "
-                         "to null to run without it (apps that load libraries from CDNs then fail)")
-    return mirror
 
 
 _SHARED: dict[str, BrowserRuntime] = {}

@@ -40,8 +40,8 @@ from typing import Any
 
 from schemas.config.env import PROJECT_ROOT, RuntimeConfig
 from schemas.config.evaluation import OfficialConfig
+from tasks.env.cdn import configured_mirror
 from tasks.env.launch import launch_args, sandbox_launch
-from tasks.env.runtime import _mirror
 from tasks.evaluation.mirror_server import MirrorServer
 from tasks.evaluation.playwright_report import TestOutcome, spec_outcomes
 
@@ -143,7 +143,7 @@ def _one_run(apps: list[PftApp], runtime: RuntimeConfig, cfg: OfficialConfig) ->
         (run_dir / "node_modules" / "@playwright" / "test").symlink_to(_root(cfg) / "sandbox", target_is_directory=True)
         settings, extra_env = run_settings(run_dir, runtime, cfg)
         (Path(tmp) / "run.json").write_text(json.dumps(settings), encoding="utf-8")
-        with MirrorServer(_mirror(runtime)) as mirror:
+        with MirrorServer(configured_mirror(runtime)) as mirror:
             env = {**os.environ, **extra_env, "RUBRICRL_PFT_RUN": str(Path(tmp) / "run.json"),
                    "RUBRICRL_PFT_MIRROR": mirror.base_url, "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}
             failed = _node(cfg, env, run_dir)
