@@ -46,3 +46,37 @@ def test_a_library_reaches_the_page_through_the_server_under_the_url_the_app_ask
     assert ev.status == "ok", (ev.page_errors, ev.blocked_requests)
     assert [s["url"] for s in ev.cdn_served] == [THREE]
     assert hashlib.sha1(body).hexdigest() in served  # the server's copy, not a body through Playwright's pipe
+
+
+def _servers_of(root: Path) -> list[int]:
+    """PIDs of the mirror servers serving ``root`` (their command line names it)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        try:
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--serve" in cmd and str(root).encode() in cmd:
+            pids.append(int(d.name))
+    return pids
+
+
+@pytest.mark.skipif(not Path(CFG.executable_path).exists() or not CFG.cdn_root().is_dir(),
+                    reason="needs chromium-headless-shell and the CDN mirror (make setup)")
+def test_a_library_lost_because_the_server_died_is_an_environment_gap_not_a_broken_app():
+    import os
+    import signal
+    import time
+
+    with BrowserRuntime(CFG) as rt:
+        assert rt.check(SEES_ITS_URL).runtime_valid(CFG) is True  # the twin: served, the app is valid
+        servers = _servers_of(rt.served.root)
+        assert len(servers) == 1, servers
+        os.kill(servers[0], signal.SIGKILL)
+        while _servers_of(rt.served.root):
+            time.sleep(0.05)
+        ev = rt.check(SEES_ITS_URL)
+    assert ev.status == "page_error"  # three.js did not arrive
+    gaps = ev.environment_gaps(CFG)
+    assert [g["url"] for g in gaps] == [THREE] and "mirror's server did not answer" in gaps[0]["reason"], gaps
+    assert ev.runtime_valid(CFG) is None  # no verdict on the app

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from schemas.config.env import RuntimeConfig
 from tasks.env.page import APP_ORIGIN
@@ -39,16 +39,22 @@ class ServedFiles:
         with socket.socket() as s:  # a port free here is free in a new namespace too
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        self._written: set[str] = set()
+        self.base = f"https://127.0.0.1:{self.port}/"
+        self._asked: dict[str, set[str]] = {}  # file name -> the URLs it answered
 
-    def url(self, body: bytes, content_type: str) -> str:
+    def url(self, body: bytes, content_type: str, asked: str) -> str:
+        """Where the server serves ``body``, the answer to the URL an app ``asked`` for."""
         name = hashlib.sha1(body).hexdigest()
-        if name not in self._written:
+        if name not in self._asked:
             tmp = self.folder / f".{name}"
             tmp.write_bytes(body)
             os.replace(tmp, self.folder / name)
-            self._written.add(name)
-        return f"https://127.0.0.1:{self.port}/{name}?type={quote(content_type)}"
+        self._asked.setdefault(name, set()).add(asked)
+        return f"{self.base}{name}?type={quote(content_type)}"
+
+    def asked_for(self, url: str) -> set[str]:
+        """The URLs apps asked for that ``url`` (one of the server's) answers; empty for any other URL."""
+        return self._asked.get(urlsplit(url).path.lstrip("/"), set()) if url.startswith(self.base) else set()
 
     def server_env(self) -> dict[str, str]:
         """What ``browser-netns.sh`` needs to start the server (``mirror_serve.py ROOT PORT BROWSER ARGS``)."""

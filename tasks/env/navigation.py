@@ -130,7 +130,7 @@ async def route_request(route: Any, html: str, ev: Any, session: Any, mirror: Cd
     if res is not None and res.served is not None:
         ev.cdn_served.append({"url": url[:500], "file": os.path.relpath(res.served.file)})
         if served is not None and url.startswith("https:"):  # continue_ keeps the scheme
-            await route.continue_(url=served.url(res.served.body, res.served.content_type))
+            await route.continue_(url=served.url(res.served.body, res.served.content_type, url[:500]))
             return
         await route.fulfill(status=200, headers={**CORS, "content-type": res.served.content_type}, body=res.served.body)
         return
@@ -140,6 +140,21 @@ async def route_request(route: Any, html: str, ev: Any, session: Any, mirror: Cd
         await route.fulfill(status=404, headers=CORS, body="")
     else:
         await route.abort("blockedbyclient")
+
+
+MIRROR_DOWN = "the CDN mirror's server did not answer: a failure of the environment, not of the app"
+_NO_SERVER = ("ERR_CONNECTION", "ERR_SSL", "ERR_CERT", "ERR_EMPTY_RESPONSE", "ERR_ADDRESS")  # not ERR_ABORTED: the page's
+
+
+def on_request_failed(req: Any, ev: Any, session: Any, served: ServedFiles | None) -> None:
+    """A library the mirror's server was to answer that did not arrive because the server did not answer is an
+    environment gap, recorded under the URL the app asked for: the app gets no verdict rather than a wrong one."""
+    failure = req.failure or ""
+    asked = served.asked_for(req.url) if served is not None else set()
+    mine = [s["url"] for s in ev.cdn_served if s["url"] in asked]
+    if mine and any(f in failure for f in _NO_SERVER):
+        record(ev, session, mine[-1], req.resource_type, "request", "environment_gap", f"{MIRROR_DOWN} ({failure})",
+               checking=_checking(req, session))
 
 
 async def block_websocket(ws: Any, ev: Any, session: Any) -> None:

@@ -63,7 +63,7 @@ from tasks.env.checks import CheckPlan, run_checks
 from tasks.env.evidence import CHECKED, CheckRecord, LoadRecord, RuntimeEvidence
 from tasks.env.launch import ServedFiles, launch_args, sandbox_launch
 from tasks.env.navigation import (POPUP_JS, SELF_NAVIGATIONS_JS, block_websocket, count_refused_popups, on_popup,
-                                  reload_loop, route_request, self_navigations)
+                                  on_request_failed, reload_loop, route_request, self_navigations)
 from tasks.env.page import APP_URL, BLANK_JS, page_error_record, stack_offset
 from tasks.env.pagetime import (answer_window_s, hold_end, hold_hard_limit, install_controlled_clock, let_pass,
                                page_clock_ms, require_clock_hook)
@@ -329,6 +329,7 @@ class BrowserRuntime:
             await context.grant_permissions(["local-network-access"])
         await context.route("**/*", lambda route: route_request(route, html, ev, session, self.mirror, self.served))
         await context.route_web_socket(re.compile(".*"), lambda ws: block_websocket(ws, ev, session))
+        context.on("requestfailed", lambda req: on_request_failed(req, ev, session, self.served))
         page = await context.new_page()
         context.on("page", lambda p: on_popup(p, session)  # popups a gesture opened: closed (not the checks' pages)
                    if p is not page and not session.checking else None)
