@@ -12,7 +12,7 @@ from schemas.checks import (Arith, CanvasChanges, Click, Const, Count, DblClick,
                             Hidden, Hover, Locator, NoError, NumberChanges, NumberRelation, Press, Read, Ref, Remember,
                             Resize, Select, TextChanges, TextMatches, Value, Visible, Wait, step_kind)
 from schemas.config.checks import ChecksConfig
-from tasks.env.pagetime import Limit, OutOfTime, PageTime
+from tasks.env.pagetime import HAD_TIME, STARVED, Limit, OutOfTime, PageTime
 
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
@@ -149,9 +149,9 @@ class StepRun:
             ok, observed = await probe()  # while the last one was read)
             if ok:
                 return observed
-            if passed == "page":
+            if passed == HAD_TIME:
                 raise Failed("expectation did not hold", observed)
-            if passed == "wall":
+            if passed == STARVED:
                 raise Inconclusive(f"{limit.why}; last observed {str(observed)[:100]!r}")
             if self.at_once:
                 raise NotAtOnce(str(observed)[:100])

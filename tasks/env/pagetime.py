@@ -45,6 +45,9 @@ LOAD_STEP_MS = 100  # the load page's clock moves this far per step, so a page t
 # there (require_clock_hook) instead of letting every page fall back to real time in silence.
 CLOCK_HOOK = "globalThis.__pwClock"
 _LIVED_JS = "() => window.__rrTime ? window.__rrTime.lived() : null"
+# What a limit says once it has passed (limit_passed, Limit.step): the page had its time, so a verdict may stand;
+# or the machine starved it past max_slowdown, so there is none. Words of their own: "page" names a clock.
+HAD_TIME, STARVED = "had_time", "starved"
 
 
 class OutOfTime(Exception):
@@ -180,13 +183,13 @@ async def page_clock_ms(page: Any, timeout_s: float = CLOCK_READ_S) -> float | N
 
 def limit_passed(wall_s: float, page_ms: float | None, limit_ms: float, max_slowdown: float) -> str | None:
     """Whether a limit of ``limit_ms`` page time has passed after ``wall_s`` seconds in which the page's clock
-    advanced ``page_ms`` (None: unknown): None (not yet), "page" (the page had its time: a verdict may stand)
-    or "wall" (the page ran slower than ``max_slowdown`` allows: no verdict) (pure)."""
+    advanced ``page_ms`` (None: unknown): None (not yet), ``HAD_TIME`` (a verdict may stand) or ``STARVED`` (the
+    page ran slower than ``max_slowdown`` allows: no verdict) (pure)."""
     if wall_s * 1000 < limit_ms:
         return None
     if page_ms is not None and page_ms >= limit_ms:
-        return "page"
-    return "wall" if wall_s * 1000 >= limit_ms * max_slowdown else None
+        return HAD_TIME
+    return STARVED if wall_s * 1000 >= limit_ms * max_slowdown else None
 
 
 class Stopwatch:
@@ -343,11 +346,11 @@ class Limit:
         self.start: float | None = None
         self.watch: Stopwatch | None = None
         self.real_deadline: float | None = None
-        self.why = ""  # when step() said "wall": why the page did not have its time
+        self.why = ""  # when step() said STARVED: why the page did not have its time
 
     async def step(self, gap_ms: float | None = None) -> str | None:
-        """None: time passed (look again); "page": the limit passed and the page had its time (a verdict may
-        stand); "wall": it did not (machine load, real-time work that never finished): no verdict."""
+        """None: time passed (look again); ``HAD_TIME``: the limit passed and the page had its time (a verdict
+        may stand); ``STARVED``: it did not (machine load, real-time work that never finished): no verdict."""
         t = self.t
         if t.controlled:
             if self.start is None:
@@ -359,12 +362,12 @@ class Limit:
                 return None
             if t.controlled:  # the limit passed, or the page is still until it does
                 if not t.state.get("real_work"):
-                    return "page"
+                    return HAD_TIME
                 if self.real_deadline is None:
                     self.real_deadline = time.monotonic() + self.limit_ms * t.cfg.max_slowdown / 1000
                 if not await t.finish_real_work(self.real_deadline):
                     self.why = "real-time work (requests, CSS animations) still running"
-                    return "wall"
+                    return STARVED
                 if not t.still_until(t.ticks + t.cfg.poll_ms):  # what the finished work set going (a render)
                     await t.advance(t.cfg.poll_ms)
                 return None
