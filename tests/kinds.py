@@ -67,7 +67,6 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_env_sandbox.py": ("browser",),
     "test_env_severity.py": ("unit",),
     "test_mirror_serve.py": ("unit", "browser"),
-    "test_one_clock.py": ("unit",),
     "test_load_errors.py": ("browser",),
     "test_env_verdicts.py": ("browser",),
     "test_env_verifiers.py": ("browser", "wire"),
