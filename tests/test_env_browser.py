@@ -166,3 +166,54 @@ def test_score_pipeline_with_browser_and_offline_judge():
     pe = by["throws.txt"].evidence["page_errors"][0]
     line_start = resp.rfind("\n", 0, pe["offset"]) + 1  # response offset = h + page offset
     assert resp[line_start:].startswith("  display.style.color = settings.color;")
+
+
+LATE_LIBRARY = ("<!DOCTYPE html><html><body><p id='out'>ready</p><button id='go'>Show version</button><script>"
+                "addEventListener('load', () => { const s = document.createElement('script');"
+                " s.src = 'https://cdnjs.cloudflare.com/ajax/libs/p5.js/1.4.0/p5.js'; document.head.appendChild(s); });"
+                "go.onclick = () => { out.textContent = 'p5 ' + p5.prototype.VERSION; };</script></body></html>")
+
+
+@needs_cdn
+def test_the_probe_acts_after_the_scripts_the_page_asked_for_have_run(runtime, monkeypatch):
+    """A library the page asks for after load arrives in the machine's time (under load, after page time says the
+    page has settled); a user clicks once it ran, so the probe does too: the click finds the library."""
+    import asyncio
+
+    import tasks.env.runtime as rt_mod
+
+    real = rt_mod.route_request
+
+    async def slow_library(route, *args):
+        if route.request.url.endswith("/p5.js"):
+            await asyncio.sleep(3)  # a loaded machine: the fetch outlasts the settle time's wall time
+        await real(route, *args)
+
+    monkeypatch.setattr(rt_mod, "route_request", slow_library)
+    ev = runtime.check(LATE_LIBRARY)
+    (act,) = [a for a in ev.interaction["actions"] if a.get("label") == "Show version"]
+    assert ev.interaction["errors"] == [] and act["changed"], ev.interaction
+    assert ev.status == "ok" and ev.runtime_valid(CFG) is True
+
+
+def test_a_crash_beside_other_work_is_the_machines_until_the_app_crashes_alone(runtime, monkeypatch):
+    """A renderer that crashes under the machine's pressure is checked again alone: crashed only if it crashes
+    there too, else no verdict (a missing reward), never runtime-invalid on the machine's account."""
+    from tasks.env.evidence import RuntimeEvidence
+
+    seen: dict[str, int] = {}
+    crashes_alone = {"flaky": False, "fragile": True, "fine": False}
+
+    async def session(html, plan=None):
+        seen[html] = seen.get(html, 0) + 1
+        crashed = (seen[html] % 2 == 1 and html != "fine") or crashes_alone[html]  # beside others, then alone
+        return RuntimeEvidence(status="crashed" if crashed else "ok", blank_body=False)
+
+    monkeypatch.setattr(runtime, "_check_guarded", session)
+    flaky, fragile, fine = runtime.check_many(["flaky", "fragile", "fine"])
+    assert flaky.status == "unavailable" and flaky.rechecked_from == "crashed" and "alone" in flaky.error
+    assert flaky.runtime_valid(CFG) is None
+    assert fragile.status == "crashed" and fragile.rechecked_from == "crashed" and fragile.runtime_valid(CFG) is False
+    assert fine.status == "ok" and fine.rechecked_from is None and seen["fine"] == 1
+    (alone,) = runtime.check_many(["flaky"])  # a batch of one: the trainer beside it is load too
+    assert alone.status == "unavailable" and seen["flaky"] == 4

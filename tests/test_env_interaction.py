@@ -62,6 +62,22 @@ def test_interaction_bug_found_and_twin_clean(scored, task, bug, twin, layer, se
         assert "heuristic" in hits[0]["explanation"] and hits[0]["description"].startswith("[offline]")
 
 
+def test_an_error_after_the_controls_effect_is_a_finding_not_a_gate_failure(runtime):
+    # one control, a canvas that keeps spinning: a helper deferred by the handler throws after the hint showed (the
+    # app works for its user: valid, a finding on the control); the handler throws before the hint (invalid)
+    inputs = [ScoreInput(n, TASKS["hint"], (IX / n).read_text()) for n in ("hint_deferred_throws.html",
+                                                                           "hint_handler_throws.html")]
+    after, before = score_batch(inputs, provider=get_provider("offline"), runtime=runtime, cfg=EnvConfig(runtime=CFG))
+    (fa,) = after.evidence["interaction"]["failures"]
+    assert fa["sync"] is False and after.runtime_valid is True, fa
+    assert [(f["layer"], f["severity"]) for f in after.findings] == [("code_simulation", "minor")], after.findings
+    assert "after this control's effect showed" in after.findings[0]["explanation"]
+    (fb,) = before.evidence["interaction"]["failures"]
+    assert fb["sync"] is True and before.runtime_valid is False
+    (major,) = [f for f in before.findings if f["layer"] == "code_simulation"]
+    assert major["severity"] == "major" and "1 of 1" in major["explanation"], major
+
+
 def test_errors_point_at_the_handler_line(scored):
     resp = (IX / "quiz_throws.txt").read_text()
     (f,) = [f for f in scored["quiz_throws.txt"].findings if f["layer"] == "code_simulation"]

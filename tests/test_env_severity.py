@@ -50,6 +50,20 @@ def test_failures_on_most_controls_block():
     assert blocking(keys_only) == [("ArrowLeft", True)]
 
 
+def test_a_deferred_error_after_the_controls_effect_is_not_a_failing_control():
+    # the held-out app: one button shows its hint, then a helper on setTimeout(0) throws (sync false). The hint
+    # showed, so the one control did not fail its user: confined, not "most controls (1 of 1)"
+    one = [{"i": 0, "kind": "click", "target_desc": "button#hint", "target_index": 3, "tag": "button",
+            "label": "Show hint", "outcome": "ok", "changed": ["m"]}]
+    shown = {**inter([err(0, sync=False)]), "actions": one}
+    assert blocking(shown) == [("Show hint", False)]
+    # the twins that still block: the handler itself threw, or the deferred error came and nothing showed
+    assert blocking({**shown, "errors": [err(0, sync=True)]}) == [("Show hint", True)]
+    assert blocking({**shown, "actions": [{**one[0], "changed": []}]}) == [("Show hint", True)]
+    # the probe's own fill moves only form values and the scroll: no effect of the app's
+    assert blocking({**shown, "actions": [{**one[0], "changed": ["v", "s"]}]}) == [("Show hint", True)]
+
+
 def test_a_submit_that_reloads_the_page_blocks():
     form = inter()
     form["actions"] = [{**ACTIONS[0], "submit": {"form": "form#f", "action_attr": None}}, ACTIONS[1], ACTIONS[2]]

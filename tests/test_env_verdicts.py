@@ -72,7 +72,10 @@ APPS = {
     # sees one or two of them (as many as a loaded machine lets through); the page counts all three
     "reload_burst": page("", "<script>setTimeout(() => { location.reload(); location.reload(); location.reload(); }, 50);"
                              "</script>"),
-    "reload_once": page("", "<script>setTimeout(() => location.reload(), 50);</script>"),
+    # each document asks for one reload at load: in a browser the new document asks again, forever
+    "reload_each_load": page("", "<script>setTimeout(() => location.reload(), 50);</script>"),
+    "reload_once": page("", "<script>if (!sessionStorage.r) { sessionStorage.r = 1; setTimeout(() => location.reload(), 50); }"
+                            "</script>"),  # a guarded refresh: the new document stays
     "push_loop": page("", "<script>let i = 0; setInterval(() => { history.pushState({}, '', '?v=' + i); "
                           "location.hash = 'h' + i++; }, 10);</script>"),  # the document stays: no reload
     "popup_flood": page("", "<script>for (let i = 0; i < 2000; i++) window.open('https://ads.example.org/' + i);</script>"),
@@ -199,6 +202,19 @@ def test_reloads_are_counted_by_the_page_not_by_the_requests_that_reach_the_rout
     assert burst.evidence["runtime_status"] == "reload_loop" and burst.runtime_valid is False
     for twin in ("reload_once", "push_loop"):
         assert by[twin].evidence["runtime_status"] == "ok" and by[twin].runtime_valid is True, twin
+
+
+def test_a_page_that_reloads_itself_after_every_load_fails_and_one_guarded_reload_does_not(scored):
+    """A reload the page asks for at load, with no user action, is let through once, as a browser loads it: a new
+    document that asks again reloads forever (reload_loop); one that does not is the app, judged as it is."""
+    _, by = scored
+    chain = by["reload_each_load"]
+    assert chain.evidence["runtime_status"] == "reload_loop" and chain.runtime_valid is False
+    outcomes = [b["outcome"] for b in chain.evidence["blocked_requests"] if b["kind"] == "navigation"]
+    assert outcomes[0] == "let_through" and len(outcomes) >= 2, outcomes
+    once = by["reload_once"]
+    assert once.evidence["runtime_status"] == "ok" and once.runtime_valid is True
+    assert [b["outcome"] for b in once.evidence["blocked_requests"] if b["kind"] == "navigation"] == ["let_through"]
 
 
 def test_popups_without_a_gesture_are_refused_and_the_page_is_judged(scored):

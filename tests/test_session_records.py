@@ -26,6 +26,16 @@ def test_reload_loop_takes_the_larger_count(attempts, routed, expected):
     assert reload_loop([dict(SELF) for _ in range(routed)], 2, attempts) is expected
 
 
+@pytest.mark.parametrize("attempts, routed, expected", [
+    (1, 1, True),  # the new document asked again (its own count; the let-through one is routed)
+    (None, 2, True),  # it cannot count: a routed reload after the let-through one stands in
+    (0, 1, False),  # the new document stayed: a guarded refresh
+    (None, 1, False),
+])
+def test_after_the_one_reload_let_through_the_new_document_asking_again_is_a_loop(attempts, routed, expected):
+    assert reload_loop([dict(SELF) for _ in range(routed)], 2, attempts, reloaded=True) is expected
+
+
 def test_a_routed_navigation_elsewhere_or_after_an_action_is_no_reload():
     away = [{**SELF, "url": "https://example.org/"}, {**SELF, "phase": "probe"}, {**SELF, "kind": "script"}] * 3
     assert reload_loop(away, 2, 0) is False
@@ -92,14 +102,13 @@ def _still_loading(page: _LoadingPage) -> bool:
     from types import SimpleNamespace
 
     from schemas.config.env import RuntimeConfig
-    from tasks.env.runtime import BrowserRuntime
+    from tasks.env.load import _still_loading as still_loading
 
     async def run() -> bool:
         # the session's deadline as hold_hard_limit keeps it for a page that answers: a little ahead of its last answer
         loop = asyncio.get_running_loop()
         page.answered_at = loop.time()
-        return await BrowserRuntime._still_loading(SimpleNamespace(cfg=RuntimeConfig()), page,
-                                                   SimpleNamespace(when=lambda: page.answered_at + 2.2))
+        return await still_loading(page, SimpleNamespace(when=lambda: page.answered_at + 2.2), RuntimeConfig())
 
     return asyncio.run(run())
 

@@ -150,7 +150,9 @@ class RuntimeConfig(Section):
                                              "the mirror on purpose (every CDN app then fails)")
     max_restarts: int = Field(5, ge=0, description="Browser restarts per batch before the rest is marked missing")
     recheck_timeouts: bool = Field(True, description="An app that timed out or hung beside others is checked again "
-                                                     "alone before the verdict stands (verdicts must not depend on "
+                                                     "alone before the verdict stands, and an app whose page crashed "
+                                                     "is checked again alone and judged crashed only if it crashes "
+                                                     "there too, else it has no verdict (verdicts must not depend on "
                                                      "load or concurrency)")
     probe: ProbeConfig = Field(default_factory=ProbeConfig)
     clock: ClockConfig = Field(default_factory=ClockConfig)

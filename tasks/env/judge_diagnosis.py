@@ -104,7 +104,8 @@ def with_observed_findings(diag: Diagnosis, html: str, failures: list[dict[str, 
         (major if blocking else minor).append(Finding(
             description=f"{OBSERVED_TAG} {_observed_description(f)}", code_quotes=quotes,
             explanation=f"observed in headless Chromium by the interaction probe; {'blocking' if blocking else 'not blocking'}: {why}"))
-        item = None if blocking else item_for_control(items or [], f)
+        # the control worked for its user when its effect showed before the error: the item is not failed by it
+        item = None if blocking or f.get("effect_shown") else item_for_control(items or [], f)
         if item is not None and item["id"] not in severe:
             severe.add(item["id"])
             rubric_major.append(Finding(item_id=item["id"], scope=item["scope"], code_quotes=quotes,

@@ -12,9 +12,10 @@ Hostile pages, judged as a user sees them:
   before the app's and the probe's) lets ``window.open`` through once per gesture (a trusted input event, or
   one the interaction probe dispatches) within Chromium's activation lifespan, and otherwise refuses it
   (``null``, as the popup blocker answers) and counts it; the page is then judged as it is.
-- **Reload loops.** Navigation away is answered 204 after load (the page stays). A page that reloads itself
-  ``reload_loop_after`` times before anyone acts never settles for a user: status ``reload_loop``, a
-  runtime failure. One reload a user asked for (a button) is an action's navigation and stays clean. The page
+- **Reload loops.** Navigation away is answered 204 after load (the page stays). A reload the page asks for
+  at load, with no user action, is let through once (``let_reload_through``): a browser loads the page again, and
+  a new document that asks again reloads forever in a browser, so that is ``reload_loop``, a runtime failure, as
+  is a document that reloads itself ``reload_loop_after`` times before anyone acts. One reload a user asked for (a button) is an action's navigation and stays clean. The page
   counts its own attempts (``SELF_NAVIGATIONS_JS``: the Navigation API's ``navigate`` events, on its clock); the
   requests that reach the route are fewer, and how many arrive before the verdict depends on the machine's load.
 
@@ -66,6 +67,7 @@ SELF_NAVIGATIONS_JS = """(() => {
 })();"""
 REFUSED_POPUP = "a popup no user gesture opened: the browser's popup blocker refuses it"
 NAVIGATION_STAYS = "navigation away after load: answered 204, the page stays"
+RELOAD_ONCE = "a reload the page asked for at load, with no user action: let through once, as a browser loads it"
 APP_FILE = "the application is one HTML file: nothing else is served from its origin"
 CORS = {"access-control-allow-origin": "*"}
 
@@ -104,6 +106,13 @@ def _leaves_page(req: Any, session: Any) -> bool:
     return frame is None or (frame.parent_frame is None and not _checking(req, session))
 
 
+def let_reload_through(req: Any, session: Any) -> bool:
+    """The load page's first reload of itself after load and before the probe acts (no user asked for it)."""
+    frame = _frame(req)
+    return (session.loaded and not session.started and not session.reloaded and not session.checking
+            and req.is_navigation_request() and frame is not None and frame.parent_frame is None and is_self(req.url))
+
+
 async def route_request(route: Any, html: str, ev: Any, session: Any, mirror: CdnMirror | None,
                         served: ServedFiles | None = None) -> None:
     """Answer one request of the app's context (the page, its frames and workers) and record what was not served.
@@ -111,6 +120,11 @@ async def route_request(route: Any, html: str, ev: Any, session: Any, mirror: Cd
     URL it asked for, and the body never crosses Playwright's pipe."""
     req = route.request
     url, rtype = req.url, req.resource_type
+    if let_reload_through(req, session):
+        session.reloaded = True
+        record(ev, session, url, rtype, "navigation", "let_through", RELOAD_ONCE)
+        await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=html)
+        return
     if session.loaded and req.is_navigation_request() and _leaves_page(req, session):
         # Navigation away (a link, location.href, a reload, a form submit) after load: "204 No Content" keeps the
         # page. It is an attempt to leave the sandbox too, so it is listed with the other blocked requests.
@@ -209,8 +223,13 @@ async def self_navigations(page: Any, answer_s: float) -> int | None:
     return int(n) if isinstance(n, (int, float)) else None
 
 
-def reload_loop(blocked: list[dict[str, Any]], reload_loop_after: int, attempts: int | None) -> bool:
+def reload_loop(blocked: list[dict[str, Any]], reload_loop_after: int, attempts: int | None,
+                reloaded: bool = False) -> bool:
     """After the settle time: whether the page kept reloading itself, so it never settled for a user. ``attempts``:
-    the page's own count (``self_navigations``); the routed reloads in ``blocked`` stand in when it has none, and
-    count when they are more (each was an attempt) (pure)."""
-    return max(attempts or 0, reloads_before_actions(blocked)) >= reload_loop_after
+    the current document's own count (``self_navigations``); the routed reloads in ``blocked`` stand in when it has
+    none, and count when they are more (each was an attempt). ``reloaded``: the page's first reload was let through
+    (``let_reload_through``), and its new document asking once more is a loop (pure)."""
+    routed = reloads_before_actions(blocked)
+    if reloaded:
+        return max(attempts or 0, routed - 1) >= 1
+    return max(attempts or 0, routed) >= reload_loop_after

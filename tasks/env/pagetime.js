@@ -225,6 +225,7 @@
   }
   const endsPending = () => { let n = 0; for (const [t, names] of ending) { if (t.isConnected) n += names.size; else ending.delete(t); } return n; };
   const loadingImages = () => { let n = 0; for (const i of document.images) if (!i.complete) n++; return n; };
+  T.scriptsLoading = () => scripts.size;  // asked for after load, not yet run or failed
   T.state = () => ({ticks: pw ? ticks() : null, mutations: T.mutations, next_due: pw ? T.nextDue() : null,
                     real_work: T.inflight + scripts.size + loadingImages() + (seeRunning(), endsPending()),
                     fallback: T.fallback,

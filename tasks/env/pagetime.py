@@ -104,6 +104,38 @@ async def let_pass(page: Any, ms: float, clock: ClockConfig) -> None:
         await asyncio.sleep((ms - done) / 1000)
 
 
+POLL_S = 0.05  # how often a wait for the machine (a request, the route) looks again
+
+
+async def until(done: Any, bound_s: float) -> bool:
+    """Wait in wall time, at most ``bound_s``, until ``done()`` (what the machine does: the route answering a
+    navigation, a document loading); True when it came. Not a wait of the page's: its clock stays as it is."""
+    end = time.monotonic() + bound_s
+    while not done():
+        if time.monotonic() >= end:
+            return False
+        await asyncio.sleep(POLL_S)
+    return True
+
+
+async def scripts_ran(page: Any, bound_s: float) -> bool:
+    """Wait in wall time, at most ``bound_s``, until every script the page asked for after load has run or failed
+    (its fetch is the machine's time, not the page's: under load a library can still be arriving when page time
+    says the page has settled, and a user acts after the page's scripts ran). True when there was one to wait for,
+    so the caller lets the page time after it that a user would give it."""
+    js = "() => window.__rrTime && window.__rrTime.scriptsLoading ? window.__rrTime.scriptsLoading() : 0"
+    end, waited = time.monotonic() + bound_s, False
+    while time.monotonic() < end:
+        try:
+            if not await asyncio.wait_for(page.evaluate(js), max(end - time.monotonic(), 0.1)):
+                return waited
+        except Exception:  # a page that does not answer is judged by the steps after this one
+            return waited
+        waited = True
+        await asyncio.sleep(POLL_S)
+    return waited
+
+
 def answer_window_s(max_slowdown: float) -> float:
     """How long a page's main thread may take to answer a read before it counts as not answering (an endless loop):
     a read's time on a renderer starved ``max_slowdown`` times over (env.runtime.max_slowdown)."""

@@ -115,6 +115,8 @@ class ProbeSession:
         self.answer_s = answer_s  # a page not answering a read this long is hung (pagetime.answer_window_s)
         self.deadline: Any = None  # when the session's hard limit ends it (loop time), once it runs: a hang is told first
         self.loaded = False  # after this, navigation away is stopped
+        self.reloaded = False  # the page's one reload at load was let through (navigation.let_reload_through)
+        self.new_documents = 0  # load events of the load page since that reload
         self.started = False  # after this, page errors belong to the probe, not the load
         self.idle: tuple[dict[str, Any], float] | None = None  # the liveness sample taken while the app settled
         self.checking = False  # after this, the executable checks open pages and navigate: not the app's doing
@@ -131,6 +133,10 @@ class ProbeSession:
         except (ValueError, KeyError, TypeError):
             pass
         return True
+
+    def document_loaded(self, *_: Any) -> None:
+        if self.reloaded:
+            self.new_documents += 1
 
     def navigation(self, url: str) -> None:
         self.navigations.append({"url": url[:500], "action": self.current_action})

@@ -102,6 +102,7 @@ def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> Dec
     if not inter or inter.get("status") != "ok":
         return None
     from tasks.env.probe import interaction_failures
+    from tasks.env.severity import failed_the_user
 
     facts = item_facts(item)
     live = inter.get("liveness") or {}
@@ -113,7 +114,10 @@ def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> Dec
                     f"change in {live.get('gap_s')}s while idle", [])
     if item.get("scope") != "dynamic":  # what a control does is dynamic behaviour; its display is not
         return None
+    acts = inter.get("actions") or []
     for f in interaction_failures(inter):
+        if f["kind"] == "error" and not failed_the_user(f, acts):
+            continue  # thrown after the control's effect showed: the effect the item asks for is there
         if names_control(facts, f.get("label"), f.get("target")):
             return ("major", f"using {f['label']!r} fails ({f['kind']}: {str(f.get('message') or '')[:120]})",
                     f"{HEURISTIC}: the item names this control and the interaction probe saw it fail", [])

@@ -60,18 +60,20 @@ from schemas.config.env import RuntimeConfig
 from tasks.env.capture import answer_dialog, record_console
 from tasks.env.cdn import CdnMirror, configured_mirror
 from tasks.env.checks import CheckPlan, run_checks
-from tasks.env.evidence import CHECKED, CheckRecord, LoadRecord, RuntimeEvidence
+from tasks.env.evidence import CHECKED, CheckRecord, RuntimeEvidence
 from tasks.env.launch import ServedFiles, launch_args, sandbox_launch
-from tasks.env.navigation import (POPUP_JS, SELF_NAVIGATIONS_JS, block_websocket, count_refused_popups, on_popup,
-                                  on_request_failed, reload_loop, route_request, self_navigations)
-from tasks.env.page import APP_URL, BLANK_JS, page_error_record, stack_offset
-from tasks.env.pagetime import (answer_window_s, hold_end, hold_hard_limit, install_controlled_clock, let_pass,
-                               page_clock_ms, require_clock_hook)
-from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, idle_sample, run_probe
+from tasks.env.load import load_app
+from tasks.env.navigation import (POPUP_JS, SELF_NAVIGATIONS_JS, block_websocket, on_popup,
+                                  on_request_failed, route_request)
+from tasks.env.page import page_error_record, stack_offset
+from tasks.env.pagetime import (answer_window_s, hold_end, hold_hard_limit, install_controlled_clock, require_clock_hook)
+from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, run_probe
 from tasks.env.shots import ScreenshotSpec, take_screenshot
 
 log = logging.getLogger("rubricrl.env")
 VIEWPORT = {"width": 1280, "height": 800}
+CRASHED_BESIDE_OTHERS = ("the page crashed beside other work and not when checked again alone: the machine's "
+                         "memory or CPU pressure, not the app (no verdict)")
 
 
 class BrowserRuntime:
@@ -211,13 +213,18 @@ class BrowserRuntime:
             pending[0] -= 1
             if not pending[0]:
                 first_pass.set()
-            if self.cfg.recheck_timeouts and len(htmls) > 1 and ev.timed_out:
-                # Beside other apps a slow one may time out that would not alone: once the batch's first pass
-                # is over, check it again with the batch to itself, one recheck at a time; the verdict alone
-                # stands (the same app, the same verdict, at any concurrency).
+            crashed = ev.status == "crashed"
+            if self.cfg.recheck_timeouts and ((len(htmls) > 1 and ev.timed_out) or crashed):
+                # Beside other apps a slow one may time out that would not alone, and a renderer may crash under
+                # the machine's memory or CPU pressure (the trainer's too, so a batch of one is checked again): once
+                # the batch's first pass is over, check it again with the batch to itself, one recheck at a time.
+                # A time-out's verdict alone stands; a crash is the app's only if it crashes alone too, else the
+                # machine's, and the app gets no verdict (the same app, the same verdict, at any load).
                 await first_pass.wait()
                 async with alone:
                     again = await self._check_guarded(htmls[i], plans[i])
+                if crashed and again.status not in ("crashed", "unavailable"):
+                    again = RuntimeEvidence(status="unavailable", error=CRASHED_BESIDE_OTHERS)
                 again.rechecked_from = ev.status if ev.status != "ok" else "probe_hung"
                 return again
             return ev
@@ -272,7 +279,7 @@ class BrowserRuntime:
                 holding = asyncio.ensure_future(hold_hard_limit(limit, page, self.cfg.hard_limit_s,
                                                                 self.cfg.max_slowdown))
                 try:
-                    ev.record(await self._load(page, ev, session, limit))
+                    ev.record(await load_app(page, ev, session, limit, self.cfg))
                     if ev.status in CHECKED:
                         await self._screenshot(page, html, "load", limit)  # what the user sees before anyone acts
                     if self._probes(ev):
@@ -339,41 +346,11 @@ class BrowserRuntime:
                 ev.page_errors.append(page_error_record(html, getattr(exc, "name", "Error"),
                                                         getattr(exc, "message", str(exc)), getattr(exc, "stack", "") or ""))
         listeners = {"pageerror": on_error, "console": lambda msg: record_console(msg, html, ev, session),
-                     "crash": lambda _p: setattr(ev, "status", "crashed"),
+                     "crash": lambda _p: setattr(ev, "status", "crashed"), "load": session.document_loaded,
                      "dialog": lambda d: asyncio.ensure_future(answer_dialog(d, session))}
         for name, fn in listeners.items():
             page.on(name, fn)
         return page, lambda: [page.remove_listener(name, fn) for name, fn in listeners.items()], probing
-
-    async def _load(self, page: Any, ev: RuntimeEvidence, session: ProbeSession, limit: Any) -> LoadRecord:
-        """Load the app (``limit``: the session's hard limit), let the settle time pass (page time; the probe's idle
-        liveness sampled across it) and read the page as loaded: a reload loop, a blank body, errors at load."""
-        try:
-            await page.goto(APP_URL, wait_until="load", timeout=self.cfg.load_timeout_s * 1000)
-        except Exception as e:
-            if "Timeout" not in type(e).__name__ and "Timeout" not in str(e):
-                raise
-            if not await self._still_loading(page, limit):
-                return LoadRecord("load_timeout")
-        session.loaded = True
-        probe, sampled_s = self.cfg.probe, 0.0
-        if probe.enabled:
-            await let_pass(page, probe.liveness_start_s * 1000, self.cfg.clock)
-            session.idle, sampled_s = await idle_sample(page, probe), probe.liveness_start_s
-        await let_pass(page, (self.cfg.settle_time_s() - sampled_s) * 1000, self.cfg.clock)
-        reloads = await self_navigations(page, session.answer_s)
-        await count_refused_popups(page, ev, session.answer_s)
-        if ev.status != "ok":  # a failure a listener saw (a crash) stands
-            return LoadRecord(ev.status)
-        if reload_loop(ev.blocked_requests, self.cfg.reload_loop_after, reloads):
-            return LoadRecord("reload_loop")
-        try:
-            budget = max(self.cfg.hard_limit_s - self.cfg.load_timeout_s - self.cfg.settle_time_s(), 1.0)
-            blank = bool(await asyncio.wait_for(page.evaluate(BLANK_JS), budget))
-        except asyncio.TimeoutError:
-            return LoadRecord("unresponsive")  # e.g. an infinite loop started by a timer after load
-        status = "page_error" if ev.page_errors else "blank" if blank else "ok"
-        return LoadRecord(status, blank_body=blank)
 
     def _probes(self, ev: RuntimeEvidence) -> bool:
         """Whether the probe uses the settled app: a working one, or one with an uncaught error at load whose use
@@ -400,28 +377,6 @@ class BrowserRuntime:
     async def _screenshot(self, page: Any, html: str, moment: str, limit: Any) -> None:
         if self.screenshots is not None:
             await take_screenshot(page, html, moment, self.screenshots, self.shots, limit)
-
-    async def _still_loading(self, page: Any, limit: Any) -> bool:
-        """Past the load timeout: a page whose main thread still answers is busy, not hung. It may fire its load
-        event until it has lived the hard limit less the settle and probe time on its own clock. No wall bound of
-        its own: the session's deadline (``limit``, which ``hold_hard_limit`` moves for a page the machine starves,
-        up to its wall cap) ends it, and a read of the page's clock ends with it, as the hold's does; True when the
-        page loaded."""
-        probe, loop = self.cfg.probe, asyncio.get_running_loop()
-        reserve = self.cfg.settle_time_s() + (probe.budget_s if probe.enabled else 0.0)
-        while True:
-            # the heartbeat, and the page's own time: an answer within the window a starved frame needs
-            window = min(answer_window_s(self.cfg.max_slowdown), limit.when() - loop.time() - 0.25)
-            lived = await page_clock_ms(page, max(0.1, window))
-            if lived is None or lived / 1000 >= self.cfg.hard_limit_s - reserve:
-                return False
-            try:
-                await page.wait_for_load_state("load", timeout=1000)
-                return True
-            except Exception as e:
-                if "Timeout" not in type(e).__name__ and "Timeout" not in str(e):
-                    return False
-
 
 _SHARED: dict[str, BrowserRuntime] = {}
 _SHARED_LOCK = threading.Lock()

@@ -7,9 +7,12 @@ a probe action raised made the whole app runtime-invalid. ``env.runtime.probe.er
 - ``evidence``: a failure blocks when the evidence says the app stopped working for its user: a hang; a submit
   that reloads the page (the whole app's state is lost); an error after which the app's main loop (its animation
   frames, running before any action) no longer runs; failures on most of the controls the probe used (native
-  controls and elements with click or drag listeners; every key is one control, the keyboard). Otherwise the
-  error is confined to one control's handler: a minor code_simulation finding plus a major finding on the rubric
-  item that control serves (``judge_diagnosis.py``).
+  controls and elements with click or drag listeners; every key is one control, the keyboard), where a control
+  failed its user when its handler threw or nothing it should change showed (``failed_the_user``: an error that a
+  deferred helper throws after the control's effect showed is that control's defect, not a failure of it).
+  Otherwise the error is confined to one control's handler: a minor code_simulation finding plus a major finding on the rubric
+  item that control serves (``judge_diagnosis.py``); after the control's effect showed (``effect_shown``), the minor
+  finding alone: the item's effect is there.
 
 The default is the rule that agrees better with the benchmark's own functional tests (docs/sandbox.md has the
 figures; ``bench/bench_realapps.py --set env.runtime.probe.error_rule=gate`` measures the other one).
@@ -47,6 +50,18 @@ def controls(actions: list[dict[str, Any]]) -> dict[int, str]:
     return out
 
 
+def failed_the_user(error: dict[str, Any], actions: list[dict[str, Any]]) -> bool:
+    """An error failed the user of its control when the handler itself threw (``sync``), or when the action showed
+    nothing (no change of ``ANSWERS``). A deferred helper that throws after the control's effect showed (a
+    ``setTimeout`` or promise after the handler returned) is a defect of that control, not a dead one, so it does not
+    count toward "most controls failing" (pure)."""
+    if error.get("sync") is not False:
+        return True
+    i = error.get("action")
+    a = actions[i] if isinstance(i, int) and 0 <= i < len(actions) else {}
+    return not set(a.get("changed") or ()) & set(ANSWERS)
+
+
 def main_loop_stopped(inter: dict[str, Any]) -> bool:
     """The app drew frames by itself before any action and drew none after the probe (pure)."""
     before, after = inter.get("liveness") or {}, inter.get("loop_after") or {}
@@ -62,10 +77,12 @@ def classify_failures(inter: dict[str, Any] | None, rule: str) -> list[dict[str,
     if rule == "gate" or not failures:
         return [{**f, "blocking": True, "why": "an interaction error fails the runtime gate"} for f in failures]
     d = inter or {}
-    ctl = controls(d.get("actions") or [])
+    acts = d.get("actions") or []
+    ctl = controls(acts)
     # every caused error counts, not only the first of each message: two buttons throwing alike are two controls
-    failing = {ctl[i] for i in [e.get("action") for e in d.get("errors") or [] if e.get("caused")]
-               + [f.get("action") for f in failures] if i in ctl}
+    failing = {ctl[i] for i in [e.get("action") for e in d.get("errors") or [] if e.get("caused")
+                                and failed_the_user(e, acts)]
+               + [f.get("action") for f in failures if f["kind"] != "error" or failed_the_user(f, acts)] if i in ctl}
     used = set(ctl.values())
     most = bool(used) and len(failing) * 2 > len(used)
     stopped = main_loop_stopped(d)
@@ -79,6 +96,10 @@ def classify_failures(inter: dict[str, Any] | None, rule: str) -> list[dict[str,
             why = "the app's main loop stopped after this error"
         elif most:
             why = f"failures on most controls ({len(failing)} of {len(used)} used)"
+        elif f["kind"] == "error" and not failed_the_user(f, acts):
+            out.append({**f, "blocking": False, "effect_shown": True,
+                        "why": "thrown after this control's effect showed, outside its handler"})
+            continue
         else:
             out.append({**f, "blocking": False, "why": "confined to this control's handler"})
             continue
