@@ -3,10 +3,10 @@
 The flow writes the whole resolved configuration once into the run folder
 (``<data_dir>/runs/train-rl/<run>/config.json``; its ``llm.provider`` is the provider this flow
 resolved, never ``auto``) and starts the job (``python -m training --config``
-that file, or torchrun for several processes) as a process. Every step the job calls the
-``score-step`` flow (``flows/score_step.py``), which reads the same file: the environment (gates,
-judge, hierarchical reward) and attribution (direct/context spans -> token membership) run as flow
-tasks, never inside the trainer. Afterwards the flow publishes the per-step records as the
+that file, or torchrun for several processes) as a process, by ``training/jobs.py`` (train-sft's
+launcher too). Every step the job calls the ``score-step`` flow (``flows/score_step.py``), which reads
+the same file: the environment (gates, judge, hierarchical reward) and attribution (direct/context
+spans -> token membership) run as flow tasks, never inside the trainer. Afterwards the flow publishes the per-step records as the
 ``rollouts``, ``train_steps`` and ``attributions`` stages, and the ``judgments``, ``rewards`` and
 ``check_results`` stages by ``tasks/env/publish.py`` (the one seam of every flow that scores).
 
@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -40,8 +38,7 @@ from tasks.rl.plots import write_run_plots
 from tasks.rl.step_run import read_step_scores
 from tasks.stages.stage import StageOutcome, StageSpec, run_stage
 from training.config import with_mode_reward
-
-REPO = Path(__file__).resolve().parent.parent
+from training.jobs import GRPO_JOB, run_job
 
 
 def _api_url() -> str | None:
@@ -52,19 +49,6 @@ def _api_url() -> str | None:
             return str(c.api_url)
     except Exception:  # noqa: BLE001 - no server reachable: the job's flows start their own
         return None
-
-
-def launch_job(cfg_path: Path, nproc: int, env: dict[str, str], log_path: Path) -> None:
-    if nproc > 1:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-               "-m", "training", "--config", str(cfg_path)]
-    else:
-        cmd = [sys.executable, "-m", "training", "--config", str(cfg_path)]
-    with open(log_path, "ab") as log:
-        res = subprocess.run(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    if res.returncode != 0:
-        tail = log_path.read_text(errors="replace")[-3000:]
-        raise RuntimeError(f"the GRPO job exited with code {res.returncode}; its log is {log_path}:\n{tail}")
 
 
 def step_judge_providers(records: Path) -> dict[str, str]:
@@ -135,7 +119,7 @@ def train_rl(profile: str = "demo", sets: list[str] | None = None, force: bool =
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if (url := _api_url()) is not None:
         env["PREFECT_API_URL"] = url
-    launch_job(cfg_path, nproc, env, run_dir / "job.log")
+    run_job(GRPO_JOB, cfg_path, run_dir / "job.log", nproc=nproc, env=env, append=True)
     summary = json.loads((run_dir / "summary.json").read_text())
     final = run_dir / FINAL_MODEL
     ckpt = store.root / CHECKPOINTS / f"rl-{run_dir.name}" / FINAL_MODEL

@@ -130,6 +130,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_synthesize.py": ("unit",),
     "test_train_ablation.py": ("training", "deepspeed"),
     "test_train_invariance.py": ("training", "deepspeed"),
+    "test_train_jobs.py": ("unit",),
     "test_train_loop.py": ("training", "deepspeed"),
     "test_train_objective.py": ("unit",),
     "test_train_plots.py": ("unit",),

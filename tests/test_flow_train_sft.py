@@ -1,22 +1,14 @@
 """train-sft end to end: chat export -> SFT job in a subprocess (DeepSpeed, tiny model, CPU) -> checkpoint
 installed at checkpoints/sft/final_model, sft_steps stage with a falling loss, loss curve; re-run does
-no work; bad inputs are clear errors."""
+no work; bad inputs are clear errors (the export's rows as examples: tests/test_train_jobs.py)."""
 import asyncio
 
 import pytest
 
-from flows.train_sft import chat_to_examples, train_sft
+from flows.train_sft import train_sft
 from tasks.rl.checkpoints import newest_policy
 from tasks.stages.store import StageStore
 from fakes.policy_data import build_references, write_export
-
-
-def test_chat_rows_become_query_answer_examples():
-    rows = [{"query_id": "q1", "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"},
-                                            {"role": "assistant", "content": "A"}]}]
-    assert chat_to_examples(rows) == [{"query_id": "q1", "query": "Q", "answer": "A"}]
-    with pytest.raises(ValueError, match="re-run generate-sft"):
-        chat_to_examples([{"answer_id": "q2:t", "messages": [{"role": "user", "content": "Q"}]}])
 
 
 def test_missing_export_names_generate_sft(prefect_harness, data_dir):
