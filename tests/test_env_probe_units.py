@@ -123,15 +123,18 @@ def test_the_change_codes_are_one_table_that_the_page_script_measures():
     assert ANSWERS == ("m", "c", "d", "dl")  # scroll and form values move under the probe's own fill and scroll
 
 
-WAITS = {("asyncio", "sleep"), ("time", "sleep")}  # a wait on the machine's clock
+# a wait on the machine's clock: a sleep, or a wait bounded by wall time (asyncio's wait, wait_for, timeout)
+WAITS = {("asyncio", "sleep"), ("time", "sleep"), ("asyncio", "wait"), ("asyncio", "wait_for"), ("asyncio", "timeout"),
+         ("asyncio", "timeout_at")}
 CLOCK_OWNER = "pagetime.py"  # the one module that lets page time pass (and falls back to wall time, saying so)
 NOT_A_PAGE = {"mirror_serve.py": "the CDN mirror's server process: it waits for its browser to exit, never on a page"}
 
 
 def test_no_wall_clock_wait_in_the_environment_outside_the_clock():
-    """Every wait of the load, the probe and the checks goes through page time (tasks/env/pagetime.py): a sleep
-    or a Playwright wait_for_timeout anywhere else in tasks/env would leave the controlled clock paused while the
-    machine's time passes (the probe's loop_after did, and judged running animations stopped)."""
+    """Every wait of the load, the probe and the checks goes through page time (tasks/env/pagetime.py): a sleep,
+    a wait bounded by wall time (asyncio.wait, wait_for, timeout) or a Playwright wait_for_timeout anywhere else
+    in tasks/env would leave the controlled clock paused while the machine's time passes (the probe's loop_after
+    did, and judged running animations stopped), or bound a page's answer by another rule than its clock's."""
     import ast
     from pathlib import Path
 
@@ -236,7 +239,8 @@ def test_a_probe_wait_goes_on_while_the_page_answers_and_a_hang_is_told_before_t
         work_s, answer_s, window_s, deadline_in, want):
     import asyncio
 
-    from tasks.env.probe import ProbeSession, answered
+    from tasks.env.pagetime import answered
+    from tasks.env.probe import ProbeSession
 
     async def go() -> tuple[str, float]:
         loop = asyncio.get_running_loop()
@@ -246,7 +250,7 @@ def test_a_probe_wait_goes_on_while_the_page_answers_and_a_hang_is_told_before_t
             session.deadline = lambda: end
         t0 = loop.time()
         try:
-            await answered(_SlowPage(answer_s), asyncio.sleep(work_s, "done"), 0.1, session)
+            await answered(_SlowPage(answer_s), asyncio.sleep(work_s, "done"), 0.1, session.answer_s, session.deadline)
             return "done", loop.time() - t0
         except asyncio.TimeoutError:
             return "hung", loop.time() - t0

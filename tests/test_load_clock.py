@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from schemas.config.env import RuntimeConfig
-from tasks.env.pagetime import clock_of, install_controlled_clock, let_pass
+from tasks.env.clock_install import install_controlled_clock
+from tasks.env.pagetime import clock_of, let_pass
 
 CFG = RuntimeConfig()
 pytestmark = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
@@ -61,7 +62,7 @@ def test_a_page_whose_frames_cannot_run_in_real_time_leaves_for_its_own_clock():
 async def _check_hook(hook: str) -> None:
     from playwright.async_api import async_playwright
 
-    from tasks.env.pagetime import require_clock_hook
+    from tasks.env.clock_install import require_clock_hook
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CFG.executable_path)
         try:
@@ -75,7 +76,7 @@ def test_the_clock_hook_page_time_reads_is_checked_at_start_and_its_absence_name
     hook of another name) stops the start with the installed version named, instead of real time in silence."""
     from importlib.metadata import version
 
-    from tasks.env.pagetime import CLOCK_HOOK
+    from tasks.env.clock_install import CLOCK_HOOK
 
     asyncio.run(_check_hook(CLOCK_HOOK))
     with pytest.raises(RuntimeError, match=f"Playwright {version('playwright')}'s clock has no globalThis.__pwClock2"):

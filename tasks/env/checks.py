@@ -42,7 +42,7 @@ from schemas.config.checks import ChecksConfig
 from tasks.env.check_steps import Failed, Inconclusive, StepRun, reads_only
 from tasks.env.lanes import Lane
 from tasks.env.page import APP_URL
-from tasks.env.pagetime import CLOCK_READ_S, OutOfTime, PageTime, limit_passed, page_clock_ms
+from tasks.env.pagetime import OutOfTime, PageTime
 
 ItemChecks = list[tuple[str, Check]]
 Reading = Callable[[Any, PageTime, list[dict[str, Any]]], Awaitable[None]]  # reads a fresh document, no time passing
@@ -73,32 +73,6 @@ def result_record(item_id: str, status: str, *, step: int | None = None, kind: s
     return {"item_id": item_id, "status": status, "step": step, "step_kind": kind, "reason": reason[:1000],
             "observed": short(observed), "expected": short(expected), "errors": list(errors or [])[:10],
             "duration_s": round(duration_s, 3), "clock": clock, "clock_reason": clock_reason}
-
-
-async def _outlive(task: asyncio.Future, t: PageTime, limit_s: float, wall_cap_s: float) -> Any:
-    """Await ``task`` (a check whose controlled clock keeps its own limit) up to ``wall_cap_s`` while the page
-    lives (its own clock advances; two readings in a row that do not mean it stopped);
-    on the page's own clock, past ``limit_s`` of wall time it goes on while the time the check let pass on that
-    clock (``PageTime.used_ms``) is short of the limit. Else it is cancelled and OutOfTime raised."""
-    wall0, last, misses, wait_s = time.monotonic(), -1.0, 0, min(limit_s, wall_cap_s)
-    while True:
-        done, _ = await asyncio.wait({task}, timeout=max(wait_s, 0.05))
-        if done:
-            return task.result()
-        wall = time.monotonic() - wall0
-        # a page on the controlled clock that answers at all is alive, however slowly a starved machine runs it
-        now = await page_clock_ms(t.page, CLOCK_READ_S * (t.cfg.max_slowdown if t.controlled else 1))
-        misses = misses + 1 if now is None or now <= last else 0
-        why = (f"wall limit of {wall_cap_s:g}s reached" if wall >= wall_cap_s else
-               "the page stopped answering" if misses >= 2 else
-               None if t.controlled or limit_passed(wall, t.used_ms(), limit_s * 1000, t.cfg.max_slowdown) is None
-               else f"check time limit of {limit_s:g}s (page time) reached")
-        if why is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            raise OutOfTime(why)
-        last = now if now is not None else last
-        wait_s = min(1.0 if t.controlled else max((limit_s * 1000 - t.used_ms()) / 1000, 0.5), wall_cap_s - wall)
 
 
 async def _fresh_document(page: Any, t: PageTime, cfg: ChecksConfig, load_timeout_s: float) -> None:
@@ -135,7 +109,7 @@ async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConf
                              errors=run.errors, duration_s=time.perf_counter() - started, **kw)
 
     try:
-        await _outlive(asyncio.ensure_future(steps()), t, t.limit_ms / 1000, wall_cap_s)
+        await t.outlive(asyncio.ensure_future(steps()), t.limit_ms / 1000, wall_cap_s)
         state["step"] = None
         out = rec("passed")
     except Failed as f:
@@ -203,7 +177,7 @@ async def _read_together(lane: Lane, todo: list[tuple[int, tuple[str, Check]]], 
         await reading(page, t, errors)
 
     try:
-        await _outlive(asyncio.ensure_future(reads()), t, t.limit_ms / 1000, wall_cap_s)
+        await t.outlive(asyncio.ensure_future(reads()), t.limit_ms / 1000, wall_cap_s)
     except Exception:  # out of time or the page gone: what was read at once before stands
         pass
     await lane.forget(t)

@@ -7,11 +7,10 @@ probe is done with it. Read by ``tasks/env/checks.py``.
 """
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from tasks.env.page import page_error_record
-from tasks.env.pagetime import CLOCK_READ_S, PageTime
+from tasks.env.pagetime import CLOCK_READ_S, PageTime, read, within
 
 # The clock as a check ended, and the page ready for the next one (one round trip).
 _FORGET_JS = """() => { const T = window.__rrTime; if (!T) { try { sessionStorage.clear(); } catch (e) {} return null; }
@@ -55,11 +54,11 @@ class Lane:
         check ended (read in the same round trip)."""
         page, self.opening = self.page, []
         try:
-            state = await asyncio.wait_for(page.evaluate(_FORGET_JS), CLOCK_READ_S)
+            state = await read(page, _FORGET_JS, CLOCK_READ_S)
             if t is not None:
                 if not state:  # not a document of the app (its time keeper is gone): the page is not reused
                     raise ValueError("no time keeper")
-                t.state = state
+                t.take(state)
             if page.viewport_size != self.viewport:
                 await page.set_viewport_size(self.viewport)
             if self.pointer_moved:
@@ -72,6 +71,6 @@ class Lane:
         if self.page is not None:
             page, self.page = self.page, None
             try:
-                await asyncio.wait_for(page.close(), 5)
+                await within(page.close(), 5)
             except Exception:
                 pass

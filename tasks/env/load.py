@@ -16,7 +16,7 @@ from schemas.config.env import RuntimeConfig
 from tasks.env.evidence import LoadRecord, RuntimeEvidence
 from tasks.env.navigation import count_refused_popups, reload_loop, self_navigations
 from tasks.env.page import APP_URL, BLANK_JS
-from tasks.env.pagetime import answer_window_s, let_pass, page_clock_ms, scripts_ran, until
+from tasks.env.pagetime import answer_window_s, let_pass, page_clock_ms, read, scripts_ran, until
 from tasks.env.probe import ProbeSession, idle_sample
 
 
@@ -46,7 +46,7 @@ async def load_app(page: Any, ev: RuntimeEvidence, session: ProbeSession, limit:
         return LoadRecord("reload_loop")
     try:
         budget = max(cfg.hard_limit_s - cfg.load_timeout_s - cfg.settle_time_s(), 1.0)
-        blank = bool(await asyncio.wait_for(page.evaluate(BLANK_JS), budget))
+        blank = bool(await read(page, BLANK_JS, budget))
     except asyncio.TimeoutError:
         return LoadRecord("unresponsive")  # e.g. an infinite loop started by a timer after load
     status = "page_error" if ev.page_errors else "blank" if blank else "ok"

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 from tasks.env.cdn import CdnMirror, unserved
 from tasks.env.launch import ServedFiles
 from tasks.env.page import APP_ORIGIN, APP_URL
+from tasks.env.pagetime import read
 
 POPUP_MARK = "\u0000rr-popup:"
 # Chromium's transient user activation lasts 5 s and one window.open consumes it.
@@ -202,7 +203,7 @@ async def count_refused_popups(page: Any, ev: Any, answer_s: float) -> None:
     if not ev.refused_popups:
         return
     try:
-        n = await asyncio.wait_for(page.evaluate("() => (window.__rrPopups || {refused: 0}).refused"), answer_s)
+        n = await read(page, "() => (window.__rrPopups || {refused: 0}).refused", answer_s)
         ev.refused_popups = max(ev.refused_popups, int(n))
     except Exception:  # a busy page keeps the count it reported
         pass
@@ -217,7 +218,7 @@ async def self_navigations(page: Any, answer_s: float) -> int | None:
     """How many times the page has tried to replace itself by its own URL (``SELF_NAVIGATIONS_JS``); None when it
     does not answer within ``answer_s`` (``pagetime.answer_window_s``), or cannot count."""
     try:
-        n = await asyncio.wait_for(page.evaluate("() => window.__rrSelfNavigations"), answer_s)
+        n = await read(page, "() => window.__rrSelfNavigations", answer_s)
     except Exception:
         return None
     return int(n) if isinstance(n, (int, float)) else None

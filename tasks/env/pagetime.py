@@ -29,21 +29,14 @@ limit_ms)``: ``await t.settle(ms)``, ``await t.wait(ms)``, ``Limit(t, ms).step()
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from pathlib import Path
 from typing import Any
 
 from schemas.config.checks import ChecksConfig, ClockConfig
 
-TIME_JS = Path(__file__).with_name("pagetime.js").read_text(encoding="utf-8")
 BEAT_MS = 20  # the page clock's beat: a gap longer than two beats counts as two (the renderer was starved)
 CLOCK_READ_S = 2.0  # a page that cannot answer a one-line evaluate in this long is not living either
 LOAD_STEP_MS = 100  # the load page's clock moves this far per step, so a page too heavy to keep up is seen early
-# Playwright's clock exposes no public way to read a page's pending timers or to advance one page alone: page time
-# (pagetime.js, probe.js) reads the library's in-page object. It is private, so every browser start checks it is
-# there (require_clock_hook) instead of letting every page fall back to real time in silence.
-CLOCK_HOOK = "globalThis.__pwClock"
 _LIVED_JS = "() => window.__rrTime ? window.__rrTime.lived() : null"
 # What a limit says once it has passed (limit_passed, Limit.step): the page had its time, so a verdict may stand;
 # or the machine starved it past max_slowdown, so there is none. Words of their own: "page" names a clock.
@@ -52,41 +45,6 @@ HAD_TIME, STARVED = "had_time", "starved"
 
 class OutOfTime(Exception):
     """The check's own limit of page time is spent (no verdict on the item)."""
-
-
-def time_script(clock: ClockConfig) -> str:
-    """The pages' time keeper (``pagetime.js``) with its settings."""
-    return TIME_JS + "(" + json.dumps({"beat_ms": BEAT_MS, "busy_reads": clock.busy_reads,
-                                    "gl_frame_ms": clock.gl_frame_ms}) + ");"
-
-
-async def install_controlled_clock(context: Any, clock: ClockConfig) -> None:
-    """Every page ``context`` opens from now on starts paused at ``clock.start``, with the time keeper. Before
-    any other init script, so the probe's and the environment's own waits keep the real timers."""
-    await context.clock.pause_at(clock.start)
-    await context.add_init_script(time_script(clock))
-
-
-async def require_clock_hook(browser: Any, clock: ClockConfig, hook: str = CLOCK_HOOK) -> None:
-    """Raise, naming the installed Playwright, when a page under ``context.clock`` has no ``hook`` (its
-    controller and the saved real timers): page time cannot be kept, and no verdict may silently run on the
-    machine's time instead."""
-    from importlib.metadata import version
-
-    context = await browser.new_context()
-    try:
-        await context.clock.pause_at(clock.start)
-        page = await context.new_page()
-        await page.route("**/*", lambda route: route.fulfill(body="<!DOCTYPE html><p>clock</p>", content_type="text/html"))
-        await page.goto("http://clock-check.rubricrl.test/")
-        found = await page.evaluate(f"() => !!({hook} && {hook}.controller && {hook}.builtins)")
-    finally:
-        await context.close()
-    if not found:
-        raise RuntimeError(f"Playwright {version('playwright')}'s clock has no {hook} (controller, builtins) in its "
-                           "pages: rubricrl's page time (tasks/env/pagetime.js, probe.js) reads it, so no app can be "
-                           "judged on the controlled clock. Install the pinned playwright (pyproject.toml) or port "
-                           "pagetime.js to this release.")
 
 
 async def let_pass(page: Any, ms: float, clock: ClockConfig) -> None:
@@ -105,6 +63,43 @@ async def let_pass(page: Any, ms: float, clock: ClockConfig) -> None:
 
 
 POLL_S = 0.05  # how often a wait for the machine (a request, the route) looks again
+
+
+async def within(aw: Any, bound_s: float) -> Any:
+    """``aw``'s result, or TimeoutError after ``bound_s`` of wall time: the one bound on what the machine does (a
+    context or a browser closing) and on a read a page must answer at once (``read``). Every wait of the
+    environment is one of this module's, so which clock it runs on is said here."""
+    return await asyncio.wait_for(aw, bound_s)
+
+
+def hard_limit(limit_s: float) -> "asyncio.Timeout":
+    """An app session's hard limit: ``limit_s`` of wall time from now, which ``hold_hard_limit`` then moves while
+    the page lives short of it on its own clock (a starved page is not stopped for the machine's load)."""
+    return asyncio.timeout(limit_s)
+
+
+async def read(page: Any, js: str, bound_s: float, arg: Any = None) -> Any:
+    """What ``js`` returns in ``page``, or TimeoutError when its main thread does not answer within ``bound_s``
+    (``answer_window_s``: a starved frame answers within it, an endless loop does not)."""
+    return await within(page.evaluate(js) if arg is None else page.evaluate(js, arg), bound_s)
+
+
+async def answered(page: Any, aw: Any, first_s: float, answer_s: float, deadline: Any = None) -> Any:
+    """The result of ``aw`` (an evaluate on ``page``) once it comes: after ``first_s``, and again after each
+    ``first_s`` more, the page's main thread is asked for its clock, and the wait goes on while it answers within
+    ``answer_s`` (a frame the machine's load starved, not a hang). TimeoutError when it does not answer, told
+    before ``deadline()`` (the session's hard limit, loop time) ends it, so the hang keeps the action that caused
+    it."""
+    task, loop = asyncio.ensure_future(aw), asyncio.get_running_loop()
+    try:
+        while not (await asyncio.wait({task}, timeout=first_s))[0]:
+            # the hang told with ``first_s`` still left before the hard limit, for what follows it in the session
+            left = deadline() - loop.time() - first_s if deadline else answer_s
+            if await page_clock_ms(page, max(0.1, min(answer_s, left))) is None:
+                raise asyncio.TimeoutError
+        return task.result()
+    finally:
+        task.cancel()
 
 
 async def until(done: Any, bound_s: float) -> bool:
@@ -260,16 +255,20 @@ class PageTime:
 
     @property
     def state(self) -> dict[str, Any]:
+        """The page's time as last read (``take``)."""
         return self._state
 
-    @state.setter
-    def state(self, new: dict[str, Any]) -> None:
+    def take(self, new: dict[str, Any]) -> dict[str, Any]:
+        """Keep a reading of the page's time keeper (``pagetime.js``'s ``state()``): a fall back to the page's own
+        clock keeps the controlled time it had, and a clock behind the last reading belongs to a new document (the
+        app reloaded itself), whose time counts on from the documents before."""
         old = self._state.get("ticks") or 0.0
         if self.controlled and new.get("fallback") is not None:
             self._controlled_ms = self.ticks  # as last read on the controlled clock: it runs in real time from here
         if (new.get("ticks") or 0.0) < old:
             self._base += old
         self._state = new
+        return new
 
     @property
     def controlled(self) -> bool:
@@ -304,14 +303,13 @@ class PageTime:
         return passed
 
     async def look(self) -> dict[str, Any]:
-        self.state = await self.page.evaluate("() => window.__rrTime.state()")
-        return self.state
+        return self.take(await self.page.evaluate("() => window.__rrTime.state()"))
 
     async def advance(self, ms: float) -> None:
         """Move the controlled clock ``ms`` on (timers and frames fire); past the check's limit: OutOfTime."""
         over = self.ticks + ms > self.limit_ms
-        self.state = await self.page.evaluate("(ms) => window.__rrTime.advance(ms)", max(self.limit_ms - self.ticks, 0)
-                                              if over else ms)
+        self.take(await self.page.evaluate("(ms) => window.__rrTime.advance(ms)",
+                                           max(self.limit_ms - self.ticks, 0) if over else ms))
         if over and self.controlled:
             raise OutOfTime(f"check time limit of {self.limit_ms / 1000:g}s (page time) reached")
 
@@ -368,6 +366,32 @@ class PageTime:
             await asyncio.sleep(self.cfg.poll_ms / 1000 / 2)
             await self.look()
         return True
+
+
+    async def outlive(self, task: asyncio.Future, limit_s: float, wall_cap_s: float) -> Any:
+        """Await ``task`` (a check whose controlled clock keeps its own limit) up to ``wall_cap_s`` while the page
+        lives (its own clock advances; two readings in a row that do not mean it stopped);
+        on the page's own clock, past ``limit_s`` of wall time it goes on while the time the check let pass on that
+        clock (``PageTime.used_ms``) is short of the limit. Else it is cancelled and OutOfTime raised."""
+        wall0, last, misses, wait_s = time.monotonic(), -1.0, 0, min(limit_s, wall_cap_s)
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=max(wait_s, 0.05))
+            if done:
+                return task.result()
+            wall = time.monotonic() - wall0
+            # a page on the controlled clock that answers at all is alive, however slowly a starved machine runs it
+            now = await page_clock_ms(self.page, CLOCK_READ_S * (self.cfg.max_slowdown if self.controlled else 1))
+            misses = misses + 1 if now is None or now <= last else 0
+            why = (f"wall limit of {wall_cap_s:g}s reached" if wall >= wall_cap_s else
+                   "the page stopped answering" if misses >= 2 else
+                   None if self.controlled or limit_passed(wall, self.used_ms(), limit_s * 1000, self.cfg.max_slowdown) is None
+                   else f"check time limit of {limit_s:g}s (page time) reached")
+            if why is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise OutOfTime(why)
+            last = now if now is not None else last
+            wait_s = min(1.0 if self.controlled else max((limit_s * 1000 - self.used_ms()) / 1000, 0.5), wall_cap_s - wall)
 
 
 class Limit:

@@ -46,7 +46,7 @@ from typing import Any
 from schemas.config.checks import ClockConfig
 from schemas.config.env import ProbeConfig
 from tasks.env.page import APP_URL, html_offset
-from tasks.env.pagetime import clock_of, let_pass, page_clock_ms
+from tasks.env.pagetime import answered, clock_of, let_pass, read, within
 
 # What the probe compares before and after each action, by the code an action's ``changed`` lists: code -> (what it
 # is, whether only the app changes it). probe.js takes its list of codes from here (PROBE_CHANGES below); its
@@ -228,8 +228,8 @@ def liveness(a: dict[str, Any], b: dict[str, Any], wall_gap_s: float) -> dict[st
 async def idle_sample(page: Any, cfg: ProbeConfig) -> tuple[dict[str, Any], float] | None:
     """The first liveness sample, right after load (errors from here on are tagged idle)."""
     try:
-        snap = await asyncio.wait_for(page.evaluate("() => { window.__rrProbe.action = %d; "
-                                                    "return window.__rrProbe.snapshot(); }" % IDLE), cfg.hang_grace_s)
+        snap = await read(page, "() => { window.__rrProbe.action = %d; return window.__rrProbe.snapshot(); }" % IDLE,
+                          cfg.hang_grace_s)
         return snap, time.perf_counter()
     except Exception:  # a page that does not answer now is judged by the load checks that follow
         return None
@@ -245,23 +245,6 @@ def dead_controls(actions: list[dict[str, Any]], navigations: list[dict[str, Any
             and not a.get("submit") and not any(nv["action"] == a["i"] for nv in navigations)]
 
 
-async def answered(page: Any, aw: Any, first_s: float, session: ProbeSession) -> Any:
-    """The result of ``aw`` (an evaluate on ``page``) once it comes: after ``first_s``, and again after each
-    ``first_s`` more, the page's main thread is asked for its clock, and the wait goes on while it answers within
-    ``session.answer_s`` (a frame the machine's load starved, not a hang). TimeoutError when it does not answer,
-    told before the session's hard limit ends it, so the hang keeps the action that caused it."""
-    task, loop = asyncio.ensure_future(aw), asyncio.get_running_loop()
-    try:
-        while not (await asyncio.wait({task}, timeout=first_s))[0]:
-            # the hang told with ``first_s`` still left before the hard limit, for what follows it in the session
-            left = session.deadline() - loop.time() - first_s if session.deadline else session.answer_s
-            if await page_clock_ms(page, max(0.1, min(session.answer_s, left))) is None:
-                raise asyncio.TimeoutError
-        return task.result()
-    finally:
-        task.cancel()
-
-
 async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSession, stack_offset: Any,
                     viewport: dict[str, int], idle: tuple[dict[str, Any], float] | None,
                     clock: ClockConfig) -> ProbeRecord:
@@ -273,10 +256,11 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
     grace = cfg.hang_grace_s
     try:
         plan = await answered(page, page.evaluate("([m, k]) => window.__rrProbe.plan(m, k)",
-                                                  [cfg.max_actions, cfg.max_keys]), grace, session)
+                                                  [cfg.max_actions, cfg.max_keys]), grace, session.answer_s, session.deadline)
         ev.planned = len(plan["actions"])
         # Liveness first, before any action, so motion is the app's own.
-        b = await answered(page, page.evaluate("() => window.__rrProbe.snapshot()"), grace, session)
+        b = await answered(page, page.evaluate("() => window.__rrProbe.snapshot()"), grace, session.answer_s,
+                           session.deadline)
         if idle is not None:
             ev.liveness = liveness(idle[0], b, round(time.perf_counter() - idle[1], 3))
         try:
@@ -285,7 +269,7 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
                                                      [plan["actions"], int(cfg.budget_s * 1000), cfg.seed,
                                                       int(cfg.request_wait_s * 1000),
                                                       int((cfg.budget_s + grace / 2) * 1000)]),
-                                 cfg.budget_s + cfg.request_wait_s + grace, session)
+                                 cfg.budget_s + cfg.request_wait_s + grace, session.answer_s, session.deadline)
         except asyncio.TimeoutError:
             i = session.current_action
             act = plan["actions"][i] if i is not None and 0 <= i < len(plan["actions"]) else {}
@@ -297,10 +281,10 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
         n = len(plan["actions"])
         await page.evaluate("(n) => { window.__rrProbe.action = n; }", n)  # the resize is action n
         await page.set_viewport_size({"width": cfg.resize_to[0], "height": cfg.resize_to[1]})
-        await answered(page, let_pass(page, 50, clock), grace, session)
+        await answered(page, let_pass(page, 50, clock), grace, session.answer_s, session.deadline)
         await page.set_viewport_size(viewport)
         got = await answered(page, page.evaluate("() => { window.__rrProbe.action = %d; "
-                                                 "return window.__rrProbe.collect(); }" % AFTER), grace, session)
+                                                 "return window.__rrProbe.collect(); }" % AFTER), grace, session.answer_s, session.deadline)
         ev.actions = _actions(html, plan, run["log"], stack_offset)
         ev.listeners = _listeners(html, plan, stack_offset)
         ev.dialogs = got["dialogs"]
@@ -327,10 +311,10 @@ async def _loop_after(page: Any, cfg: ProbeConfig, clock: ClockConfig) -> dict[s
     """Motion across ``liveness_gap_s`` of page time after the run (two samples, as the idle liveness check takes
     them). The gap passes on the page's clock: a wall-clock sleep leaves a controlled clock paused, so no frame
     could run and every animated app whose action threw would look stopped."""
-    a = await asyncio.wait_for(page.evaluate("() => window.__rrProbe.snapshot()"), cfg.hang_grace_s)
+    a = await read(page, "() => window.__rrProbe.snapshot()", cfg.hang_grace_s)
     t0 = time.perf_counter()
-    await asyncio.wait_for(let_pass(page, cfg.liveness_gap_s * 1000, clock), cfg.liveness_gap_s + cfg.hang_grace_s)
-    b = await asyncio.wait_for(page.evaluate("() => window.__rrProbe.snapshot()"), cfg.hang_grace_s)
+    await within(let_pass(page, cfg.liveness_gap_s * 1000, clock), cfg.liveness_gap_s + cfg.hang_grace_s)
+    b = await read(page, "() => window.__rrProbe.snapshot()", cfg.hang_grace_s)
     return liveness(a, b, round(time.perf_counter() - t0, 3))
 
 

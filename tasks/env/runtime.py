@@ -66,7 +66,8 @@ from tasks.env.load import load_app
 from tasks.env.navigation import (POPUP_JS, SELF_NAVIGATIONS_JS, block_websocket, on_popup,
                                   on_request_failed, route_request)
 from tasks.env.page import page_error_record, stack_offset
-from tasks.env.pagetime import (answer_window_s, hold_end, hold_hard_limit, install_controlled_clock, require_clock_hook)
+from tasks.env.clock_install import install_controlled_clock, require_clock_hook
+from tasks.env.pagetime import answer_window_s, hard_limit, hold_end, hold_hard_limit, within
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, run_probe
 from tasks.env.shots import ScreenshotSpec, take_screenshot
 
@@ -167,7 +168,7 @@ class BrowserRuntime:
     async def _shutdown(self) -> None:
         if self._browser is not None:
             try:
-                await asyncio.wait_for(self._browser.close(), 10)
+                await within(self._browser.close(), 10)
             except Exception:  # a dead browser cannot be closed twice; the driver stops below
                 pass
         if self._pw is not None:
@@ -186,7 +187,7 @@ class BrowserRuntime:
             if self._browser is not None:  # crashed or killed: relaunch, the batch goes on
                 self.restarts += 1
                 try:
-                    await asyncio.wait_for(self._browser.close(), 5)
+                    await within(self._browser.close(), 5)
                 except Exception:  # already gone
                     pass
             self._browser = await self._pw.chromium.launch(
@@ -273,7 +274,7 @@ class BrowserRuntime:
         except Exception as e:
             return RuntimeEvidence(status="unavailable", error=f"new context failed: {e}")
         try:
-            async with asyncio.timeout(self.cfg.hard_limit_s) as limit:
+            async with hard_limit(self.cfg.hard_limit_s) as limit:
                 session.deadline = limit.when
                 page, release, probing = await self._open(context, html, ev, session)
                 holding = asyncio.ensure_future(hold_hard_limit(limit, page, self.cfg.hard_limit_s,
@@ -307,7 +308,7 @@ class BrowserRuntime:
                 ev.status, ev.error = "crashed", f"{type(e).__name__}: {e}"
         finally:
             try:  # closing the context kills its renderer, hung or not
-                await asyncio.wait_for(context.close(), 10)
+                await within(context.close(), 10)
             except Exception:
                 pass
         if not browser.is_connected():  # whatever this app did, the browser died under it: no verdict here
