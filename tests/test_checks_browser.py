@@ -154,3 +154,26 @@ def test_checks_that_crash_are_inconclusive_with_their_reason_and_the_app_keeps_
     assert res.runtime_valid is True
     (rec,) = res.check_results
     assert rec["status"] == "inconclusive" and rec["reason"] == "not run: the checks crashed: RuntimeError: the check lane died"
+
+
+def test_a_shared_read_that_raises_is_inconclusive_with_its_reason_and_the_others_are_decided(runtime, monkeypatch):
+    """Checks made only of reads share one document (``checks.shared_document``): a read there that raises
+    anything but a verdict is that item's inconclusive result, saying why, never a swallowed error; the other
+    reads and the check run whole in that document keep their verdicts."""
+    from tasks.env import check_steps
+
+    real = check_steps.StepRun.expect
+
+    async def expect(self, s, limit):
+        if self.at_once and getattr(s, "matches", None) == "broken read":
+            raise RuntimeError("the reading lost its page")
+        return await real(self, s, limit)
+
+    monkeypatch.setattr(check_steps.StepRun, "expect", expect)
+    read = lambda text: parse_check({"steps": [{"expect": "text", "target": {"css": "body"}, "matches": text}]})
+    checks = [("I1", read("hello")), ("I2", read("broken read")), ("I3", read("goodbye")), ("I4", read("hello"))]
+    ev = runtime.check_many(["<!DOCTYPE html><html><body><p>hello</p></body></html>"],
+                            checks=[CheckPlan(checks, CHECKS)])[0]
+    by = {r["item_id"]: r for r in ev.check_results}
+    assert [by[i]["status"] for i in ("I1", "I2", "I3", "I4")] == ["passed", "inconclusive", "failed", "passed"], by
+    assert by["I2"]["reason"] == "the shared reading failed: RuntimeError: the reading lost its page"

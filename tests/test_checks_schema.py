@@ -77,3 +77,19 @@ def test_label_agreement_counts_inconclusive_apart_and_false_fails():
     rep = label_agreement([("met", "passed"), ("not_met", "failed"), ("met", "failed"), ("not_met", "inconclusive")])
     assert rep == {"pairs": 4, "conclusive": 3, "agreement": round(2 / 3, 4), "inconclusive_rate": 0.25,
                    "false_fails": 1, "false_passes": 0}
+
+
+def test_the_reads_share_one_document_with_the_first_check_that_acts_or_the_last_read():
+    from tasks.env.checks import shared_document
+
+    read = parse_check({"steps": [{"expect": "text", "target": {"css": "body"}, "matches": "x"}]})
+    act = parse_check({"steps": [{"do": "click", "target": {"css": "button"}}, {"expect": "text", "target": {"css": "body"}, "matches": "y"}]})
+    jobs = lambda *cs: [(k, (f"I{k}", c)) for k, c in enumerate(cs)]
+    r = jobs(read, act, read, act)
+    assert shared_document(r, True) == ([r[0], r[2]], r[1])  # the first that acts needs the document as loaded
+    r = jobs(read, read, read)
+    assert shared_document(r, True) == ([r[0], r[1]], r[2])  # no check acts: the last read is run whole
+    assert shared_document(jobs(read, act), True) == ([jobs(read, act)[0]], jobs(read, act)[1])
+    assert shared_document(jobs(read), True) == ([], None)  # one read alone saves nothing
+    assert shared_document(jobs(act, act), True) == ([], None)
+    assert shared_document(jobs(read, read), False) == ([], None)

@@ -39,12 +39,14 @@ from typing import Any, Awaitable, Callable
 
 from schemas.checks import Check, step_kind
 from schemas.config.checks import ChecksConfig
-from tasks.env.check_steps import Failed, Inconclusive, StepRun, reads_only
+from tasks.env.check_steps import Failed, Inconclusive, NotAtOnce, StepRun, reads_only
 from tasks.env.lanes import Lane
 from tasks.env.page import APP_URL
 from tasks.env.pagetime import OutOfTime, PageTime
 
 ItemChecks = list[tuple[str, Check]]
+Job = tuple[int, tuple[str, Check]]  # a check by its index in the app's checks
+Ran = tuple[dict[str, Any], float]  # a check's result and the page time it used (seconds)
 Reading = Callable[[Any, PageTime, list[dict[str, Any]]], Awaitable[None]]  # reads a fresh document, no time passing
 # mulberry32: a seeded Math.random, so random quizzes, shuffles and games deal the same way every run
 _SEED_JS = """(() => { let a = %d >>> 0; Math.random = function () {
@@ -62,6 +64,11 @@ class CheckPlan:
 
     checks: ItemChecks
     cfg: ChecksConfig
+
+
+def error_reason(e: BaseException) -> str:
+    """An error as a check's reason: its type and first line."""
+    return f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
 
 
 def result_record(item_id: str, status: str, *, step: int | None = None, kind: str | None = None, reason: str = "",
@@ -117,7 +124,7 @@ async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConf
     except (Inconclusive, OutOfTime) as e:
         out = rec("inconclusive", reason=str(e))
     except Exception as e:  # page crashed or closed under the check: no verdict
-        out = rec("inconclusive", reason=f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
+        out = rec("inconclusive", reason=error_reason(e))
     # the clock as the check ended (an action may have made the page leave the controlled clock); a page that
     await lane.forget(t)  # does not answer is closed, and the next check gets a new one
     used = t.used_s()  # the controlled clock's as last read, however slowly the page answers now
@@ -126,12 +133,12 @@ async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConf
     return {**out, "clock": "controlled" if t.controlled else "page", "clock_reason": t.fallback}, used
 
 
-def _read_at_once(lane: Lane, todo: list[tuple[int, tuple[str, Check]]], cfg: ChecksConfig,
-                  held: dict[int, tuple[dict[str, Any], float]]) -> Reading:
+def _read_at_once(lane: Lane, todo: list[Job], cfg: ChecksConfig, held: dict[int, Ran]) -> Reading:
     """What reads ``todo`` (checks made only of reads, ``reads_only``) in a settled fresh document on the controlled
     clock, each on its own ``StepRun`` with no page time let pass: into ``held``, by index, the results of those
-    whose every reading held at once, as its own fresh document would have read them first. None is kept when the
-    page is not on the controlled clock once they are read."""
+    whose every reading held at once, as its own fresh document would have read them first. A reading that did not
+    hold at once (or could not look) leaves its check to its own document; one that raised anything else is
+    inconclusive with that error as its reason. None is kept when the page is not on the controlled clock once they are read."""
 
     async def reading(page: Any, t: PageTime, errors: list[dict[str, Any]]) -> None:
         started, got = time.perf_counter(), []
@@ -142,7 +149,11 @@ def _read_at_once(lane: Lane, todo: list[tuple[int, tuple[str, Check]]], cfg: Ch
             try:
                 for s in check.steps:
                     await run.expect(s, s.timeout_ms or cfg.step_timeout_ms)
-            except Exception:  # not at once (or could not look): its own document decides
+            except (NotAtOnce, Failed, Inconclusive, OutOfTime):  # not at once: its own document decides
+                continue
+            except Exception as e:  # the read could not be made: inconclusive, saying why
+                held[k] = (result_record(item_id, "inconclusive", errors=list(errors), clock="controlled",
+                                         reason=f"the shared reading failed: {error_reason(e)}"), 0.0)
                 continue
             got.append((k, item_id))
         await t.look()  # a page that left the controlled clock while read: nothing is taken from it
@@ -155,33 +166,52 @@ def _read_at_once(lane: Lane, todo: list[tuple[int, tuple[str, Check]]], cfg: Ch
     return reading
 
 
-async def _read_together(lane: Lane, todo: list[tuple[int, tuple[str, Check]]], cfg: ChecksConfig,
-                         load_timeout_s: float, wall_cap_s: float,
-                         then: tuple[int, tuple[str, Check]] | None = None) -> dict[int, tuple[dict[str, Any], float]]:
-    """Checks made only of reads, read in one fresh document (``_read_at_once``); ``then``: a check that acts,
-    run in that document once they are read (it needs the document as loaded, which the readings left as it was;
-    nothing after it does). The results by index: every ``then`` gets one, a read only when it held at once
-    (every other is left out, to run in its own document and be decided there as without this)."""
-    held: dict[int, tuple[dict[str, Any], float]] = {}
-    reading = _read_at_once(lane, todo, cfg, held)
-    if then is not None:
-        k, (item_id, check) = then
-        out = await _check_in_page(lane, item_id, check, cfg, load_timeout_s, wall_cap_s, before=reading)
-        return {**held, k: out}
-    errors: list[dict[str, Any]] = []
-    page = await lane.open(errors)
-    t = PageTime(page, cfg, min(cfg.check_limit_s, cfg.app_limit_s) * 1000)
+def shared_document(jobs: list[Job], share_reads: bool) -> tuple[list[Job], Job | None]:
+    """Which checks share one fresh document (pure): the checks made only of reads, read at once, then one check
+    run whole in it: the first that acts (it needs the document as loaded, which the readings left as it was;
+    nothing after it does), else the last read. ([], None): each check in its own document (one check alone
+    saves nothing)."""
+    reads = [job for job in jobs if reads_only(job[1][1])] if share_reads else []
+    then = next((job for job in jobs if not reads_only(job[1][1])), None) if reads else None
+    if then is None and len(reads) > 1:
+        *reads, then = reads
+    return (reads, then) if reads and then is not None else ([], None)
 
-    async def reads() -> None:
-        await _fresh_document(page, t, cfg, load_timeout_s)
-        await reading(page, t, errors)
 
-    try:
-        await t.outlive(asyncio.ensure_future(reads()), t.limit_ms / 1000, wall_cap_s)
-    except Exception:  # out of time or the page gone: what was read at once before stands
-        pass
-    await lane.forget(t)
-    return held if t.controlled else {}
+async def _read_together(lane: Lane, reads: list[Job], then: Job, cfg: ChecksConfig, load_timeout_s: float,
+                         wall_cap_s: float) -> dict[int, Ran]:
+    """``reads`` read at once in one fresh document (``_read_at_once``), then ``then`` run whole in it, on the
+    route every check takes (``_check_in_page``). The results by index: ``then`` always, a read only when it held
+    at once (every other runs in its own document and is decided there, as without this)."""
+    held: dict[int, Ran] = {}
+    k, (item_id, check) = then
+    out = await _check_in_page(lane, item_id, check, cfg, load_timeout_s, wall_cap_s,
+                               before=_read_at_once(lane, reads, cfg, held))
+    return {**held, k: out}
+
+
+async def _drain(lane: Lane, queue: list[Job], cfg: ChecksConfig, load_timeout_s: float,
+                 wall_deadline: float) -> dict[int, Ran]:
+    """Checks taken from ``queue`` one after another in ``lane`` until it is empty (the lanes of an app share it:
+    each takes the next check not yet taken), each in its own fresh document; past the app's wall deadline,
+    inconclusive without running."""
+    out: dict[int, Ran] = {}
+    while queue:
+        k, (item_id, check) = queue.pop(0)
+        wall_left = wall_deadline - time.monotonic()
+        out[k] = (result_record(item_id, "inconclusive", reason=f"not run: app limit of {cfg.app_limit_s:g}s "
+                                "(wall time) spent"), 0.0) if wall_left <= 0.5 else \
+            await _check_in_page(lane, item_id, check, cfg, load_timeout_s,
+                                 min(cfg.check_limit_s * cfg.max_slowdown, wall_left))
+    return out
+
+
+async def _first_lane(lane: Lane, reads: list[Job], then: Job | None, own: list[Job], cfg: ChecksConfig,
+                      load_timeout_s: float, wall_deadline: float) -> dict[int, Ran]:
+    """The first lane: the shared document first (when there is one), then its share of the checks in their own."""
+    shared = await _read_together(lane, reads, then, cfg, load_timeout_s, min(
+        cfg.check_limit_s * cfg.max_slowdown, wall_deadline - time.monotonic())) if then is not None else {}
+    return {**shared, **await _drain(lane, own, cfg, load_timeout_s, wall_deadline)}
 
 
 def within_app_limit(ran: list[tuple[dict[str, Any], float]], app_limit_s: float) -> list[dict[str, Any]]:
@@ -205,50 +235,31 @@ async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksCon
     past it or past ``max_checks`` are inconclusive. The first lane runs in ``page`` (the load page the runtime
     hands over) when given; the lanes' pages close with the context. A lane past the first opens a tab, which
     costs the CPU of a check or two: only as many open as the runtime has ``idle`` app slots (a busy batch gains
-    nothing from them, the last apps of a batch finish sooner); the verdicts do not depend on it."""
+    nothing from them, the last apps of a batch finish sooner); the verdicts do not depend on it.
+    Two rounds: the shared document (``shared_document``) on the first lane beside the other checks on every lane;
+    then, on every lane, the reads it did not decide, each in its own document."""
     await context.add_init_script(_SEED_JS % cfg.random_seed + _ISOLATE_JS)  # the runtime installed the clock
     wall_deadline = time.monotonic() + cfg.app_limit_s * cfg.max_slowdown
-    todo = list(enumerate(checks[:cfg.max_checks]))
-    ran: list[Any] = [None] * len(todo)
-    lanes = min(cfg.parallel, len(todo), 1 + max(idle, 0) if idle is not None else cfg.parallel)
-    reads = [job for job in todo if reads_only(job[1][1])] if cfg.share_reads else []
-    # the first check that acts ends the shared document: it needs the document as loaded, nothing after it does
-    then = next((job for job in todo if not reads_only(job[1][1])), None) if reads else None
-    reads = reads if len(reads) > 1 or then is not None else []  # one read alone saves nothing
-    then = then if reads else None
-    shared = {k for k, _ in reads} | ({then[0]} if then is not None else set())
-    todo = [job for job in todo if job[0] not in shared]
-    reads_done = asyncio.Event()
-
-    async def lane_runs(first: bool, reuse: Any) -> None:
-        lane = Lane(context, html)
-        if reuse is not None:
-            await lane.adopt(reuse)
-        if first:
-            try:
-                got = await _read_together(lane, reads, cfg, load_timeout_s, min(
-                    cfg.check_limit_s * cfg.max_slowdown, wall_deadline - time.monotonic()), then) if reads else {}
-                for k, rec in got.items():
-                    ran[k] = rec
-            finally:
-                todo.extend(job for job in [*reads, *([then] if then else [])] if ran[job[0]] is None)
-                todo.sort(key=lambda job: job[0])
-                reads_done.set()
-        while todo or not reads_done.is_set():
-            if not todo:  # the shared reading may yet hand checks back to run on their own
-                await reads_done.wait()
-                continue
-            k, (item_id, check) = todo.pop(0)
-            wall_left = wall_deadline - time.monotonic()
-            ran[k] = (result_record(item_id, "inconclusive", reason=f"not run: app limit of {cfg.app_limit_s:g}s "
-                                    "(wall time) spent"), 0.0) if wall_left <= 0.5 else \
-                await _check_in_page(lane, item_id, check, cfg, load_timeout_s,
-                                     min(cfg.check_limit_s * cfg.max_slowdown, wall_left))
-
-    await asyncio.gather(*(lane_runs(i == 0, page if i == 0 else None) for i in range(lanes)))
+    jobs = list(enumerate(checks[:cfg.max_checks]))
     skipped = [result_record(i, "inconclusive", reason=f"not run: more than {cfg.max_checks} checks")
                for i, _c in checks[cfg.max_checks:]]
-    return within_app_limit(ran, cfg.app_limit_s) + skipped
+    if not jobs:
+        return skipped
+    reads, then = shared_document(jobs, cfg.share_reads)
+    together = {k for k, _ in reads} | ({then[0]} if then is not None else set())
+    own = [job for job in jobs if job[0] not in together]
+    n = min(cfg.parallel, len(jobs), 1 + max(idle, 0) if idle is not None else cfg.parallel)
+    lanes = [Lane(context, html) for _ in range(n)]
+    if page is not None:
+        await lanes[0].adopt(page)
+    ran: dict[int, Ran] = {}
+    for got in await asyncio.gather(_first_lane(lanes[0], reads, then, own, cfg, load_timeout_s, wall_deadline),
+                                    *(_drain(lane, own, cfg, load_timeout_s, wall_deadline) for lane in lanes[1:])):
+        ran.update(got)
+    back = [job for job in reads if job[0] not in ran]
+    for got in await asyncio.gather(*(_drain(lane, back, cfg, load_timeout_s, wall_deadline) for lane in lanes)):
+        ran.update(got)
+    return within_app_limit([ran[k] for k, _ in jobs], cfg.app_limit_s) + skipped
 
 
 def not_run(checks: ItemChecks, reason: str) -> list[dict[str, Any]]:

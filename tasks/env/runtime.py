@@ -59,7 +59,7 @@ from typing import Any
 from schemas.config.env import RuntimeConfig
 from tasks.env.capture import answer_dialog, record_console
 from tasks.env.cdn import CdnMirror, configured_mirror
-from tasks.env.checks import CheckPlan, run_checks
+from tasks.env.checks import CheckPlan, error_reason, run_checks
 from tasks.env.evidence import CHECKED, CheckRecord, RuntimeEvidence
 from tasks.env.launch import ServedFiles, launch_args, sandbox_launch
 from tasks.env.load import load_app
@@ -371,7 +371,7 @@ class BrowserRuntime:
             idle = self.cfg.concurrency - self._busy  # app slots no app uses now: room for more lanes
             return CheckRecord(await run_checks(context, html, plan.checks, plan.cfg, self.cfg.load_timeout_s, page, idle))
         except Exception as e:
-            why = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+            why = error_reason(e)
             log.warning("the checks crashed on an app (%s); its checks are inconclusive", why)
             return CheckRecord([], why)
 
