@@ -229,7 +229,8 @@ class Stopwatch:
 
     def __init__(self, page: Any, limit_ms: float, max_slowdown: float) -> None:
         self.page, self.limit_ms, self.max_slowdown = page, limit_ms, max_slowdown
-        self.wall0, self.page0 = time.monotonic(), None
+        self.wall0 = time.monotonic()
+        self.page0: float | None = None
         self.page_ms = 0.0  # page-clock time since the start, as last read
 
     async def start(self) -> "Stopwatch":

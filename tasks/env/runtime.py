@@ -47,6 +47,7 @@ Playwright's async API runs on a private event loop in a background thread, so c
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import threading
@@ -232,14 +233,14 @@ class BrowserRuntime:
         def resolve(task: asyncio.Task, fut: Future) -> None:
             if task.cancelled():
                 fut.cancel()
-            elif task.exception() is not None:
-                fut.set_exception(task.exception())  # type: ignore[arg-type]
+            elif (exc := task.exception()) is not None:
+                fut.set_exception(exc)
             else:
                 fut.set_result(task.result())
 
         tasks = [asyncio.ensure_future(one(i)) for i in range(len(htmls))]
         for t, f in zip(tasks, futures):
-            t.add_done_callback(lambda t, f=f: resolve(t, f))
+            t.add_done_callback(functools.partial(resolve, fut=f))
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _check_guarded(self, html: str, plan: CheckPlan | None = None) -> RuntimeEvidence:
