@@ -77,3 +77,16 @@ def test_label_agreement_counts_inconclusive_apart_and_false_fails():
     rep = label_agreement([("met", "passed"), ("not_met", "failed"), ("met", "failed"), ("not_met", "inconclusive")])
     assert rep == {"pairs": 4, "conclusive": 3, "agreement": round(2 / 3, 4), "inconclusive_rate": 0.25,
                    "false_fails": 1, "false_passes": 0}
+
+
+def test_the_step_union_the_type_checker_reads_names_every_step_kind():
+    """schemas/checks.py spells Step out for mypy under TYPE_CHECKING; a step kind added to ACTIONS or
+    EXPECTATIONS and not there would be unknown to the checker."""
+    import ast
+    import inspect
+
+    import schemas.checks as checks
+    block = next(n for n in ast.walk(ast.parse(inspect.getsource(checks)))
+                 if isinstance(n, ast.If) and getattr(n.test, "id", None) == "TYPE_CHECKING")
+    spelled = {n.id for n in ast.walk(block.body[0]) if isinstance(n, ast.Name)} - {"Step", "Union"}
+    assert spelled == {c.__name__ for c in [*checks.ACTIONS.values(), *checks.EXPECTATIONS.values()]}
