@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from schemas.checks import Check, step_kind
 from schemas.config.checks import ChecksConfig
@@ -44,8 +44,11 @@ from tasks.env.lanes import Lane
 from tasks.env.page import APP_URL
 from tasks.env.pagetime import CLOCK_READ_S, OutOfTime, PageTime, limit_passed, page_clock_ms
 
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext, Page
+
 ItemChecks = list[tuple[str, Check]]
-Reading = Callable[[Any, PageTime, list[dict[str, Any]]], Awaitable[None]]  # reads a fresh document, no time passing
+Reading = Callable[["Page", PageTime, list[dict[str, Any]]], Awaitable[None]]  # reads a fresh document, no time passing
 # mulberry32: a seeded Math.random, so random quizzes, shuffles and games deal the same way every run
 _SEED_JS = """(() => { let a = %d >>> 0; Math.random = function () {
   a = (a + 0x6D2B79F5) >>> 0; let t = a; t = Math.imul(t ^ (t >>> 15), t | 1);
@@ -101,7 +104,7 @@ async def _outlive(task: asyncio.Future, t: PageTime, limit_s: float, wall_cap_s
         wait_s = min(1.0 if t.controlled else max((limit_s * 1000 - t.used_ms()) / 1000, 0.5), wall_cap_s - wall)
 
 
-async def _fresh_document(page: Any, t: PageTime, cfg: ChecksConfig, load_timeout_s: float) -> None:
+async def _fresh_document(page: Page, t: PageTime, cfg: ChecksConfig, load_timeout_s: float) -> None:
     """A fresh document of the app in ``page``, loaded and settled on ``t``: where every check starts."""
     # the runtime has loaded this app already: a slow load here is the machine's, not the app's
     await page.goto(APP_URL, wait_until="load", timeout=load_timeout_s * cfg.max_slowdown * 1000)
@@ -159,7 +162,7 @@ def _read_at_once(lane: Lane, todo: list[tuple[int, tuple[str, Check]]], cfg: Ch
     whose every reading held at once, as its own fresh document would have read them first. None is kept when the
     page is not on the controlled clock once they are read."""
 
-    async def reading(page: Any, t: PageTime, errors: list[dict[str, Any]]) -> None:
+    async def reading(page: Page, t: PageTime, errors: list[dict[str, Any]]) -> None:
         started, got = time.perf_counter(), []
         for k, (item_id, check) in todo:
             if not t.controlled:  # page time no longer the environment's: each check on its own, as without this
@@ -224,8 +227,9 @@ def within_app_limit(ran: list[tuple[dict[str, Any], float]], app_limit_s: float
     return out
 
 
-async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksConfig, load_timeout_s: float = 5.0,
-                     page: Any = None, idle: int | None = None) -> list[dict[str, Any]]:
+async def run_checks(context: BrowserContext, html: str, checks: ItemChecks, cfg: ChecksConfig,
+                     load_timeout_s: float = 5.0, page: Page | None = None,
+                     idle: int | None = None) -> list[dict[str, Any]]:
     """Every check of one app in ``cfg.parallel`` lanes at once, each check in a fresh document on the controlled
     clock, within the app's limit of page time (``app_limit_s``; ``max_slowdown`` times it in wall time); checks
     past it or past ``max_checks`` are inconclusive. The first lane runs in ``page`` (the load page the runtime
@@ -246,7 +250,7 @@ async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksCon
     todo = [job for job in todo if job[0] not in shared]
     reads_done = asyncio.Event()
 
-    async def lane_runs(first: bool, reuse: Any) -> None:
+    async def lane_runs(first: bool, reuse: Page | None) -> None:
         lane = Lane(context, html)
         if reuse is not None:
             await lane.adopt(reuse)

@@ -32,9 +32,12 @@ import asyncio
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas.config.checks import ChecksConfig, ClockConfig
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext, Page
 
 TIME_JS = Path(__file__).with_name("pagetime.js").read_text(encoding="utf-8")
 BEAT_MS = 20  # the page clock's beat: a gap longer than two beats counts as two (the renderer was starved)
@@ -60,14 +63,14 @@ def time_script(clock: ClockConfig) -> str:
                                     "gl_frame_ms": clock.gl_frame_ms}) + ");"
 
 
-async def install_controlled_clock(context: Any, clock: ClockConfig) -> None:
+async def install_controlled_clock(context: BrowserContext, clock: ClockConfig) -> None:
     """Every page ``context`` opens from now on starts paused at ``clock.start``, with the time keeper. Before
     any other init script, so the probe's and the environment's own waits keep the real timers."""
     await context.clock.pause_at(clock.start)
     await context.add_init_script(time_script(clock))
 
 
-async def require_clock_hook(browser: Any, clock: ClockConfig, hook: str = CLOCK_HOOK) -> None:
+async def require_clock_hook(browser: Browser, clock: ClockConfig, hook: str = CLOCK_HOOK) -> None:
     """Raise, naming the installed Playwright, when a page under ``context.clock`` has no ``hook`` (its
     controller and the saved real timers): page time cannot be kept, and no verdict may silently run on the
     machine's time instead."""
@@ -89,7 +92,7 @@ async def require_clock_hook(browser: Any, clock: ClockConfig, hook: str = CLOCK
                            "pagetime.js to this release.")
 
 
-async def let_pass(page: Any, ms: float, clock: ClockConfig) -> None:
+async def let_pass(page: Page, ms: float, clock: ClockConfig) -> None:
     """Let ``ms`` of page time pass on a loaded page: its controlled clock advanced a step at a time, in the page,
     while its timers and frames take at most ``clock.max_lag`` times their page time to run (real time measured
     in the renderer, so the verdict does not hang on the machine's other work); a page that cannot, or that
@@ -118,7 +121,7 @@ async def until(done: Any, bound_s: float) -> bool:
     return True
 
 
-async def scripts_ran(page: Any, bound_s: float) -> bool:
+async def scripts_ran(page: Page, bound_s: float) -> bool:
     """Wait in wall time, at most ``bound_s``, until every script the page asked for after load has run or failed
     (its fetch is the machine's time, not the page's: under load a library can still be arriving when page time
     says the page has settled, and a user acts after the page's scripts ran). True when there was one to wait for,
@@ -149,7 +152,7 @@ HOLD_ENDS = {  # why the hard limit stopped an app (the hold's outcome), named i
 }
 
 
-async def hold_hard_limit(limit: Any, page: Any, limit_s: float, max_slowdown: float) -> str:
+async def hold_hard_limit(limit: Any, page: Page, limit_s: float, max_slowdown: float) -> str:
     """An app's hard limit counted on its load page's own clock (the time it lived on its real timers), so a page
     the machine's load starves is not stopped for it. Before the wall deadline of ``limit`` (an asyncio timeout,
     which a screenshot may move) the page's clock is read: a page that has lived ``limit_s`` is stopped now; one
@@ -191,7 +194,7 @@ def hold_end(hold: "asyncio.Future[str] | None") -> str:
     return HOLD_ENDS.get(hold.result(), "")
 
 
-async def clock_of(page: Any, timeout_s: float) -> tuple[str | None, str | None]:
+async def clock_of(page: Page, timeout_s: float) -> tuple[str | None, str | None]:
     """(controlled | page, why the page left the controlled clock) of a page as it is now; (None, None) when it
     does not answer within ``timeout_s``."""
     try:
@@ -202,7 +205,7 @@ async def clock_of(page: Any, timeout_s: float) -> tuple[str | None, str | None]
     return ("controlled" if why is None else "page"), why
 
 
-async def page_clock_ms(page: Any, timeout_s: float = CLOCK_READ_S) -> float | None:
+async def page_clock_ms(page: Page, timeout_s: float = CLOCK_READ_S) -> float | None:
     """The page's own clock (ms it lived on its real timers); None when it does not answer (within
     ``timeout_s``) or has none."""
     try:
@@ -227,7 +230,7 @@ def limit_passed(wall_s: float, page_ms: float | None, limit_ms: float, max_slow
 class Stopwatch:
     """Wall and page-clock time since it started, for one limit in one page (the fallback's clock)."""
 
-    def __init__(self, page: Any, limit_ms: float, max_slowdown: float) -> None:
+    def __init__(self, page: Page, limit_ms: float, max_slowdown: float) -> None:
         self.page, self.limit_ms, self.max_slowdown = page, limit_ms, max_slowdown
         self.wall0 = time.monotonic()
         self.page0: float | None = None
@@ -250,7 +253,7 @@ class Stopwatch:
 class PageTime:
     """One check page's time: controlled until the page shows it cannot run under it (``fallback``)."""
 
-    def __init__(self, page: Any, cfg: ChecksConfig, limit_ms: float) -> None:
+    def __init__(self, page: Page, cfg: ChecksConfig, limit_ms: float) -> None:
         self.page, self.cfg, self.limit_ms = page, cfg, limit_ms
         self._state: dict[str, Any] = {"ticks": 0.0, "mutations": 0, "next_due": None, "real_work": 0,
                                        "fallback": None, "lived": 0.0}

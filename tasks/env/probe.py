@@ -41,12 +41,15 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas.config.checks import ClockConfig
 from schemas.config.env import ProbeConfig
 from tasks.env.page import APP_URL, html_offset
 from tasks.env.pagetime import clock_of, let_pass, page_clock_ms
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page, ViewportSize
 
 # What the probe compares before and after each action, by the code an action's ``changed`` lists: code -> (what it
 # is, whether only the app changes it). probe.js takes its list of codes from here (PROBE_CHANGES below); its
@@ -225,7 +228,7 @@ def liveness(a: dict[str, Any], b: dict[str, Any], wall_gap_s: float) -> dict[st
 
 
 # -- the run --------------------------------------------------------------------------------------------
-async def idle_sample(page: Any, cfg: ProbeConfig) -> tuple[dict[str, Any], float] | None:
+async def idle_sample(page: Page, cfg: ProbeConfig) -> tuple[dict[str, Any], float] | None:
     """The first liveness sample, right after load (errors from here on are tagged idle)."""
     try:
         snap = await asyncio.wait_for(page.evaluate("() => { window.__rrProbe.action = %d; "
@@ -245,7 +248,7 @@ def dead_controls(actions: list[dict[str, Any]], navigations: list[dict[str, Any
             and not a.get("submit") and not any(nv["action"] == a["i"] for nv in navigations)]
 
 
-async def answered(page: Any, aw: Any, first_s: float, session: ProbeSession) -> Any:
+async def answered(page: Page, aw: Any, first_s: float, session: ProbeSession) -> Any:
     """The result of ``aw`` (an evaluate on ``page``) once it comes: after ``first_s``, and again after each
     ``first_s`` more, the page's main thread is asked for its clock, and the wait goes on while it answers within
     ``session.answer_s`` (a frame the machine's load starved, not a hang). TimeoutError when it does not answer,
@@ -262,8 +265,8 @@ async def answered(page: Any, aw: Any, first_s: float, session: ProbeSession) ->
         task.cancel()
 
 
-async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSession, stack_offset: Any,
-                    viewport: dict[str, int], idle: tuple[dict[str, Any], float] | None,
+async def run_probe(page: Page, html: str, cfg: ProbeConfig, session: ProbeSession, stack_offset: Any,
+                    viewport: ViewportSize, idle: tuple[dict[str, Any], float] | None,
                     clock: ClockConfig) -> ProbeRecord:
     """Exercise a loaded page; never raises for the app's behaviour (a hang is evidence)."""
     ev = session.evidence
@@ -323,7 +326,7 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
     return ev
 
 
-async def _loop_after(page: Any, cfg: ProbeConfig, clock: ClockConfig) -> dict[str, Any]:
+async def _loop_after(page: Page, cfg: ProbeConfig, clock: ClockConfig) -> dict[str, Any]:
     """Motion across ``liveness_gap_s`` of page time after the run (two samples, as the idle liveness check takes
     them). The gap passes on the page's clock: a wall-clock sleep leaves a controlled clock paused, so no frame
     could run and every animated app whose action threw would look stopped."""
