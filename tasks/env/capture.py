@@ -2,15 +2,18 @@
 dialogs no init script answered (answered, and recorded with the probe action that opened them)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tasks.env.evidence import RuntimeEvidence
 from tasks.env.navigation import on_console_popup
 from tasks.env.page import APP_URL, html_offset
 from tasks.env.probe import ProbeSession
 
+if TYPE_CHECKING:
+    from playwright.async_api import ConsoleMessage, Dialog
 
-async def answer_dialog(dialog: Any, session: ProbeSession) -> None:
+
+async def answer_dialog(dialog: Dialog, session: ProbeSession) -> None:
     """A dialog the init script did not answer (beforeunload, one from a frame): answered and recorded."""
     session.evidence.dialogs.append({"action": session.current_action, "type": dialog.type,
                                      "message": (dialog.message or "")[:300]})
@@ -19,7 +22,7 @@ async def answer_dialog(dialog: Any, session: ProbeSession) -> None:
     except Exception:
         pass
 
-def record_console(msg: Any, html: str, ev: RuntimeEvidence, session: ProbeSession) -> None:
+def record_console(msg: ConsoleMessage, html: str, ev: RuntimeEvidence, session: ProbeSession) -> None:
     """A console message: the probe's and the popup guard's own signals go to them; an error the app logged on
     load becomes a console error with its place in the HTML (our blocking's "Failed to load resource" does not)."""
     if msg.type == "debug" and (session.on_console(msg.text) or on_console_popup(msg.text, ev, session)):
@@ -31,7 +34,7 @@ def record_console(msg: Any, html: str, ev: RuntimeEvidence, session: ProbeSessi
         return  # our own blocking; recorded in blocked_requests
     loc = msg.location or {}
     line = loc.get("lineNumber")
-    rec = {"text": text[:1000], "line": None, "column": None, "offset": None}
+    rec: dict[str, Any] = {"text": text[:1000], "line": None, "column": None, "offset": None}
     if loc.get("url") == APP_URL and isinstance(line, int):
         rec["line"], rec["column"] = line + 1, int(loc.get("columnNumber") or 0) + 1
         rec["offset"] = html_offset(html, rec["line"], rec["column"])

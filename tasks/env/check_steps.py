@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, cast
 
 from schemas.checks import (Arith, CanvasChanges, Click, Const, Count, DblClick, Disabled, Drag, Enabled, Fill,
                             Hidden, Hover, Locator, NoError, NumberChanges, NumberRelation, Press, Read, Ref, Remember,
                             Resize, Select, TextChanges, TextMatches, Value, Visible, Wait, step_kind)
 from schemas.config.checks import ChecksConfig
 from tasks.env.pagetime import HAD_TIME, STARVED, Limit, OutOfTime, PageTime
+
+if TYPE_CHECKING:
+    from playwright.async_api import Locator as PwLocator, Page, Position
 
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
@@ -98,7 +101,7 @@ def changed_fraction(before: Any, after: Any, region: tuple[float, float, float,
 class StepRun:
     """One check in one page: the remembered values, the page errors, the locators seen."""
 
-    def __init__(self, page: Any, html: str, cfg: ChecksConfig, t: PageTime, errors: list[dict[str, Any]],
+    def __init__(self, page: Page, html: str, cfg: ChecksConfig, t: PageTime, errors: list[dict[str, Any]],
                  lane: Any, at_once: bool = False) -> None:
         self.page, self.html, self.cfg, self.time, self.lane = page, html, cfg, t, lane
         self.at_once = at_once  # every reading is the first: none lets page time pass (NotAtOnce instead)
@@ -106,10 +109,10 @@ class StepRun:
         self.errors = errors  # filled as the page reports them
         self.seen: set[str] = set()
 
-    def locator(self, loc: Locator, visible: bool = True) -> Any:
+    def locator(self, loc: Locator, visible: bool = True) -> PwLocator:
         return matches(self.page, loc, visible).nth(loc.nth)
 
-    async def find(self, loc: Locator, timeout_ms: int, visible: bool = True) -> Any:
+    async def find(self, loc: Locator, timeout_ms: int, visible: bool = True) -> PwLocator:
         """The target, looked for until the step's timeout or until the page is still without it; Inconclusive
         when it never appears."""
         el, limit, ended = self.locator(loc, visible), Limit(self.time, timeout_ms), False
@@ -123,7 +126,7 @@ class StepRun:
                 raise NotAtOnce(loc.describe())
             ended = await limit.step() is not None
 
-    async def enabled(self, el: Any, loc: Locator, timeout_ms: int) -> None:
+    async def enabled(self, el: PwLocator, loc: Locator, timeout_ms: int) -> None:
         """Wait in page time for a control found disabled to be enabled (an app may enable it on a timer), and
         say it is disabled once the limit passes or the page is still: Playwright's own wait for it would be wall
         time, in which the page's controlled clock does not move."""
@@ -168,7 +171,7 @@ class StepRun:
             pass
 
     @staticmethod
-    async def read_text(el: Any) -> str | None:
+    async def read_text(el: PwLocator) -> str | None:
         """A form control's value, else the element's rendered text, in one round trip (it is re-read when
         polled); None when ``el`` matches nothing now. The element is looked up and read in the page at once: a
         handle of it would cost two more."""
@@ -178,7 +181,7 @@ class StepRun:
         control, text = got[0]
         return text if control else text.strip()
 
-    async def text_of(self, el: Any) -> str:
+    async def text_of(self, el: PwLocator) -> str:
         """``read_text`` of a target found earlier in the step; gone since, the check cannot look."""
         text = await self.read_text(el)
         if text is None:
@@ -193,7 +196,7 @@ class StepRun:
             return text
         return await self.text_of(await self.find(loc, t))  # Inconclusive when it never appears
 
-    async def picture(self, el: Any) -> Any:
+    async def picture(self, el: PwLocator) -> Any:
         import numpy as np
         from PIL import Image
         from playwright.async_api import TimeoutError as ActionTimeout
@@ -225,7 +228,7 @@ class StepRun:
                     raise
         shot = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
         h, w = shot.shape[:2]
-        scale = w / ((self.page.viewport_size or {}).get("width") or w)
+        scale = w / ((self.page.viewport_size or {"width": 0})["width"] or w)
         out = []
         for x0, y0, x1, y1 in boxes:
             a, b = max(int(x0 * scale), 0), max(int(y0 * scale), 0)
@@ -253,7 +256,7 @@ class StepRun:
             raise Inconclusive("division by zero in the expected number")
         return {"add": a + b, "sub": a - b, "mul": a * b, "div": a / b if b else 0.0}[n.op]
 
-    async def point(self, el: Any, rel: tuple[float, float] | None) -> dict[str, float] | None:
+    async def point(self, el: PwLocator, rel: tuple[float, float] | None) -> Position | None:
         if rel is None:
             return None
         box = await el.bounding_box()
@@ -299,7 +302,8 @@ class StepRun:
                     await el.fill(s.value, timeout=at)
                 elif isinstance(s, Select):  # by label when one matches, else by value: one try, no timed fallback
                     by_label = await el.evaluate("(e, o) => [...(e.options || [])].some(x => x.label === o)", s.option)
-                    await el.select_option(**({"label": s.option} if by_label else {"value": s.option}), timeout=at)
+                    pick: dict[str, Any] = {"label": s.option} if by_label else {"value": s.option}
+                    await el.select_option(**pick, timeout=at)
                 elif isinstance(s, Hover):
                     await el.hover(timeout=at)
             if not isinstance(s, Remember):
@@ -351,7 +355,7 @@ class StepRun:
         el = await self.find(s.target, t, visible=not isinstance(s, Visible))
         await self.expect_on(el, s, t)
 
-    async def expect_on(self, el: Any, s: Any, t: int) -> None:
+    async def expect_on(self, el: PwLocator, s: Any, t: int) -> None:
         if isinstance(s, Count):  # counts every visible match, whatever nth says
             await self.poll_value(t, matches(self.page, s.target).count, lambda v: v >= s.at_least,
                                   f">= {s.at_least}")
@@ -368,8 +372,7 @@ class StepRun:
             read = (lambda: el.input_value()) if isinstance(s, Value) else (lambda: self.text_of(el))
             await self.poll_value(t, read, lambda v: bool(pat.search(v or "")), f"/{s.matches}/")
             return
-        read, ok, want = probes[type(s)]
-        await self.poll_value(t, read, ok, want)
+        await self.poll_value(t, *probes[type(s)])
 
     async def poll_value(self, t: int, read: Callable[[], Awaitable[Any]], ok: Callable[[Any], bool],
                          expected: str, pictures: bool = False) -> Any:
@@ -382,7 +385,7 @@ class StepRun:
         except Failed as f:
             raise Failed(f"expected {expected}, observed {str(f.observed)[:200]!r}", f.observed, expected) from None
 
-    async def expect_change(self, el: Any, s: Any, t: int) -> None:
+    async def expect_change(self, el: PwLocator, s: Any, t: int) -> None:
         before = self.memory.get(s.since, {})
         if isinstance(s, CanvasChanges) and s.target.drawing:
             if "drawing" not in before:
@@ -423,11 +426,11 @@ class StepRun:
         await self.poll_value(t, now, want, f"{s.direction} from {old:g}")
 
 
-def matches(page: Any, loc: Locator, visible: bool = True) -> Any:
+def matches(page: Page, loc: Locator, visible: bool = True) -> PwLocator:
     """Every element ``loc`` finds (visible ones only unless ``visible`` is False); patterns ignore case."""
     p, flags = page, re.I
-    if loc.role is not None:
-        b = p.get_by_role(loc.role, name=re.compile(loc.name, flags) if loc.name else None)
+    if loc.role is not None:  # one of ROLES (schemas/checks.py), all of them Playwright's role names
+        b = p.get_by_role(cast(Any, loc.role), name=re.compile(loc.name, flags) if loc.name else None)
     elif loc.text is not None:
         b = p.get_by_text(re.compile(loc.text, flags))
     elif loc.label is not None:

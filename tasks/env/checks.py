@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from schemas.checks import Check, step_kind
 from schemas.config.checks import ChecksConfig
@@ -43,6 +43,9 @@ from tasks.env.check_steps import Failed, Inconclusive, NotAtOnce, StepRun, read
 from tasks.env.lanes import Lane
 from tasks.env.page import APP_URL
 from tasks.env.pagetime import OutOfTime, PageTime
+
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext, Page
 
 ItemChecks = list[tuple[str, Check]]
 Job = tuple[int, tuple[str, Check]]  # a check by its index in the app's checks
@@ -140,7 +143,7 @@ def _read_at_once(lane: Lane, todo: list[Job], cfg: ChecksConfig, held: dict[int
     hold at once (or could not look) leaves its check to its own document; one that raised anything else is
     inconclusive with that error as its reason. None is kept when the page is not on the controlled clock once they are read."""
 
-    async def reading(page: Any, t: PageTime, errors: list[dict[str, Any]]) -> None:
+    async def reading(page: Page, t: PageTime, errors: list[dict[str, Any]]) -> None:
         started, got = time.perf_counter(), []
         for k, (item_id, check) in todo:
             if not t.controlled:  # page time no longer the environment's: each check on its own, as without this
@@ -228,8 +231,9 @@ def within_app_limit(ran: list[tuple[dict[str, Any], float]], app_limit_s: float
     return out
 
 
-async def run_checks(context: Any, html: str, checks: ItemChecks, cfg: ChecksConfig, load_timeout_s: float = 5.0,
-                     page: Any = None, idle: int | None = None) -> list[dict[str, Any]]:
+async def run_checks(context: BrowserContext, html: str, checks: ItemChecks, cfg: ChecksConfig,
+                     load_timeout_s: float = 5.0, page: Page | None = None,
+                     idle: int | None = None) -> list[dict[str, Any]]:
     """Every check of one app in ``cfg.parallel`` lanes at once, each check in a fresh document on the controlled
     clock, within the app's limit of page time (``app_limit_s``; ``max_slowdown`` times it in wall time); checks
     past it or past ``max_checks`` are inconclusive. The first lane runs in ``page`` (the load page the runtime

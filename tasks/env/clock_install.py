@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from schemas.config.checks import ClockConfig
 from tasks.env.pagetime import BEAT_MS
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext
 
 TIME_JS = Path(__file__).with_name("pagetime.js").read_text(encoding="utf-8")
 # Playwright's clock exposes no public way to read a page's pending timers or to advance one page alone: page time
@@ -27,14 +30,14 @@ def time_script(clock: ClockConfig) -> str:
                                     "gl_frame_ms": clock.gl_frame_ms}) + ");"
 
 
-async def install_controlled_clock(context: Any, clock: ClockConfig) -> None:
+async def install_controlled_clock(context: BrowserContext, clock: ClockConfig) -> None:
     """Every page ``context`` opens from now on starts paused at ``clock.start``, with the time keeper. Before
     any other init script, so the probe's and the environment's own waits keep the real timers."""
     await context.clock.pause_at(clock.start)
     await context.add_init_script(time_script(clock))
 
 
-async def require_clock_hook(browser: Any, clock: ClockConfig, hook: str = CLOCK_HOOK) -> None:
+async def require_clock_hook(browser: Browser, clock: ClockConfig, hook: str = CLOCK_HOOK) -> None:
     """Raise, naming the installed Playwright, when a page under ``context.clock`` has no ``hook`` (its
     controller and the saved real timers): page time cannot be kept, and no verdict may silently run on the
     machine's time instead."""

@@ -75,7 +75,7 @@ def observed_facts(html: str, ev: dict[str, Any], limit: int = 8) -> str:
         what = {"error": f"throws {f.get('name')}: {str(f.get('message'))[:160]}", "hang": "makes the page stop responding",
                 "reload": "submits a form that reloads the page (state lost)"}[f["kind"]]
         how = "" if "blocking" not in f else f"; blocking: {f['why']}" if f["blocking"] else \
-            "; confined to this control's handler: a defect of the item it serves, not a blocking point"
+            f"; {f['why']}: a defect of the item it serves, not a blocking point"
         lines.append(f"  - {f.get('action_kind') or 'action'} on {f.get('label') or f.get('target') or 'the page'!r} "
                      f"{what} ({_line_of(html, f.get('offset'))}{how})")
     if sm["dead_controls"]:

@@ -43,7 +43,8 @@ def _simulation_layer(html: str, rt: dict[str, Any] | None, load: dict[str, Any]
     layer: dict[str, list] = {s: [] for s in SEVERITIES}
     if not rt:
         return layer
-    blocking = (load or {}).get("blocking", True)
+    load = load or {}
+    blocking = load.get("blocking", True)
     for pe in rt.get("page_errors", []):
         layer["critical" if blocking else "minor"].append(_finding(
             f"uncaught {pe.get('name', 'Error')} during load: {pe.get('message', '')}", line_quote(html, pe.get("offset")),

@@ -10,7 +10,7 @@ again (``navigation.reload_loop``).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas.config.env import RuntimeConfig
 from tasks.env.evidence import LoadRecord, RuntimeEvidence
@@ -19,8 +19,12 @@ from tasks.env.page import APP_URL, BLANK_JS
 from tasks.env.pagetime import answer_window_s, let_pass, page_clock_ms, read, scripts_ran, until
 from tasks.env.probe import ProbeSession, idle_sample
 
+if TYPE_CHECKING:
+    from playwright.async_api import Page
 
-async def load_app(page: Any, ev: RuntimeEvidence, session: ProbeSession, limit: Any, cfg: RuntimeConfig) -> LoadRecord:
+
+async def load_app(page: Page, ev: RuntimeEvidence, session: ProbeSession, limit: Any,
+                   cfg: RuntimeConfig) -> LoadRecord:
     """Load the app (``limit``: the session's hard limit), let the settle time pass (page time; the probe's idle
     liveness sampled across it) and read the page as loaded: a reload loop, a blank body, errors at load."""
     try:
@@ -52,7 +56,7 @@ async def load_app(page: Any, ev: RuntimeEvidence, session: ProbeSession, limit:
     status = "page_error" if ev.page_errors else "blank" if blank else "ok"
     return LoadRecord(status, blank_body=blank)
 
-async def _reloads(page: Any, session: ProbeSession, cfg: RuntimeConfig) -> int | None:
+async def _reloads(page: Page, session: ProbeSession, cfg: RuntimeConfig) -> int | None:
     """The page's own count of its reloads after load. A page that asked for one is loaded again, as a browser
     does (``navigation.let_reload_through``): its new document settles as the first did, and its count is the
     one read (None while it is still loading: the routed reloads decide)."""
@@ -67,7 +71,7 @@ async def _reloads(page: Any, session: ProbeSession, cfg: RuntimeConfig) -> int 
     return await self_navigations(page, session.answer_s)
 
 
-async def _still_loading(page: Any, limit: Any, cfg: RuntimeConfig) -> bool:
+async def _still_loading(page: Page, limit: Any, cfg: RuntimeConfig) -> bool:
     """Past the load timeout: a page whose main thread still answers is busy, not hung. It may fire its load
     event until it has lived the hard limit less the settle and probe time on its own clock. No wall bound of
     its own: the session's deadline (``limit``, which ``hold_hard_limit`` moves for a page the machine starves,

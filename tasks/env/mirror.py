@@ -140,7 +140,7 @@ class ScanReport:
 
 def scan_htmls(htmls: Iterable[str | None], mirror: CdnMirror) -> ScanReport:
     """Resolve every library URL of every app through ``mirror``; ``None`` counts an app without HTML."""
-    report, uses = ScanReport(), Counter()
+    report, uses = ScanReport(), Counter[str]()
     for html in htmls:
         report.apps += 1
         if html is None:

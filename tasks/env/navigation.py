@@ -26,13 +26,16 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from tasks.env.cdn import CdnMirror, unserved
 from tasks.env.launch import ServedFiles
 from tasks.env.page import APP_ORIGIN, APP_URL
 from tasks.env.pagetime import read
+
+if TYPE_CHECKING:
+    from playwright.async_api import Frame, Page, Request, Route, WebSocketRoute
 
 POPUP_MARK = "\u0000rr-popup:"
 # Chromium's transient user activation lasts 5 s and one window.open consumes it.
@@ -89,32 +92,32 @@ def is_self(url: str) -> bool:
     return (u.scheme, u.netloc, u.path) == (app.scheme, app.netloc, app.path)
 
 
-def _frame(req: Any) -> Any:
+def _frame(req: Request) -> Frame | None:
     try:
         return req.frame
     except Exception:  # a popup's first navigation is issued before its frame exists
         return None
 
 
-def _checking(req: Any, session: Any) -> bool:
+def _checking(req: Request, session: Any) -> bool:
     """A request made once the executable checks run (their pages share the app's context)."""
     return session.checking and _frame(req) is not None
 
 
-def _leaves_page(req: Any, session: Any) -> bool:
+def _leaves_page(req: Request, session: Any) -> bool:
     """A top-level navigation of the app's page or of a popup it opened (not of a frame, nor a check's own page)."""
     frame = _frame(req)
     return frame is None or (frame.parent_frame is None and not _checking(req, session))
 
 
-def let_reload_through(req: Any, session: Any) -> bool:
+def let_reload_through(req: Request, session: Any) -> bool:
     """The load page's first reload of itself after load and before the probe acts (no user asked for it)."""
     frame = _frame(req)
     return (session.loaded and not session.started and not session.reloaded and not session.checking
             and req.is_navigation_request() and frame is not None and frame.parent_frame is None and is_self(req.url))
 
 
-async def route_request(route: Any, html: str, ev: Any, session: Any, mirror: CdnMirror | None,
+async def route_request(route: Route, html: str, ev: Any, session: Any, mirror: CdnMirror | None,
                         served: ServedFiles | None = None) -> None:
     """Answer one request of the app's context (the page, its frames and workers) and record what was not served.
     A library the mirror has goes to its server (``served``) when the request is https: the page still sees the
@@ -161,7 +164,7 @@ MIRROR_DOWN = "the CDN mirror's server did not answer: a failure of the environm
 _NO_SERVER = ("ERR_CONNECTION", "ERR_SSL", "ERR_CERT", "ERR_EMPTY_RESPONSE", "ERR_ADDRESS")  # not ERR_ABORTED: the page's
 
 
-def on_request_failed(req: Any, ev: Any, session: Any, served: ServedFiles | None) -> None:
+def on_request_failed(req: Request, ev: Any, session: Any, served: ServedFiles | None) -> None:
     """A library the mirror's server was to answer that did not arrive because the server did not answer is an
     environment gap, recorded under the URL the app asked for: the app gets no verdict rather than a wrong one."""
     failure = req.failure or ""
@@ -172,13 +175,13 @@ def on_request_failed(req: Any, ev: Any, session: Any, served: ServedFiles | Non
                checking=_checking(req, session))
 
 
-async def block_websocket(ws: Any, ev: Any, session: Any) -> None:
+async def block_websocket(ws: WebSocketRoute, ev: Any, session: Any) -> None:
     record(ev, session, ws.url, "websocket", "websocket", "refused", "a network API the app has no business calling "
            "offline")
     await ws.close(code=1008, reason="network blocked by the rubricrl sandbox")
 
 
-def on_popup(page: Any, session: Any) -> None:
+def on_popup(page: Page, session: Any) -> None:
     """A popup a gesture opened: recorded as a navigation of the action that opened it, then closed."""
     session.navigation(getattr(page, "url", "") or "popup")
     asyncio.ensure_future(page.close())
@@ -197,7 +200,7 @@ def on_console_popup(text: str, ev: Any, session: Any) -> bool:
     return True
 
 
-async def count_refused_popups(page: Any, ev: Any, answer_s: float) -> None:
+async def count_refused_popups(page: Page, ev: Any, answer_s: float) -> None:
     """The whole count of refused popups (past the first few the page reported), when the page answers within
     ``answer_s`` (``pagetime.answer_window_s``: a starved page's read is not a lost count)."""
     if not ev.refused_popups:
@@ -214,7 +217,7 @@ def reloads_before_actions(blocked: list[dict[str, Any]]) -> int:
     return sum(1 for b in blocked if b.get("kind") == "navigation" and b.get("phase") == "load" and is_self(b["url"]))
 
 
-async def self_navigations(page: Any, answer_s: float) -> int | None:
+async def self_navigations(page: Page, answer_s: float) -> int | None:
     """How many times the page has tried to replace itself by its own URL (``SELF_NAVIGATIONS_JS``); None when it
     does not answer within ``answer_s`` (``pagetime.answer_window_s``), or cannot count."""
     try:

@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas.config.checks import ChecksConfig, ClockConfig
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
 
 BEAT_MS = 20  # the page clock's beat: a gap longer than two beats counts as two (the renderer was starved)
 CLOCK_READ_S = 2.0  # a page that cannot answer a one-line evaluate in this long is not living either
@@ -47,7 +50,7 @@ class OutOfTime(Exception):
     """The check's own limit of page time is spent (no verdict on the item)."""
 
 
-async def let_pass(page: Any, ms: float, clock: ClockConfig) -> None:
+async def let_pass(page: Page, ms: float, clock: ClockConfig) -> None:
     """Let ``ms`` of page time pass on a loaded page: its controlled clock advanced a step at a time, in the page,
     while its timers and frames take at most ``clock.max_lag`` times their page time to run (real time measured
     in the renderer, so the verdict does not hang on the machine's other work); a page that cannot, or that
@@ -78,13 +81,13 @@ def hard_limit(limit_s: float) -> "asyncio.Timeout":
     return asyncio.timeout(limit_s)
 
 
-async def read(page: Any, js: str, bound_s: float, arg: Any = None) -> Any:
+async def read(page: Page, js: str, bound_s: float, arg: Any = None) -> Any:
     """What ``js`` returns in ``page``, or TimeoutError when its main thread does not answer within ``bound_s``
     (``answer_window_s``: a starved frame answers within it, an endless loop does not)."""
     return await within(page.evaluate(js) if arg is None else page.evaluate(js, arg), bound_s)
 
 
-async def answered(page: Any, aw: Any, first_s: float, answer_s: float, deadline: Any = None) -> Any:
+async def answered(page: Page, aw: Any, first_s: float, answer_s: float, deadline: Any = None) -> Any:
     """The result of ``aw`` (an evaluate on ``page``) once it comes: after ``first_s``, and again after each
     ``first_s`` more, the page's main thread is asked for its clock, and the wait goes on while it answers within
     ``answer_s`` (a frame the machine's load starved, not a hang). TimeoutError when it does not answer, told
@@ -113,7 +116,7 @@ async def until(done: Any, bound_s: float) -> bool:
     return True
 
 
-async def scripts_ran(page: Any, bound_s: float) -> bool:
+async def scripts_ran(page: Page, bound_s: float) -> bool:
     """Wait in wall time, at most ``bound_s``, until every script the page asked for after load has run or failed
     (its fetch is the machine's time, not the page's: under load a library can still be arriving when page time
     says the page has settled, and a user acts after the page's scripts ran). True when there was one to wait for,
@@ -144,7 +147,7 @@ HOLD_ENDS = {  # why the hard limit stopped an app (the hold's outcome), named i
 }
 
 
-async def hold_hard_limit(limit: Any, page: Any, limit_s: float, max_slowdown: float) -> str:
+async def hold_hard_limit(limit: Any, page: Page, limit_s: float, max_slowdown: float) -> str:
     """An app's hard limit counted on its load page's own clock (the time it lived on its real timers), so a page
     the machine's load starves is not stopped for it. Before the wall deadline of ``limit`` (an asyncio timeout,
     which a screenshot may move) the page's clock is read: a page that has lived ``limit_s`` is stopped now; one
@@ -186,7 +189,7 @@ def hold_end(hold: "asyncio.Future[str] | None") -> str:
     return HOLD_ENDS.get(hold.result(), "")
 
 
-async def clock_of(page: Any, timeout_s: float) -> tuple[str | None, str | None]:
+async def clock_of(page: Page, timeout_s: float) -> tuple[str | None, str | None]:
     """(controlled | page, why the page left the controlled clock) of a page as it is now; (None, None) when it
     does not answer within ``timeout_s``."""
     try:
@@ -197,7 +200,7 @@ async def clock_of(page: Any, timeout_s: float) -> tuple[str | None, str | None]
     return ("controlled" if why is None else "page"), why
 
 
-async def page_clock_ms(page: Any, timeout_s: float = CLOCK_READ_S) -> float | None:
+async def page_clock_ms(page: Page, timeout_s: float = CLOCK_READ_S) -> float | None:
     """The page's own clock (ms it lived on its real timers); None when it does not answer (within
     ``timeout_s``) or has none."""
     try:
@@ -222,9 +225,10 @@ def limit_passed(wall_s: float, page_ms: float | None, limit_ms: float, max_slow
 class Stopwatch:
     """Wall and page-clock time since it started, for one limit in one page (the fallback's clock)."""
 
-    def __init__(self, page: Any, limit_ms: float, max_slowdown: float) -> None:
+    def __init__(self, page: Page, limit_ms: float, max_slowdown: float) -> None:
         self.page, self.limit_ms, self.max_slowdown = page, limit_ms, max_slowdown
-        self.wall0, self.page0 = time.monotonic(), None
+        self.wall0 = time.monotonic()
+        self.page0: float | None = None
         self.page_ms = 0.0  # page-clock time since the start, as last read
 
     async def start(self) -> "Stopwatch":
@@ -244,7 +248,7 @@ class Stopwatch:
 class PageTime:
     """One check page's time: controlled until the page shows it cannot run under it (``fallback``)."""
 
-    def __init__(self, page: Any, cfg: ChecksConfig, limit_ms: float) -> None:
+    def __init__(self, page: Page, cfg: ChecksConfig, limit_ms: float) -> None:
         self.page, self.cfg, self.limit_ms = page, cfg, limit_ms
         self._state: dict[str, Any] = {"ticks": 0.0, "mutations": 0, "next_due": None, "real_work": 0,
                                        "fallback": None, "lived": 0.0}

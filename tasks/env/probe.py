@@ -41,12 +41,15 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas.config.checks import ClockConfig
 from schemas.config.env import ProbeConfig
 from tasks.env.page import APP_URL, html_offset
 from tasks.env.pagetime import answered, clock_of, let_pass, read, within
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page, ViewportSize
 
 # What the probe compares before and after each action, by the code an action's ``changed`` lists: code -> (what it
 # is, whether only the app changes it). probe.js takes its list of codes from here (PROBE_CHANGES below); its
@@ -225,7 +228,7 @@ def liveness(a: dict[str, Any], b: dict[str, Any], wall_gap_s: float) -> dict[st
 
 
 # -- the run --------------------------------------------------------------------------------------------
-async def idle_sample(page: Any, cfg: ProbeConfig) -> tuple[dict[str, Any], float] | None:
+async def idle_sample(page: Page, cfg: ProbeConfig) -> tuple[dict[str, Any], float] | None:
     """The first liveness sample, right after load (errors from here on are tagged idle)."""
     try:
         snap = await read(page, "() => { window.__rrProbe.action = %d; return window.__rrProbe.snapshot(); }" % IDLE,
@@ -246,7 +249,7 @@ def dead_controls(actions: list[dict[str, Any]], navigations: list[dict[str, Any
 
 
 async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSession, stack_offset: Any,
-                    viewport: dict[str, int], idle: tuple[dict[str, Any], float] | None,
+                    viewport: ViewportSize, idle: tuple[dict[str, Any], float] | None,
                     clock: ClockConfig) -> ProbeRecord:
     """Exercise a loaded page; never raises for the app's behaviour (a hang is evidence)."""
     ev = session.evidence
@@ -307,7 +310,7 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
     return ev
 
 
-async def _loop_after(page: Any, cfg: ProbeConfig, clock: ClockConfig) -> dict[str, Any]:
+async def _loop_after(page: Page, cfg: ProbeConfig, clock: ClockConfig) -> dict[str, Any]:
     """Motion across ``liveness_gap_s`` of page time after the run (two samples, as the idle liveness check takes
     them). The gap passes on the page's clock: a wall-clock sleep leaves a controlled clock paused, so no frame
     could run and every animated app whose action threw would look stopped."""

@@ -47,7 +47,7 @@ def without(data: dict[str, Any], paths: Iterable[str]) -> dict[str, Any]:
     out = copy.deepcopy(data)
     for path in paths:
         *parents, leaf = path.split(".")
-        node = out
+        node: Any = out
         for p in parents:
             node = node.get(p) if isinstance(node, dict) else None
         if not isinstance(node, dict) or leaf not in node:
@@ -88,7 +88,7 @@ def publish_scores(store: StageStore, part_keys: list[str], make_part: Callable[
         return made[key]
 
     env_json = env.model_dump(mode="json")
-    common = dict(provider=provider.name, config={"env": env_json}, config_hash=env_fingerprint(env),
+    common: dict[str, Any] = dict(provider=provider.name, config={"env": env_json}, config_hash=env_fingerprint(env),
                   extra={"judge": [provider.name, provider.model], **(extra or {})}, force=force)
     names = ScoredTables(*(prefix + n for n in ScoredTables._fields))
     judg = run_stage(store, StageSpec(names.judgments, SCHEMAS.judgments, judgments_suites), part_keys=part_keys,

@@ -47,6 +47,7 @@ Playwright's async API runs on a private event loop in a background thread, so c
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import threading
@@ -54,7 +55,7 @@ import time
 import uuid
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from schemas.config.env import RuntimeConfig
 from tasks.env.capture import answer_dialog, record_console
@@ -71,8 +72,11 @@ from tasks.env.pagetime import answer_window_s, hard_limit, hold_end, hold_hard_
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, run_probe
 from tasks.env.shots import ScreenshotSpec, take_screenshot
 
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext, Page, Playwright, ViewportSize
+
 log = logging.getLogger("rubricrl.env")
-VIEWPORT = {"width": 1280, "height": 800}
+VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 CRASHED_BESIDE_OTHERS = ("the page crashed beside other work and not when checked again alone: the machine's "
                          "memory or CPU pressure, not the app (no verdict)")
 
@@ -98,8 +102,8 @@ class BrowserRuntime:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="rubricrl-browser", daemon=True)
         self._thread.start()
-        self._pw: Any = None
-        self._browser: Any = None
+        self._pw: Playwright | None = None
+        self._browser: Browser | None = None
         self._clock_checked = False
         self._launch_lock: asyncio.Lock | None = None
         self._sem: asyncio.Semaphore | None = None
@@ -174,7 +178,7 @@ class BrowserRuntime:
         if self._pw is not None:
             await self._pw.stop()
 
-    async def _ensure_browser(self) -> Any:
+    async def _ensure_browser(self) -> Browser:
         if self._launch_lock is None:
             self._launch_lock, self._sem = asyncio.Lock(), asyncio.Semaphore(self.cfg.concurrency)
         async with self._launch_lock:
@@ -233,14 +237,14 @@ class BrowserRuntime:
         def resolve(task: asyncio.Task, fut: Future) -> None:
             if task.cancelled():
                 fut.cancel()
-            elif task.exception() is not None:
-                fut.set_exception(task.exception())  # type: ignore[arg-type]
+            elif (exc := task.exception()) is not None:
+                fut.set_exception(exc)
             else:
                 fut.set_result(task.result())
 
         tasks = [asyncio.ensure_future(one(i)) for i in range(len(htmls))]
         for t, f in zip(tasks, futures):
-            t.add_done_callback(lambda t, f=f: resolve(t, f))
+            t.add_done_callback(functools.partial(resolve, fut=f))
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _check_guarded(self, html: str, plan: CheckPlan | None = None) -> RuntimeEvidence:
@@ -261,7 +265,7 @@ class BrowserRuntime:
             finally:
                 self._busy -= 1
 
-    async def _session(self, browser: Any, html: str, plan: CheckPlan | None) -> RuntimeEvidence:
+    async def _session(self, browser: Browser, html: str, plan: CheckPlan | None) -> RuntimeEvidence:
         """One app's session, in order: its sandbox (a fresh context), load, settle, probe, then its executable
         checks. Load, settle and probe run within the hard limit, the checks after it under their own limits
         (nothing they do changes the load's verdict). Each step returns its typed record, kept in the app's evidence
@@ -322,7 +326,8 @@ class BrowserRuntime:
         ev.duration_s = round(time.perf_counter() - started, 3)
         return ev
 
-    async def _open(self, context: Any, html: str, ev: RuntimeEvidence, session: ProbeSession) -> Any:
+    async def _open(self, context: BrowserContext, html: str, ev: RuntimeEvidence,
+                    session: ProbeSession) -> tuple[Page, Callable[[], None], Any]:
         """The app's context set up (clock, init scripts, routes) and its load page with the listeners that
         record the load's evidence; returns the page, what removes those listeners and the probe's script."""
         probe = self.cfg.probe
@@ -346,12 +351,17 @@ class BrowserRuntime:
             if not session.started:  # during the probe the page records errors with the action that caused them
                 ev.page_errors.append(page_error_record(html, getattr(exc, "name", "Error"),
                                                         getattr(exc, "message", str(exc)), getattr(exc, "stack", "") or ""))
+        listeners: dict[Any, Any]  # Any: Page.on's overloads take one literal event name each
         listeners = {"pageerror": on_error, "console": lambda msg: record_console(msg, html, ev, session),
                      "crash": lambda _p: setattr(ev, "status", "crashed"), "load": session.document_loaded,
                      "dialog": lambda d: asyncio.ensure_future(answer_dialog(d, session))}
         for name, fn in listeners.items():
             page.on(name, fn)
-        return page, lambda: [page.remove_listener(name, fn) for name, fn in listeners.items()], probing
+
+        def release() -> None:
+            for name, fn in listeners.items():
+                page.remove_listener(name, fn)
+        return page, release, probing
 
     def _probes(self, ev: RuntimeEvidence) -> bool:
         """Whether the probe uses the settled app: a working one, or one with an uncaught error at load whose use
@@ -360,7 +370,7 @@ class BrowserRuntime:
         return probe.enabled and (ev.status == "ok" or (ev.status == "page_error" and not ev.blank_body
                                                          and probe.load_error_rule == "evidence"))
 
-    async def _checks(self, context: Any, page: Any, html: str, session: ProbeSession, plan: CheckPlan,
+    async def _checks(self, context: BrowserContext, page: Page, html: str, session: ProbeSession, plan: CheckPlan,
                       probing: Any) -> CheckRecord:
         """The app's executable rubric checks in fresh documents of its context, the load page handed over; and,
         when they crash, why (each check is then inconclusive, saying so: ``RuntimeEvidence.checks_error``)."""
@@ -375,7 +385,7 @@ class BrowserRuntime:
             log.warning("the checks crashed on an app (%s); its checks are inconclusive", why)
             return CheckRecord([], why)
 
-    async def _screenshot(self, page: Any, html: str, moment: str, limit: Any) -> None:
+    async def _screenshot(self, page: Page, html: str, moment: str, limit: Any) -> None:
         if self.screenshots is not None:
             await take_screenshot(page, html, moment, self.screenshots, self.shots, limit)
 

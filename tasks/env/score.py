@@ -211,7 +211,7 @@ class _App:
                                    else normalize_diagnosis(diag, rubric))
         self.judge = _judge_record(res, given)
         if res is not None and res.provider != "offline":  # a model judge keeps the paper's rule: no finding is met
-            self.diag = self.diag.model_copy(update={"undecided": []})  # type: ignore[union-attr]
+            self.diag = self.diag.model_copy(update={"undecided": []})
 
 
 def _judge_request(app: _App, provider: Provider | None, cfg: EnvConfig) -> Any:
@@ -252,7 +252,8 @@ def _submit_judge(pool: ThreadPoolExecutor, provider: Provider | None, request: 
     if request is None:
         tick(1, checks_run=ran)
         return None
-    call = pool.submit(provider.complete, request)  # type: ignore[union-attr]
+    assert provider is not None  # a request is built only with a provider (_judge_request)
+    call = pool.submit(provider.complete, request)
     call.add_done_callback(lambda _f: tick(1, checks_run=ran))
     return call
 
@@ -265,7 +266,9 @@ def _browse(apps: list[_App], todo: list[int], cfg: EnvConfig, runtime: BrowserR
             apps[j].rt = RuntimeEvidence(status="skipped")
         return {}
     plans = [_check_plan(apps[j].inp, cfg) for j in todo]
-    futures = engine.check_each([apps[j].ex.html for j in todo], checks=plans)  # type: ignore[union-attr]
+    htmls = [ex.html for j in todo if (ex := apps[j].ex) is not None]
+    assert len(htmls) == len(todo)  # todo: the apps with an application (score_batch)
+    futures = engine.check_each(htmls, checks=plans)
     return dict(zip(futures, todo))
 
 

@@ -8,7 +8,7 @@ schemas in ``schemas/contracts/env.py`` and ``schemas/contracts/env.py``), which
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 
 import pyarrow as pa
 
@@ -118,7 +118,7 @@ def tables(results: list[ScoreResult], cfg: EnvConfig) -> tuple[pa.Table, pa.Tab
             pa.Table.from_pylist([reward_row(r, h) for r in results], schema=REWARDS_SCHEMA))
 
 
-def check_rows(r: ScoreResult, scope_of: dict[str, str]) -> list[dict[str, Any]]:
+def check_rows(r: ScoreResult, scope_of: Mapping[str, str]) -> list[dict[str, Any]]:
     """``check_results`` rows of one scored response (response offsets)."""
     out = []
     for c in r.check_results:

@@ -10,7 +10,10 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
 
 
 _SHOT_MARGIN_S = 1.0  # the hard limit, moved while a screenshot runs, stays this far past its own timeout
@@ -27,7 +30,7 @@ class ScreenshotSpec:
     timeout_s: float  # one screenshot's limit; a page too busy to paint gets none, and its verdict stands
 
 
-async def take_screenshot(page: Any, html: str, moment: str, spec: ScreenshotSpec, shots: dict[str, dict[str, str]],
+async def take_screenshot(page: Page, html: str, moment: str, spec: ScreenshotSpec, shots: dict[str, dict[str, str]],
                           limit: Any) -> None:
     """Keep the viewport as ``<app key>-<moment>.png`` and say so in ``shots[app key]`` (or why not). The hard
     ``limit`` (an asyncio timeout, or None) moves by the time it takes (the app's own time is unchanged); a kept

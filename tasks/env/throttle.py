@@ -8,22 +8,25 @@ checks' pages.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tasks.env.runtime import BrowserRuntime
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext, Page
 
 
 class _ThrottledContext:
     """A browser context whose new pages are throttled before anything loads in them."""
 
-    def __init__(self, context: Any, rate: float) -> None:
+    def __init__(self, context: BrowserContext, rate: float) -> None:
         object.__setattr__(self, "_context", context)
         object.__setattr__(self, "_rate", rate)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._context, name)
 
-    async def new_page(self) -> Any:
+    async def new_page(self) -> Page:
         page = await self._context.new_page()
         cdp = await self._context.new_cdp_session(page)
         await cdp.send("Emulation.setCPUThrottlingRate", {"rate": self._rate})
@@ -31,13 +34,13 @@ class _ThrottledContext:
 
 
 class _ThrottledBrowser:
-    def __init__(self, browser: Any, rate: float) -> None:
+    def __init__(self, browser: Browser, rate: float) -> None:
         self._browser, self._rate = browser, rate
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._browser, name)
 
-    async def new_context(self, **kw: Any) -> Any:
+    async def new_context(self, **kw: Any) -> _ThrottledContext:
         return _ThrottledContext(await self._browser.new_context(**kw), self._rate)
 
 
@@ -50,5 +53,7 @@ class ThrottledRuntime(BrowserRuntime):
         super().__init__(*args, **kw)
         self.rate = rate
 
-    async def _session(self, browser: Any, html: str, plan: Any) -> Any:
-        return await super()._session(_ThrottledBrowser(browser, self.rate) if self.rate > 1 else browser, html, plan)
+    async def _session(self, browser: Browser, html: str, plan: Any) -> Any:
+        # the wrapper stands in for the browser: it forwards all but new_context, which throttles the pages
+        throttled = cast("Browser", _ThrottledBrowser(browser, self.rate)) if self.rate > 1 else browser
+        return await super()._session(throttled, html, plan)
