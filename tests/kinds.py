@@ -69,6 +69,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_mirror_serve.py": ("unit", "browser"),
     "test_load_errors.py": ("browser",),
     "test_env_verdicts.py": ("browser",),
+    "test_score_golden.py": ("browser",),
     "test_env_verifiers.py": ("browser", "wire"),
     "test_eval_agreement.py": ("unit",),
     "test_eval_report.py": ("flows", "browser"),
