@@ -381,6 +381,8 @@ class CheckSet(_Model):
     checks: list[dict[str, Any]] = Field(default_factory=list,
                                          description="[{item_id, check}]; each check is validated on its own "
                                                      "so one bad check drops only itself")
+    uncheckable: list[dict[str, Any]] = Field(default_factory=list,
+                                              description="[{item_id, reason}]: items no check can decide, and why")
 
 
 def parse_check(data: Any) -> Check:

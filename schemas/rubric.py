@@ -21,7 +21,11 @@ LEVEL_LETTER = {"core_module": "C", "correct_rule": "R", "rendering_effect": "E"
 # as a field so that the checks and the judge never read it back from the requirement's words. One owner: here
 # (schemas import nothing of ours; ``tasks/rubrics/offline_items.py`` maps its roles onto these).
 EvidenceKind = Literal["control_default", "output_text", "drawing_present", "shown_on_load", "labelled_present",
-                       "operate_control", "press_key", "readout", "motion_by_itself", "answers_input"]
+                       "operate_control", "press_key", "readout", "motion_by_itself", "answers_input",
+                       # a synthesized query's capability (``tasks/rubrics/capabilities.py``): a control named by
+                       # ``element`` takes its stated bounds; operating the control named ``trigger`` changes
+                       # ``effect``; a drag reorders the listed ``element``; typing in a search box filters them
+                       "takes_range", "operate_named", "reorder_by_drag", "filter_by_typing"]
 EVIDENCE_KINDS: tuple[str, ...] = get_args(EvidenceKind)
 
 

@@ -40,6 +40,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_attr_tokens_fast.py": ("property",),
     "test_bench_devset.py": ("unit",),
     "test_checkpoints.py": ("unit",),
+    "test_capability_checks.py": ("unit",),
     "test_checks_browser.py": ("browser",),
     "test_checks_flow.py": ("flows", "browser"),
     "test_checks_rubrics.py": ("flows", "browser"),

@@ -67,3 +67,19 @@ def test_every_row_of_the_offline_demo_says_offline(store):
         assert {r["provider"] for r in _rows(store, stage)} == {"offline"}, stage
     for stage in ("probe_rewards", "rewards"):  # an app stopped at a gate is judged by nothing: provider none
         assert {r["provider"] for r in _rows(store, stage) if r["provider"] != "none"} == {"offline"}, stage
+
+
+# The share of the demo's dynamic rubric items that carry an executable check (offline rules: 50 of 649 on the
+# demo's 200 synthesized queries). Every other dynamic item says why no check decides it (rubric_checks'
+# check_problem, from ``tasks/rubrics/capabilities.py``): a check that could fail a correct app is not written.
+DYNAMIC_CHECK_SHARE_FLOOR = 0.07
+
+
+def test_dynamic_items_carry_checks_or_say_why_not(store):
+    items = [i for i in _rows(store, "rubric_items") if i["scope"] == "dynamic"]
+    share = sum(i["check"] is not None for i in items) / len(items)
+    assert share >= DYNAMIC_CHECK_SHARE_FLOOR, f"only {share:.3f} of {len(items)} dynamic items carry a check"
+    rows = {(r["query_id"], r["item_id"]): r for r in _rows(store, "rubric_checks")}
+    silent = [i["requirement"] for i in items
+              if i["check"] is None and not rows[(i["query_id"], i["id"])]["check_problem"]]
+    assert not silent, f"{len(silent)} dynamic items have no check and no reason, e.g. {silent[:3]}"

@@ -121,3 +121,28 @@ def test_dropped_item_leaves_its_must_cover_requirement_reported_uncovered(prefe
     items = {r["id"]: r for r in store.read("rubric_items").to_pylist()}
     assert items["D2"]["requirement"] == d3["requirement"] and "D12" not in items
     assert not any("R4" in r["covered_requirement_ids"] for r in items.values())
+
+
+def test_the_llm_path_through_the_real_sdk_writes_checks_and_their_share_of_dynamic_items(prefect_harness, tmp_path,
+                                                                                          monkeypatch):
+    """With a key, the model's checks stage writes the checks: the recorded q5 answers served by the fake Messages
+    API, through the real SDK; the share of dynamic items with a kept check is what the recorded answer gives."""
+    from fakes.fake_anthropic import FakeAnthropic
+    from schemas.config.llm import LLMConfig
+    from tasks.llm.factory import make_provider
+    from tests.fixtures.rubrics.support import Q5, STAGE_FILES
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    answers = iter([(Q5 / f).read_text() for f in STAGE_FILES.values()])  # one query: the stages ask in order
+    store = StageStore(tmp_path / "data")
+    publish_queries(store, {"q5": q5_text()})
+    with FakeAnthropic(reply=lambda _body: next(answers)) as api:
+        provider = make_provider("anthropic", base_url=api.base_url,
+                                 config=LLMConfig(store_path=str(tmp_path / "llm.sqlite")))
+        outcomes = build_stages(store, provider, RubricsConfig(chunk_size=10), concurrency=1)
+        assert len(api.seen("/v1/messages", "POST")) == len(STAGE_FILES)
+    assert {o.manifest.provider for o in outcomes} == {"anthropic"}
+    dynamic = [i for i in store.read("rubric_items").to_pylist() if i["scope"] == "dynamic"]
+    share = sum(i["check"] is not None for i in dynamic) / len(dynamic)
+    print(f"LLM path on the fake API: {share:.2f} of {len(dynamic)} dynamic items carry a check")
+    assert share == 4 / 12  # D3, D9, D11, D12 (D10's check waits 12 s and is dropped)

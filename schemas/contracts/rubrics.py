@@ -74,7 +74,7 @@ DRY_RUNS = ("inconclusive", "passed", "failed", "error", "skipped")
 CHECKS_SCHEMA = pa.schema(COMMON + [
     pa.field("position", pa.int32()), pa.field("item_id", _S), pa.field("scope", _S),
     pa.field("check_json", _S),  # kept: the validated check (schemas/checks.py); dropped: what was proposed
-    pa.field("check_status", _S), pa.field("check_problem", _S),  # why dropped (parse error or dry run)
+    pa.field("check_status", _S), pa.field("check_problem", _S),  # why dropped, or why no check decides it
     pa.field("dry_run", _S),  # the check's verdict on an empty page (only 'inconclusive' is kept)
 ])
 ITEMS_SCHEMA = pa.schema([

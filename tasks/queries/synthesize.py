@@ -110,12 +110,15 @@ def prompt_variables(spec: CandidateSpec) -> dict[str, Any]:
     }
 
 
-_DIFFICULTY_CLOSERS = {
-    "easy": ["Keep the interface simple and uncluttered.", "A single screen is enough."],
-    "medium": ["Explain the rules in a short help text.", "Keep all related controls grouped together."],
-    "hard": ["Handle edge cases such as empty input and repeated actions.",
-             "Make sure every state change is reflected on screen immediately."],
-}
+# The closing sentence of an offline request, named: the rubric rules say of each whether a check can decide it
+# (``tasks/rubrics/capabilities.py``).
+SIMPLE_CLOSER, ONE_SCREEN_CLOSER = "Keep the interface simple and uncluttered.", "A single screen is enough."
+HELP_TEXT_CLOSER = "Explain the rules in a short help text."
+GROUPED_CLOSER = "Keep all related controls grouped together."
+EDGE_CASES_CLOSER = "Handle edge cases such as empty input and repeated actions."
+IMMEDIATE_CLOSER = "Make sure every state change is reflected on screen immediately."
+_DIFFICULTY_CLOSERS = {"easy": [SIMPLE_CLOSER, ONE_SCREEN_CLOSER], "medium": [HELP_TEXT_CLOSER, GROUPED_CLOSER],
+                       "hard": [EDGE_CASES_CLOSER, IMMEDIATE_CLOSER]}
 _OPENERS = ["Build", "Create", "Make", "Design", "Develop"]
 _CONNECTORS = ["It must", "The app should", "Requirements: it should", "Please make sure it can"]
 

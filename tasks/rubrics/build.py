@@ -143,7 +143,10 @@ def _checks_stage(store: StageStore, provider: Provider, rcfg: RubricsConfig, ch
     def stats(t: pa.Table) -> dict[str, Any]:
         status = t.column("check_status").to_pylist()
         return {**_stats(counts)(t), "checks_kept": status.count("kept"), "checks_dropped": status.count("dropped"),
-                "items_without_check": status.count("none")}
+                "items_without_check": status.count("none"),
+                # items no check can decide, each with its reason in check_problem (``capabilities.EVIDENCE``)
+                "items_uncheckable": sum(s == "none" and p is not None for s, p in
+                                         zip(status, t.column("check_problem").to_pylist()))}
 
     return run_stage(store, StageSpec(sd.name, sd.schema, checks_suites), part_keys=list(chunks), make_part=make,
                      provider=provider.name, config=rcfg.model_dump(mode="json"),

@@ -53,8 +53,11 @@ def _context(ctx: QueryContext) -> dict[str, Any]:
     return {"valid_ids": {i["id"] for i in reference_items(ctx.reference)}}
 
 
-def check_rows(items: list[dict[str, Any]], proposed: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per item: its proposed check validated (kept / dropped with the problem / none) (pure)."""
+def check_rows(items: list[dict[str, Any]], proposed: list[dict[str, Any]],
+               uncheckable: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """One row per item: its proposed check validated (kept / dropped with the problem / none, with the reason
+    no check decides it where one was given) (pure)."""
+    why = {u.get("item_id"): str(u.get("reason"))[:1000] for u in uncheckable or [] if isinstance(u, dict)}
     by_item: dict[str, Any] = {}
     extra: list[str] = []
     for p in proposed:
@@ -66,7 +69,7 @@ def check_rows(items: list[dict[str, Any]], proposed: list[dict[str, Any]]) -> l
     rows = []
     for n, it in enumerate(items):
         row = {"position": n, "item_id": it["id"], "scope": it["scope"], "check_json": None, "check_status": "none",
-               "check_problem": None, "dry_run": None}
+               "check_problem": why.get(it["id"]), "dry_run": None}
         if it["id"] in by_item:
             try:
                 check = parse_check(by_item[it["id"]])
@@ -80,7 +83,7 @@ def check_rows(items: list[dict[str, Any]], proposed: list[dict[str, Any]]) -> l
 
 def _rows(ctx: QueryContext, out: BaseModel) -> list[dict[str, Any]]:
     assert isinstance(out, CheckSet)
-    return check_rows(reference_items(ctx.reference), list(out.checks))
+    return check_rows(reference_items(ctx.reference), list(out.checks), list(out.uncheckable))
 
 
 STAGE = StageDef(name="rubric_checks", section="checks", prompt="rubric_checks", schema=CHECKS_SCHEMA,

@@ -16,14 +16,18 @@ control it names by ``#id`` (or label) are found in the query's spec by that nam
   the page, within half a step or the display's rounding to one decimal place fewer);
 - motion: the canvas a moment apart; a short request's input: a click, a drag, Space and an arrow key on
   its canvas (a request names no other);
-- an element a sentence names by label: a button of that name, a field of that label.
+- an element a sentence names by label: a button of that name, a field of that label;
+- a synthesized query's capability (``capabilities``): a slider named for ``element`` moved to each stated bound
+  holds it; clicking the button named ``trigger`` changes the page's text; the first draggable item dropped on
+  the third is no longer first; typing what names nothing in the search box changes the page's text.
 
 A presence check counts matches, so an element that is there but hidden leaves it inconclusive, never
 failed; whether a named element is missing is the judge's call (``tasks/env/rubric_evidence.py``). Items
 with nothing a check can observe soundly (a rule stated in a sentence, what a short request draws, a drawing
 in a plan that names no canvas or drawing area) get no check, and so do items without fields (an LLM's: the
 rules know nothing of them), except an offline item stored before items carried fields, found by its whole
-requirement text. Rows made by this rule say provider=offline like every offline row.
+requirement text. An item its spec says no check can decide is listed in ``uncheckable`` with the reason
+(``capabilities.EVIDENCE``), which its row keeps. Rows made by this rule say provider=offline like every offline row.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ import re
 from typing import Any
 
 from tasks.rubrics import text as T
+from tasks.rubrics.capabilities import Checkable, clause_evidence
 from tasks.rubrics.offline_items import DRAWING_EFFECT, MOTION_EFFECT, TEXT_EFFECT, items_by_requirement
 from tasks.rubrics.prompt_controls import Control
 from tasks.rubrics.prompt_spec import Spec, read_spec
@@ -51,6 +56,10 @@ _POINT, _MORE_ZEROS, _ANY_ZEROS = r"\.", "0*", r"(?:\.0*)?"
 _GAP = r"\s*"  # a stated text's words, however the page spaces them
 _ANY_DIGIT = r"\d"  # a display showing a number at all
 _WORD_EDGE = r"\b"
+PAGE_TEXT = {"css": "body"}  # the page's text, where a change the query does not place shows
+BOUND_TOLERANCE = 0.01  # a slider moved to a stated bound holds it exactly (the browser keeps min and max)
+DRAGGABLE = '[draggable="true"]'
+MATCHES_NOTHING = "zqxjv"  # a search no item's name matches
 
 
 def by_id(cid: str, suffix: str = "") -> dict[str, str]:
@@ -168,7 +177,7 @@ def _watched(c: Control | None, effect: list[str], drawn: dict[str, Any] | None)
     if (DRAWING_EFFECT in effect or MOTION_EFFECT in effect) and drawn is not None:
         return drawn, "canvas"
     if TEXT_EFFECT in effect and c is not None:
-        return {"css": "body"}, "text"
+        return PAGE_TEXT, "text"
     return None
 
 
@@ -239,6 +248,56 @@ def item_steps(item: dict[str, Any], spec: Spec, drawn: dict[str, Any] | None) -
     return None
 
 
+def range_check(element: str, bounds: tuple[float, float]) -> list[dict[str, Any]]:
+    """The slider named for ``element`` takes the query's bounds: moved to each, it holds it."""
+    loc, steps = {"role": "slider", "name": _WORD_EDGE + re.escape(element)}, []
+    for bound in (bounds[1], bounds[0]):
+        steps += [{"do": "fill", "target": loc, "value": f"{bound:g}"},
+                  {"expect": "number_relation", "left": {"read": loc}, "op": "eq", "right": {"const": bound},
+                   "tolerance": BOUND_TOLERANCE}]
+    return steps
+
+
+def named_button_check(name: str) -> list[dict[str, Any]]:
+    """Clicking the button named ``name`` changes the page's text."""
+    return [{"do": "remember", "target": PAGE_TEXT, "name": "before"},
+            {"do": "click", "target": {"role": "button", "name": _WORD_EDGE + re.escape(name) + _WORD_EDGE}},
+            {"expect": "text_changes", "target": PAGE_TEXT, "since": "before"}]
+
+
+def reorder_check() -> list[dict[str, Any]]:
+    """Dragging the first draggable item onto the third changes which item is first (HTML drag and drop marks
+    what can be dragged; an app that reorders another way leaves it inconclusive)."""
+    first, third = {"css": DRAGGABLE}, {"css": DRAGGABLE, "nth": 2}
+    return [{"do": "remember", "target": first, "name": "first"},
+            {"do": "drag", "target": first, "to": third, "start": [0.5, 0.5], "end": [0.5, 0.8]},
+            {"expect": "text_changes", "target": first, "since": "first"}]
+
+
+def filter_check() -> list[dict[str, Any]]:
+    """Typing what names nothing into the search box changes the page's text (items are hidden)."""
+    return [{"do": "remember", "target": PAGE_TEXT, "name": "before"},
+            {"do": "fill", "target": {"placeholder": "search"}, "value": MATCHES_NOTHING},
+            {"expect": "text_changes", "target": PAGE_TEXT, "since": "before"}]
+
+
+def capability_steps(item: dict[str, Any], spec: Spec) -> list[dict[str, Any]] | None:
+    """The steps of a synthesized query's capability item (``capabilities``): from its fields, and for a slider
+    the bounds its spec states."""
+    kind = item.get("evidence_kind")
+    if kind == "takes_range" and item.get("element"):
+        bounds = next((f.evidence.bounds for f in clause_evidence(spec.clauses) if f and isinstance(
+            f.evidence, Checkable) and f.evidence.kind == kind and f.evidence.element == item["element"]), None)
+        return range_check(item["element"], bounds) if bounds else None
+    if kind == "operate_named" and item.get("trigger") and TEXT_EFFECT in (item.get("effect") or []):
+        return named_button_check(item["trigger"])
+    if kind == "reorder_by_drag":
+        return reorder_check()
+    if kind == "filter_by_typing":
+        return filter_check()
+    return None
+
+
 def offline_checks(v: dict[str, Any]) -> dict[str, Any]:
     items = json.loads(v["items"])
     spec = read_spec(v.get("expanded_query", ""))
@@ -246,11 +305,14 @@ def offline_checks(v: dict[str, Any]) -> dict[str, Any]:
     # Rubrics stored before items carried their fields: an offline item is found again by its own requirement
     # text (the rules' sentence, compared whole, never parsed), so re-running their checks loses none.
     stored = items_by_requirement(spec) if any(it.get("evidence_kind") is None for it in items) else {}
-    out = []
+    out, uncheckable = [], []
     for it in items:
-        if it.get("evidence_kind") is None and (known := stored.get(T.normalise(it["requirement"]))) is not None:
+        known = stored.get(T.normalise(it["requirement"])) if it.get("evidence_kind") is None else None
+        if known is not None:
             it = {**it, **known.structure()}
-        steps = item_steps(it, spec, drawn)
+        steps = item_steps(it, spec, drawn) or capability_steps(it, spec)
         if steps:
             out.append({"item_id": it["id"], "check": {"steps": steps}})
-    return {"checks": out}
+        elif known is not None and known.uncheckable:
+            uncheckable.append({"item_id": it["id"], "reason": known.uncheckable})
+    return {"checks": out, "uncheckable": uncheckable}

@@ -29,20 +29,26 @@ from tasks.rubrics.offline_items import spec_items
 from tasks.rubrics.pipeline import QueryContext, StageDef
 from tasks.rubrics.prompt_spec import SHORT_FRAME, Spec, read_spec
 
+# The defaults the rule writes into the expanded query, named: the rubric rules say of each whether a check can decide
+# it (``tasks/rubrics/capabilities.py``).
+SCORE_DEFAULT = "Each correct answer adds one point to the score."
+TIMER_DEFAULT = "The timer counts down from 60 seconds."
+ACCURACY_DEFAULT = "Accuracy is the number of correct answers divided by all answers, shown as a percentage."
+SAVED_DEFAULT = "Saved data is kept in the browser's localStorage and restored on reload."
 # (trigger, already-specified, choice, alternatives, minimal testable default)
 DEFAULTS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, list[str], str], ...] = tuple(
     (re.compile(a, re.I), re.compile(b, re.I), c, d, e) for a, b, c, d, e in [
         (r"\bscores?\b", r"\b(points?|adds?|award\w*|increas\w*|correct answers? divided)\b", "how the score grows",
          ["one point per correct answer", "points weighted by difficulty or speed"],
-         "Each correct answer adds one point to the score."),
+         SCORE_DEFAULT),
         (r"\b(timer|countdown)\b", r"\d+\s*(s|secs?|seconds?|mins?|minutes?)\b", "timer length",
-         ["a fixed length", "a user-chosen length"], "The timer counts down from 60 seconds."),
+         ["a fixed length", "a user-chosen length"], TIMER_DEFAULT),
         (r"\baccuracy\b", r"\b(divided|out of|ratio|of all)\b", "what accuracy counts",
          ["correct answers out of all answers", "correct answers out of answered rounds only"],
-         "Accuracy is the number of correct answers divided by all answers, shown as a percentage."),
+         ACCURACY_DEFAULT),
         (r"\b(save|saves|saved|persist\w*)\b", r"\b(localstorage|local storage|download\w*|export\w*)\b",
          "where data is saved", ["the browser's localStorage", "a downloaded file"],
-         "Saved data is kept in the browser's localStorage and restored on reload."),
+         SAVED_DEFAULT),
     ])
 _DIGIT = re.compile(r"\d")  # a clause stating a number constrains the app
 QUALITATIVE = re.compile(r"\b(random|common|rare|ambiguous|mixed|various|appropriate|simple|realistic|"

@@ -6,7 +6,9 @@ should change; a motion item says it is motion over time. ``query_evidence`` is 
 query (the line that declares the element or states the behaviour). At most ``max_items`` items, in this
 order of priority: each control and then what operating it does and the display showing its value; outputs with a stated initial value;
 drawing areas; keys; motion. A short request gets what is drawn, what moves by itself and what answers
-input, since it names nothing else.
+input, since it names nothing else. A request in sentences gets one item per sentence; a sentence the offline
+rules wrote (a synthesized query's capability, closer or default) takes its structure, or the reason no check
+decides it, from the spec it was written from (``capabilities``).
 
 The stages' offline rules read these items: requirements (one per item), modules (grouped by role),
 decomposition (one candidate per item, scope and level from ``ROLES``, found again by its requirement text,
@@ -17,9 +19,10 @@ Run: ``spec_items(read_spec(query), max_items=20)``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tasks.rubrics import text as T
+from tasks.rubrics.capabilities import ClauseSpec, Uncheckable, clause_evidence
 from tasks.rubrics.prompt_controls import Control
 from tasks.rubrics.prompt_spec import Behaviour, Named, Spec, read_spec
 
@@ -69,6 +72,8 @@ class SpecItem:
     element: str | None = None  # what the item is about: "#id", a label (``schemas.rubric.STRUCTURE``)
     trigger: str | None = None  # what the user operates: "#id" of a control, or a key
     effect: tuple[str, ...] | None = None  # what should change: "#id" of an output, "drawing", "text", "motion"
+    kind: str | None = None  # what decides it, where its spec says so rather than its role (a capability's)
+    uncheckable: str | None = None  # why no check decides it (``capabilities.EVIDENCE``)
 
     @property
     def scope(self) -> str:
@@ -81,7 +86,7 @@ class SpecItem:
     def structure(self) -> dict[str, object]:
         """The item's structure as the rubric's fields (``schemas.rubric.STRUCTURE``): all None for a role the
         rules know no structure of."""
-        kind = EVIDENCE_OF_ROLE.get(self.role)
+        kind = self.kind or EVIDENCE_OF_ROLE.get(self.role)
         return {"evidence_kind": kind, "element": self.element, "trigger": self.trigger,
                 "effect": list(self.effect) if self.effect is not None else None}
 
@@ -193,12 +198,22 @@ def _request_items(spec: Spec) -> list[SpecItem]:
     return out + [behaviour_item(b) for b in spec.behaviours if b.key is not None]
 
 
+def _decided(item: SpecItem, found: ClauseSpec | None) -> SpecItem:
+    """A clause's item with what its spec says decides it: the structure of a check, or why there is none."""
+    if found is None:
+        return item
+    ev = found.evidence
+    if isinstance(ev, Uncheckable):
+        return replace(item, uncheckable=ev.reason)
+    return replace(item, kind=ev.kind, element=ev.element, trigger=ev.trigger, effect=ev.effect)
+
+
 def _sentence_items(spec: Spec) -> list[SpecItem]:
     """A request in sentences: the elements they name, then each sentence a user can check."""
     out = [SpecItem("named", f'The page has a {KIND_WORDS.get(n.kind, n.kind)} labelled "{n.label}".',
                     f'Load the page and look for a {KIND_WORDS.get(n.kind, n.kind)} named "{n.label}".', n.evidence,
                     named=n, element=n.label) for n in spec.named]
-    for c in spec.clauses:
+    for c, found in zip(spec.clauses, clause_evidence(spec.clauses)):
         role, rtype = T.classify(c.text)
         if role == "app":
             name = T.app_title(c.evidence) or c.text
@@ -209,7 +224,8 @@ def _sentence_items(spec: Spec) -> list[SpecItem]:
         if role == "constraint":
             continue
         scoped = "shown" if rtype == "output" and not T.is_conditional(c.text) else "rule"
-        out.append(SpecItem(scoped, T.sentence(c.text), f"Check on the page: {T.lower_first(c.text)}.", c.evidence))
+        out.append(_decided(SpecItem(scoped, T.sentence(c.text), f"Check on the page: {T.lower_first(c.text)}.",
+                                     c.evidence), found))
     out += [SpecItem("motion", "The drawing moves by itself over time.", "Load the page, do nothing, and compare "
                      "what is shown a moment apart.", spec.motions[0])] if spec.motions else []
     return out + [behaviour_item(b) for b in spec.behaviours if b.key is not None]

@@ -16,6 +16,7 @@ import json
 import re
 
 from schemas.rubric import Task
+from tasks.rubrics.capabilities import Checkable, clause_evidence
 from tasks.rubrics.prompt_controls import Control
 from tasks.rubrics.prompt_spec import Spec, read_spec
 from tasks.rubrics.vocab import TEACHER_PAIR_KIND_WORDS, names_drawing_host, shares_subject, start_name, stop_name
@@ -39,6 +40,7 @@ function draw() {
 }
 function changed(id, value) {
   S.v[id] = value; S.n += 1;
+  document.querySelectorAll('[data-status]').forEach((e) => { e.textContent = 'update ' + S.n; });
   %(outputs)s.forEach(([o, src]) => { const e = $(o); if (e) e.textContent = src && src in S.v ? String(S.v[src]) : 'update ' + S.n; });
   draw();
 }
@@ -50,7 +52,18 @@ document.addEventListener('keydown', (ev) => changed('key', ev.key));
 if (cv) cv.addEventListener('pointerdown', (ev) => changed('pointer', ev.offsetX + ',' + ev.offsetY));
 function tick() { if (S.moving) { S.t += 1; draw(); } requestAnimationFrame(tick); }
 draw(); requestAnimationFrame(tick);
+let dragged = null;
+document.querySelectorAll('[data-item]').forEach((li) => {
+  li.addEventListener('dragstart', () => { dragged = li; });
+  li.addEventListener('dragover', (ev) => ev.preventDefault());
+  li.addEventListener('drop', (ev) => {
+    ev.preventDefault(); if (dragged && dragged !== li) { li.after(dragged); changed('order', S.n); } });
+});
+const search = document.querySelector('input[type=search]');
+if (search) search.addEventListener('input', () => document.querySelectorAll('[data-item]').forEach((li) => {
+  li.style.display = li.textContent.toLowerCase().includes(search.value.toLowerCase()) ? '' : 'none'; }));
 """
+LIST_ITEMS = 5  # the example items the teacher's list starts with
 
 
 def _attr(name: str, value: object) -> str:
@@ -109,12 +122,32 @@ def _paired(output: Control, spec: Spec) -> str | None:
     return next(paired, None)
 
 
+def capability_html(spec: Spec) -> str:
+    """What the capabilities of a synthesized request put on the page (``capabilities``: the spec they were written
+    from): a slider with its stated bounds, a button the query names, a list of items to drag and search."""
+    found = [f for f in clause_evidence(spec.clauses) if f is not None]
+    ev = [f.evidence for f in found if isinstance(f.evidence, Checkable)]
+    labels = {n.label.lower() for n in spec.named if n.kind == "button"}
+    parts = [f'<label>{html.escape(e.element.capitalize())} <input type="range" min="{e.bounds[0]:g}" '
+             f'max="{e.bounds[1]:g}" step="0.5" value="1"></label>' for e in ev if e.kind == "takes_range" and e.bounds]
+    parts += [f"<button>{html.escape(e.trigger.capitalize())}</button>" for e in ev
+              if e.kind == "operate_named" and e.trigger and e.trigger not in labels]
+    obj = next((f.subject[2] for f in found if len(f.subject) > 2), "item")
+    if any(e.kind == "filter_by_typing" for e in ev):
+        parts.append(f'<input type="search" placeholder="Search {html.escape(obj)}s">')
+    if found and any(e.kind in ("reorder_by_drag", "filter_by_typing") for e in ev):
+        parts.append("<ul>" + "".join(f'<li draggable="true" data-item>{html.escape(obj)} {k + 1}</li>'
+                                      for k in range(LIST_ITEMS)) + "</ul>")
+    return "".join(parts) + ("<p data-status>ready</p>" if found else "")
+
+
 def _body(spec: Spec) -> str:
     if not spec.structured:
         title = spec.request or next((c.evidence for c in spec.clauses), "App")
         named = "".join(f"<button>{html.escape(n.label)}</button>" if n.kind == "button" else
                         f"<label>{html.escape(n.label)} <input></label>" for n in spec.named)
-        return f"<h1>{html.escape(title[:120])}</h1>{named}<canvas width=\"480\" height=\"300\"></canvas>"
+        return (f"<h1>{html.escape(title[:120])}</h1>{named}{capability_html(spec)}"
+                '<canvas width="480" height="300"></canvas>')
     host = _canvas_host(spec)
     parts = []
     for c in spec.controls:
