@@ -9,7 +9,7 @@ from schemas.llm.diagnosis import Diagnosis
 from schemas.rubric import Task
 from tasks.env.judge import build_judge_request, observed_facts
 from tasks.env.judge_diagnosis import unique_quote, with_observed_findings
-from tasks.env.evidence import shift_offsets
+from tasks.env.evidence import Evidence, RuntimeEvidence, shift_offsets
 from tasks.env.probe import interaction_failures, liveness
 from tasks.env.rubric_evidence import evidence_decision
 
@@ -94,9 +94,8 @@ def test_offsets_move_into_the_response_and_liveness_counts_motion():
 
 def test_judge_prompt_gets_the_observed_facts():
     html = "<html>\n<body>\n<button>Go</button>\n<script>\nnull.go();\n</script></body></html>"
-    ev = {"syntax_errors": [], "runtime": {"status": "ok", "page_errors": [],
-                                           "interaction": inter(errors=[{**ERR, "offset": html.index("null")}],
-                                                                dead_controls=[{"label": "Stop"}])}}
+    ev = Evidence(runtime=RuntimeEvidence(status="ok", interaction=inter(errors=[{**ERR, "offset": html.index("null")}],
+                                                                       dead_controls=[{"label": "Stop"}])))
     facts = observed_facts(html, ev)
     assert "click on 'Go' throws TypeError: x is null (line 5)" in facts
     assert "'Stop'" in facts and "0 animation frames" in facts
@@ -104,7 +103,7 @@ def test_judge_prompt_gets_the_observed_facts():
         {"id": "I1", "requirement": "r", "level": "core_module"}], "dynamic": []}})
     from tasks.llm.prompts import load_prompt
 
-    req = build_judge_request(task, html, key="k", local_evidence=ev)
+    req = build_judge_request(task, html, key="k", evidence=ev)
     _, user = load_prompt(req.prompt).render(req.variables)
     assert facts in user and "Observed in headless Chromium" in user
 
@@ -192,9 +191,7 @@ def test_the_throttled_runtime_overrides_what_the_runtime_calls():
 def test_the_evidence_keeps_html_offsets_and_moves_every_one_into_the_response_once():
     """Syntax errors, page errors, check errors and the probe's failures and handlers are recorded with offsets
     into the HTML; ``rubricrl score`` prints them into the response, each moved by the same h, once."""
-    from tasks.env.evidence import RuntimeEvidence
     from tasks.env.extract import extract_html
-    from tasks.env.score import evidence_dict
     from tasks.env.static import check_source
 
     response = "Here is the app:\n```html\n<script>let = ;</script><p>x</p>\n```"
@@ -205,7 +202,7 @@ def test_the_evidence_keeps_html_offsets_and_moves_every_one_into_the_response_o
                          check_results=[{"item_id": "I1", "status": "failed", "errors": [err]}],
                          interaction={"status": "ok", "errors": [{**err, "kind": "error", "action": 0, "caused": True}],
                                       "actions": [{"i": 0, "handler_offset": 8}]})
-    out = evidence_dict(ex, st, rt, [])
+    out = Evidence.read(st, rt, RuntimeConfig()).to_json(ex.offset, [])
     h = ex.offset
     assert response[out["syntax_errors"][0]["start"]:out["syntax_errors"][0]["end"]] == \
         ex.html[st.errors[0].start:st.errors[0].end]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from schemas.llm.diagnosis import Diagnosis
+from tasks.env.evidence import Evidence, RuntimeEvidence
 from tasks.env.judge_diagnosis import item_for_control, with_observed_findings
 from tasks.env.severity import classify_failures
 
@@ -141,11 +142,10 @@ def test_the_judge_prompt_says_which_failures_block():
     from tasks.env.judge import observed_facts
 
     html = "<html>\n<body>\n<button>Boost</button>\n<script>\nnull.go();\n</script></body></html>"
-    ev = {"syntax_errors": [], "runtime": {"status": "ok", "page_errors": [], "interaction": inter([err(1)])}}
-    confined = observed_facts(html, {**ev, "interaction_failures": classify_failures(ev["runtime"]["interaction"],
-                                                                                     "evidence")})
+    rt = RuntimeEvidence(status="ok", interaction=inter([err(1)]))
+    confined = observed_facts(html, Evidence(runtime=rt, failures=tuple(classify_failures(rt.interaction, "evidence"))))
     assert "click on 'Boost' throws TypeError: x is undefined (line 2; confined to this control's handler" in confined
-    gate = observed_facts(html, {**ev, "interaction_failures": classify_failures(ev["runtime"]["interaction"], "gate")})
+    gate = observed_facts(html, Evidence(runtime=rt, failures=tuple(classify_failures(rt.interaction, "gate"))))
     assert "(line 2; blocking: an interaction error fails the runtime gate)" in gate
 
 
@@ -180,13 +180,13 @@ def test_an_error_at_load_that_does_not_block_is_a_minor_simulation_finding_and_
     from tasks.env.judge_offline import _simulation_layer
 
     html = "<html>\n<script>\nconst c = color(1);\n</script></html>"
-    rt = {"status": "page_error", "interaction": acted({1: ["m"]}),
-          "page_errors": [{"name": "ReferenceError", "message": "color is not defined", "offset": html.index("color")}]}
+    rt = RuntimeEvidence(status="page_error", interaction=acted({1: ["m"]}), page_errors=[
+        {"name": "ReferenceError", "message": "color is not defined", "offset": html.index("color")}])
     answers = {"blocking": False, "why": "the app still answers input after the error: 1 of 4 controls used changed the page"}
     layer = _simulation_layer(html, rt, answers)
     assert layer["critical"] == [] and "not blocking: the app still answers" in layer["minor"][0]["explanation"]
     assert layer["minor"][0]["code_quotes"] == ["const c = color(1);"]
     assert len(_simulation_layer(html, rt, {"blocking": True, "why": "x"})["critical"]) == 1
     assert len(_simulation_layer(html, rt)["critical"]) == 1  # unmarked errors block
-    facts = observed_facts(html, {"syntax_errors": [], "runtime": rt, "load_errors": answers})
+    facts = observed_facts(html, Evidence(runtime=rt, load_errors=answers))
     assert "load in headless Chromium: page_error (not blocking: the app still answers input" in facts

@@ -9,11 +9,15 @@ page's listeners record for the whole session (requests, errors, console), and `
 the gate from them once."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from schemas.config.env import RuntimeConfig
+from tasks.env.probe import summarize
 from tasks.env.severity import classify_failures, load_errors_verdict
+
+if TYPE_CHECKING:
+    from tasks.env.static import SourceError, StaticEvidence
 
 
 @dataclass(frozen=True)
@@ -90,12 +94,15 @@ class RuntimeEvidence:
         else:
             self.check_results, self.checks_error = list(step.results), step.error
 
-    def verdict(self, cfg: RuntimeConfig) -> "RuntimeVerdict":
+    def verdict(self, cfg: RuntimeConfig, failures: list[dict[str, Any]] | None = None) -> "RuntimeVerdict":
         """The runtime gate's verdict, read once from this evidence (the severity of every interaction failure
-        classified once): how the app failed, the environment gaps that void the verdict, and validity."""
+        classified once, or ``failures`` as ``Evidence.read`` classified them): how the app failed, the
+        environment gaps that void the verdict, and validity."""
         if self.status in ("skipped", "unavailable"):
             return RuntimeVerdict(None, [], [], None)
-        classified = classify_failures(self.interaction, cfg.probe.error_rule) if cfg.probe.errors_fail else []
+        if failures is None:
+            failures = classify_failures(self.interaction, cfg.probe.error_rule)
+        classified = failures if cfg.probe.errors_fail else []
         confined = self.status == "page_error" and not (self.load_errors(cfg) or {}).get("blocking", True)
         failure = None
         if (self.status in FAILED and not confined) or (self.blank_body and cfg.blank_body_fails) or \
@@ -149,3 +156,62 @@ class RuntimeEvidence:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One app's evidence, from the browser to the reward (paper 3.3): the static evidence (tree-sitter), what the
+    browser saw (``RuntimeEvidence``, with its load, probe and check records), the probe's failures with their
+    severity and whether the errors at load block, and the runtime gate's verdict, each read once (``read``). The
+    judge, the offline judge and the reward read it by attribute; it is serialised once, at output (``to_json``:
+    the ``rubricrl score`` contract's ``evidence``, which the service and the score tables read)."""
+
+    static: "StaticEvidence | None" = None
+    runtime: RuntimeEvidence | None = None
+    failures: tuple[dict[str, Any], ...] = ()  # the probe's failures, each classified (blocking, why)
+    load_errors: dict[str, Any] | None = None  # whether the errors at load block (``RuntimeEvidence.load_errors``)
+    verdict: RuntimeVerdict | None = None  # None: the browser did not run
+
+    @classmethod
+    def read(cls, static: "StaticEvidence | None", runtime: RuntimeEvidence | None, cfg: RuntimeConfig) -> "Evidence":
+        if runtime is None:
+            return cls(static)
+        failures = classify_failures(runtime.interaction, cfg.probe.error_rule)
+        return cls(static, runtime, tuple(failures), runtime.load_errors(cfg), runtime.verdict(cfg, failures))
+
+    @property
+    def syntax_errors(self) -> "list[SourceError]":
+        return list(self.static.errors) if self.static is not None else []
+
+    @property
+    def check_results(self) -> list[dict[str, Any]]:
+        """The executable checks' results (HTML offsets)."""
+        return list(self.runtime.check_results) if self.runtime is not None else []
+
+    @property
+    def gaps(self) -> list[dict[str, Any]]:
+        """The environment gaps that leave the verdict to nobody (``RuntimeVerdict.gaps``)."""
+        return self.verdict.gaps if self.verdict is not None else []
+
+    def to_json(self, offset: int, dropped: list[dict[str, Any]]) -> dict[str, Any]:
+        """The evidence of the ``rubricrl score`` contract, offsets moved from the HTML into the response (+``offset``,
+        the application's place in it) once, here; ``dropped``: the judge's findings that named no item."""
+        st, rt = self.static, self.runtime
+        inter = rt.interaction if rt else None
+        ev: dict[str, Any] = {"syntax_errors": [asdict(e) for e in self.syntax_errors],
+                              "page_errors": list(rt.page_errors) if rt else [],
+                              "console_errors": list(rt.console_errors) if rt else [],
+                              "blocked_requests": list(rt.blocked_requests) if rt else [],
+                              "environment_gaps": self.gaps,
+                              "refused_popups": rt.refused_popups if rt else 0,
+                              "cdn_served": list(rt.cdn_served) if rt else [],
+                              "runtime_status": rt.status if rt else None,
+                              "blank_body": rt.blank_body if rt else None,
+                              "runtime_error": rt.error if rt else None,
+                              "runtime_rechecked_from": rt.rechecked_from if rt else None,
+                              # the probe's summary (failures, dead controls, liveness) first, then its whole record
+                              "interaction": None if inter is None else {**summarize(inter), "record": inter},
+                              "external_scripts": list(st.external_scripts) if st else [],
+                              "checks": self.check_results,
+                              "dropped_findings": dropped}
+        return shift_offsets(ev, offset)

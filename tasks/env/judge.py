@@ -9,7 +9,7 @@ the offline provider answers it with (the embedded default, no API key); ``judge
 diagnosis back in code (one finding per item, the gates, the findings with their keys, the browser's own
 findings added whichever judge ran).
 
-Run: ``provider.complete(build_judge_request(task, html, key=..., local_evidence=...))``.
+Run: ``provider.complete(build_judge_request(task, html, key=..., evidence=Evidence.read(...)))``.
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from typing import Any
 from schemas.config.env import JudgeConfig
 from schemas.llm.diagnosis import Diagnosis
 from schemas.rubric import Task, judge_dicts
-from tasks.env.judge_offline import check_results_of, offline_diagnosis
+from tasks.env.evidence import Evidence
+from tasks.env.judge_offline import offline_diagnosis
 from tasks.llm.base import LLMRequest
 
 
@@ -28,16 +29,17 @@ def judge_variables(task: Task, html: str) -> dict[str, Any]:
     return {"query": task.query, "rubric": json.dumps(payload, ensure_ascii=False, indent=1), "application": html}
 
 
-def build_judge_request(task: Task, html: str, *, key: str, local_evidence: dict[str, Any] | None = None,
+def build_judge_request(task: Task, html: str, *, key: str, evidence: Evidence | None = None,
                         cfg: JudgeConfig | None = None) -> LLMRequest:
-    """The judge LLMRequest. ``local_evidence`` (our static/runtime evidence, HTML offsets) feeds the offline
-    rule whole and the prompt as a compact block of observed facts and the executable checks' results (the app
-    is still judged from its source)."""
+    """The judge LLMRequest. ``evidence`` (the app's ``Evidence``, HTML offsets) feeds the offline rule whole and
+    the prompt as a compact block of observed facts and the executable checks' results (the app is still judged
+    from its source)."""
     cfg = cfg or JudgeConfig()
+    ev = evidence or Evidence()
     variables = judge_variables(task, html)
-    variables["local_evidence"] = local_evidence or {}
-    variables["observed"] = observed_facts(html, local_evidence or {})
-    variables["check_results"] = render_checks(check_results_of(local_evidence))
+    variables["evidence"] = ev
+    variables["observed"] = observed_facts(html, ev)
+    variables["check_results"] = render_checks(ev.check_results)
     variables["rubric_items"] = judge_dicts(task.rubric)
     return LLMRequest(stage="judgments", key=key, prompt=cfg.prompt, variables=variables, output_model=Diagnosis,
                       offline_rule=offline_diagnosis, validation_context={"valid_ids": task.rubric.ids()},
@@ -48,22 +50,22 @@ def _line_of(html: str, offset: int | None) -> str:
     return f"line {html.count(chr(10), 0, offset) + 1}" if offset is not None and 0 <= offset <= len(html) else "position unknown"
 
 
-def observed_facts(html: str, ev: dict[str, Any], limit: int = 8) -> str:
+def observed_facts(html: str, ev: Evidence, limit: int = 8) -> str:
     """What the environment observed, as short lines for the judge prompt (pure; positions as HTML lines)."""
     lines = []
-    syn = ev.get("syntax_errors") or []
+    syn = ev.syntax_errors
     lines.append(f"- syntax errors (tree-sitter): {len(syn)}" + "".join(
-        f"\n  - {e['message']} at line {e['line']}" for e in syn[:limit]))
-    rt = ev.get("runtime")
-    if not rt:
+        f"\n  - {e.message} at line {e.line}" for e in syn[:limit]))
+    rt = ev.runtime
+    if rt is None:
         lines.append("- browser: not run")
         return "\n".join(lines)
-    load = ev.get("load_errors")
-    lines.append(f"- load in headless Chromium: {rt.get('status')}" + (f" ({'blocking' if load['blocking'] else 'not blocking'}: "
-                                                                     f"{load['why']})" if load else "") + "".join(
+    load = ev.load_errors
+    lines.append(f"- load in headless Chromium: {rt.status}" + (f" ({'blocking' if load['blocking'] else 'not blocking'}: "
+                                                              f"{load['why']})" if load else "") + "".join(
         f"\n  - uncaught {pe.get('name')}: {str(pe.get('message'))[:160]} ({_line_of(html, pe.get('offset'))})"
-        for pe in (rt.get("page_errors") or [])[:limit]))
-    inter = rt.get("interaction")
+        for pe in rt.page_errors[:limit]))
+    inter = rt.interaction
     if not inter:
         return "\n".join(lines)
     from tasks.env.probe import summarize
@@ -71,7 +73,7 @@ def observed_facts(html: str, ev: dict[str, Any], limit: int = 8) -> str:
     sm = summarize(inter)
     lines.append(f"- interaction probe: {sm['actions_run']} of {sm['actions_planned']} actions run (clicks, inputs, "
                  f"keys, drags, one resize); status {sm['status']}")
-    for f in (ev.get("interaction_failures") or sm["failures"])[:limit]:  # with their severity when classified
+    for f in (list(ev.failures) or sm["failures"])[:limit]:  # with their severity when classified
         what = {"error": f"throws {f.get('name')}: {str(f.get('message'))[:160]}", "hang": "makes the page stop responding",
                 "reload": "submits a form that reloads the page (state lost)"}[f["kind"]]
         how = "" if "blocking" not in f else f"; blocking: {f['why']}" if f["blocking"] else \

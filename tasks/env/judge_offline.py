@@ -12,11 +12,15 @@ Run: ``offline_diagnosis(request.variables)`` (the offline provider calls it as 
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas.llm.diagnosis import LAYERS, SEVERITIES
+from tasks.env.evidence import Evidence, RuntimeEvidence
 from tasks.env.judge_diagnosis import line_quote
 from tasks.env.rubric_evidence import item_decision
+
+if TYPE_CHECKING:
+    from tasks.env.static import SourceError
 
 OFFLINE_TAG = "[offline]"
 
@@ -27,29 +31,29 @@ def _finding(description: str, quotes: list[str] | None = None, explanation: str
             "context_hints": kw.get("context_hints", []), "explanation": explanation}
 
 
-def _static_layer(html: str, errors: list[dict[str, Any]]) -> dict[str, list]:
+def _static_layer(html: str, errors: list[SourceError]) -> dict[str, list]:
     layer: dict[str, list] = {s: [] for s in SEVERITIES}
     for e in errors:
-        sev = "critical" if e.get("blocking") else ("minor" if e.get("language") == "html" else "major")
-        quote = html[e["start"] : e["end"]].strip()
-        quotes = [quote[:200]] if quote and quote[:200] in html else line_quote(html, e["start"])
-        layer[sev].append(_finding(e["message"], quotes, f"tree-sitter {e['language']} parse error at line "
-                                   f"{e['line']}, column {e['column']}"))
+        sev = "critical" if e.blocking else ("minor" if e.language == "html" else "major")
+        quote = html[e.start : e.end].strip()
+        quotes = [quote[:200]] if quote and quote[:200] in html else line_quote(html, e.start)
+        layer[sev].append(_finding(e.message, quotes, f"tree-sitter {e.language} parse error at line "
+                                   f"{e.line}, column {e.column}"))
     return layer
 
 
-def _simulation_layer(html: str, rt: dict[str, Any] | None, load: dict[str, Any] | None = None) -> dict[str, list]:
+def _simulation_layer(html: str, rt: RuntimeEvidence | None, load: dict[str, Any] | None = None) -> dict[str, list]:
     """``load``: whether the errors at load block (``RuntimeEvidence.load_errors``); unmarked ones do."""
     layer: dict[str, list] = {s: [] for s in SEVERITIES}
-    if not rt:
+    if rt is None:
         return layer
     load = load or {}
     blocking = load.get("blocking", True)
-    for pe in rt.get("page_errors", []):
+    for pe in rt.page_errors:
         layer["critical" if blocking else "minor"].append(_finding(
             f"uncaught {pe.get('name', 'Error')} during load: {pe.get('message', '')}", line_quote(html, pe.get("offset")),
             "headless Chromium page error" + ("" if blocking else f"; not blocking: {load['why']}")))
-    status = rt.get("status")
+    status = rt.status
     if status == "load_timeout":
         layer["critical"].append(_finding("the page never finished loading (likely an infinite loop at load)", [],
                                           "headless Chromium load timeout"))
@@ -58,24 +62,19 @@ def _simulation_layer(html: str, rt: dict[str, Any] | None, load: dict[str, Any]
     elif status == "reload_loop":
         layer["critical"].append(_finding("the page keeps reloading itself with no user action: a user never sees "
                                           "it settle", [], "headless Chromium: repeated self-navigation after load"))
-    if rt.get("refused_popups"):
-        layer["minor"].append(_finding(f"the page opens {rt['refused_popups']} popup(s) with no user gesture; a "
+    if rt.refused_popups:
+        layer["minor"].append(_finding(f"the page opens {rt.refused_popups} popup(s) with no user gesture; a "
                                        "browser refuses them", [], "headless Chromium popup guard"))
-    if rt.get("blank_body"):
+    if rt.blank_body:
         layer["major"].append(_finding("the page renders nothing visible after load", [], "headless Chromium"))
-    for ce in rt.get("console_errors", [])[:5]:
+    for ce in rt.console_errors[:5]:
         layer["minor"].append(_finding(f"console error during load: {ce.get('text', '')[:200]}",
                                        line_quote(html, ce.get("offset")), "headless Chromium console"))
-    for br in [b for b in rt.get("blocked_requests", []) if b.get("kind") != "popup"][:5]:
+    for br in [b for b in rt.blocked_requests if b.get("kind") != "popup"][:5]:
         layer["minor"].append(_finding(f"the app requests {br.get('url')} ({br.get('resource_type')}), which is not "
                                        f"served: {br.get('reason') or 'network access is not available to the app'}",
                                        [], f"sandbox outcome: {br.get('outcome') or 'refused'}"))
     return layer
-
-
-def check_results_of(local_evidence: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The executable checks' results (HTML offsets) inside our local evidence."""
-    return list(((local_evidence or {}).get("runtime") or {}).get("check_results") or [])
 
 
 def _check_finding(html: str, it: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
@@ -86,7 +85,7 @@ def _check_finding(html: str, it: dict[str, Any], r: dict[str, Any]) -> dict[str
                     f"{r.get('observed')}, expected {r.get('expected')}", item_id=it["id"], scope=it["scope"])
 
 
-def _rubric_layer(html: str, items: list[dict[str, Any]], runtime: dict[str, Any] | None = None,
+def _rubric_layer(html: str, items: list[dict[str, Any]], runtime: RuntimeEvidence | None = None,
                   checks: list[dict[str, Any]] | None = None) -> tuple[dict[str, list], list[str]]:
     """(layer, undecided item ids): an executable check decides first (failed: a major finding; passed: met),
     then the other evidence (``tasks/env/rubric_evidence.py``); an item nothing speaks to is undecided."""
@@ -111,11 +110,11 @@ def _rubric_layer(html: str, items: list[dict[str, Any]], runtime: dict[str, Any
 def offline_diagnosis(variables: dict[str, Any]) -> dict[str, Any]:
     """The offline provider's rule: a deterministic Diagnosis from our own evidence (says it is offline)."""
     html = variables["application"]
-    ev = variables.get("local_evidence") or {}
-    rubric, undecided = _rubric_layer(html, variables.get("rubric_items", []), ev.get("runtime"), check_results_of(ev))
+    ev: Evidence = variables.get("evidence") or Evidence()
+    rubric, undecided = _rubric_layer(html, variables.get("rubric_items", []), ev.runtime, ev.check_results)
     layers = {
-        "static_check": _static_layer(html, ev.get("syntax_errors", [])),
-        "code_simulation": _simulation_layer(html, ev.get("runtime"), ev.get("load_errors")),
+        "static_check": _static_layer(html, ev.syntax_errors),
+        "code_simulation": _simulation_layer(html, ev.runtime, ev.load_errors),
         "rubric_alignment": rubric,
     }
     return {**{name: {"name": name, **layers[name]} for name in LAYERS}, "undecided": undecided}

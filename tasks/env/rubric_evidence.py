@@ -21,15 +21,18 @@ Anything else is **undecided**: no evidence speaks to it, so it is neither met n
 (``tasks/env/rewards.py`` leaves it out of the rubric score's weights). Steps 2 to 6 are heuristics and say
 so in their explanation. There is no keyword counting: the source is read only for the ids an item names.
 
-Run: ``item_decision(item, runtime_evidence_dict, html)`` for an item its check left inconclusive.
+Run: ``item_decision(item, runtime_evidence, html)`` for an item its check left inconclusive.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tasks.rubrics.vocab import BY_ITSELF, ITEM_ANSWERS_INPUT, ITEM_MOTION, ITEM_PROMPTED
+
+if TYPE_CHECKING:
+    from tasks.env.evidence import RuntimeEvidence
 
 HEURISTIC = "heuristic (offline, from browser evidence)"
 Decision = tuple[str, str, str, list[str]]  # (severity or "met", description, explanation, code quotes)
@@ -136,7 +139,7 @@ def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> Dec
     return None
 
 
-def item_decision(item: dict[str, Any], runtime: dict[str, Any] | None, html: str) -> Decision | None:
+def item_decision(item: dict[str, Any], runtime: RuntimeEvidence | None, html: str) -> Decision | None:
     """Steps 2 to 6 on one item that no executable check decided (see the module docstring); None: undecided."""
     facts = item_facts(item)
     missing = [i for i in facts.ids if not in_source(i, html)]
@@ -148,9 +151,9 @@ def item_decision(item: dict[str, Any], runtime: dict[str, Any] | None, html: st
         return ("critical", f"the app has nothing labelled {unlabelled[0]!r}",
                 f"{HEURISTIC}: the item names an element labelled {unlabelled[0]!r} and that text occurs nowhere in "
                 "the app's source", [])
-    decided = evidence_decision(item, (runtime or {}).get("interaction"))
+    decided = evidence_decision(item, runtime.interaction if runtime is not None else None)
     if decided is not None:
         return decided
-    if facts.kind == "shown_on_load" and runtime and runtime.get("blank_body"):
+    if facts.kind == "shown_on_load" and runtime is not None and runtime.blank_body:
         return ("critical", "the page is blank after load", f"{HEURISTIC}: nothing visible in the page", [])
     return None

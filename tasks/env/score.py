@@ -14,7 +14,7 @@ Run: ``score_response(task, response_text, provider=get_provider("offline"))`` o
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.config.attribution import AttributionConfig
@@ -27,11 +27,9 @@ from tasks.env.extract import Extraction, extract_html
 from tasks.env.judge import build_judge_request
 from tasks.env.judge_diagnosis import (findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
                                        rubric_severities, with_observed_findings)
-from tasks.env.probe import summarize
 from tasks.env.rewards import reward, rubric_score
 from tasks.env.runtime import BrowserRuntime, shared_runtime
-from tasks.env.evidence import RuntimeEvidence, shift_offsets
-from tasks.env.severity import classify_failures
+from tasks.env.evidence import Evidence, RuntimeEvidence
 from tasks.env.static import StaticEvidence, check_source
 from tasks.llm.base import LLMResult, Provider
 from tasks.progress import Progress
@@ -75,38 +73,6 @@ class ScoreResult:
                 "judge": self.judge, "undecided": self.undecided}
 
 
-def evidence_dict(ex: Extraction | None, st: StaticEvidence | None, rt: RuntimeEvidence | None,
-                  dropped: list[dict[str, Any]], gaps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Our own evidence with offsets into the response (recorded into the HTML, moved by h once, here); ``gaps``:
-    the environment gaps that left the verdict to nobody (``RuntimeEvidence.environment_gaps``)."""
-    inter = rt.interaction if rt else None
-    ev: dict[str, Any] = {"syntax_errors": [asdict(e) for e in st.errors] if st else [],
-                          "page_errors": list(rt.page_errors) if rt else [],
-                          "console_errors": list(rt.console_errors) if rt else [],
-                          "blocked_requests": list(rt.blocked_requests) if rt else [],
-                          "environment_gaps": gaps or [],
-                          "refused_popups": rt.refused_popups if rt else 0,
-                          "cdn_served": list(rt.cdn_served) if rt else [],
-                          "runtime_status": rt.status if rt else None,
-                          "blank_body": rt.blank_body if rt else None,
-                          "runtime_error": rt.error if rt else None,
-                          "runtime_rechecked_from": rt.rechecked_from if rt else None,
-                          # the probe's summary (failures, dead controls, liveness) first, then its whole record
-                          "interaction": None if inter is None else {**summarize(inter), "record": inter},
-                          "external_scripts": list(st.external_scripts) if st else [],
-                          "checks": list(rt.check_results) if rt else [],
-                          "dropped_findings": dropped}
-    return shift_offsets(ev, ex.offset if ex else 0)
-
-
-def local_evidence(st: StaticEvidence, rt: RuntimeEvidence | None, cfg: EnvConfig) -> dict[str, Any]:
-    """Evidence with HTML offsets, as the offline judge rule reads it; the failures the probe caused and the errors
-    at load carry their severity (``tasks.env.severity``) so the judge prompt says which are blocking."""
-    return {"syntax_errors": [asdict(e) for e in st.errors], "runtime": rt.to_dict() if rt else None,
-            "interaction_failures": classify_failures(rt.interaction, cfg.runtime.probe.error_rule) if rt else [],
-            "load_errors": rt.load_errors(cfg.runtime) if rt else None}
-
-
 def _runtime_for(cfg: EnvConfig, runtime: BrowserRuntime | None) -> BrowserRuntime | None:
     if not cfg.runtime.enabled:
         return None
@@ -124,20 +90,21 @@ def _judge_record(res: LLMResult | None, given: bool, gap: bool = False) -> dict
             "cached": res.cached, "input_tokens": res.usage.input_tokens, "output_tokens": res.usage.output_tokens}
 
 
-def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, rt: RuntimeEvidence | None,
-            diag: Diagnosis | None, dropped: list[dict[str, Any]], judge: dict[str, Any], cfg: EnvConfig,
-            kind: str, attribution: AttributionConfig | None = None) -> ScoreResult:
+def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosis | None,
+            dropped: list[dict[str, Any]], judge: dict[str, Any], cfg: EnvConfig, kind: str,
+            attribution: AttributionConfig | None = None) -> ScoreResult:
     """Gates and reward from our evidence and the (normalized) diagnosis; pure."""
     levels = inp.task.rubric.level_of()
+    st, rt = ev.static, ev.runtime
     if ex is None or st is None:
         r = reward(kind, False, None, None, levels, None, cfg.reward)
         return ScoreResult(key=inp.key, query_id=inp.task.query_id, format_valid=False, source_valid=None,
                            runtime_valid=None, reward=r, reward_kind=kind, html_offset=None, findings=[],
-                           evidence=evidence_dict(None, None, None, dropped), judge=judge,
+                           evidence=ev.to_json(0, dropped), judge=judge,
                            check_results=not_run(inp.task.rubric.checks(), "no HTML application in the response"))
     gates: dict[str, bool | None] = dict(layer_gates(diag)) if diag else \
         {"static_check": None, "code_simulation": None, "rubric_alignment": None}
-    verdict = rt.verdict(cfg.runtime) if rt else None  # the runtime gate, read once
+    verdict = ev.verdict  # the runtime gate, read once
     if diag is not None and verdict is not None and cfg.runtime.probe.errors_fail:
         # What the browser saw an interaction do is a finding whoever judged (an LLM may not run the code).
         items = judge_dicts(inp.task.rubric)
@@ -156,7 +123,7 @@ def combine(inp: ScoreInput, ex: Extraction | None, st: StaticEvidence | None, r
     trace = attribute(inp.response, ex.offset, diag, attribution) if diag is not None else None
     spans = {f.key: {"direct_spans": f.direct_spans_response(), "context_spans": f.context_spans_response()}
              for f in trace.findings} if trace is not None else None
-    evidence = evidence_dict(ex, st, rt, dropped, gaps)
+    evidence = ev.to_json(ex.offset, dropped)
     return ScoreResult(key=inp.key, query_id=inp.task.query_id, format_valid=True, source_valid=source_valid,
                        runtime_valid=runtime_valid, reward=r, reward_kind=kind, html_offset=ex.offset,
                        findings=findings_list(diag, spans), evidence=evidence, judge=judge, gates=gates,
@@ -200,6 +167,7 @@ class _App:
     ex: Extraction | None
     st: StaticEvidence | None
     rt: RuntimeEvidence | None = None
+    evidence: Evidence = field(default_factory=Evidence)  # read once the browser's evidence is in
     diag: Diagnosis | None = None
     dropped: list[dict[str, Any]] = field(default_factory=list)
     judge: dict[str, Any] = field(default_factory=lambda: _judge_record(None, False))
@@ -215,14 +183,16 @@ class _App:
 
 
 def _judge_request(app: _App, provider: Provider | None, cfg: EnvConfig) -> Any:
-    """The app's judge request once its evidence is in; None when no call is needed (a diagnosis given, a
-    failure decided locally, an environment gap)."""
-    inp, st, rt = app.inp, app.st, app.rt
+    """The app's judge request once its browser evidence is in, which is read here, once (every app with an
+    application comes here); None when no call is needed (a diagnosis given, a failure decided locally, an
+    environment gap)."""
+    inp, st = app.inp, app.st
     assert st is not None and app.ex is not None
+    app.evidence = Evidence.read(st, app.rt, cfg.runtime)
     if inp.diagnosis is not None:
         app.take(inp.diagnosis, given=True)
         return None
-    verdict = rt.verdict(cfg.runtime) if rt is not None else None
+    verdict = app.evidence.verdict
     gap = st.source_valid and verdict is not None and bool(verdict.gaps)  # no reward to judge for
     locally_failed = not st.source_valid or (verdict is not None and verdict.valid is False)
     if gap or (locally_failed and not cfg.judge.judge_invalid_apps):
@@ -230,8 +200,7 @@ def _judge_request(app: _App, provider: Provider | None, cfg: EnvConfig) -> Any:
         return None
     if provider is None:
         raise ValueError("no judge provider and no diagnosis given; pass provider=get_provider(...) or a diagnosis")
-    return build_judge_request(inp.task, app.ex.html, key=inp.key, local_evidence=local_evidence(st, rt, cfg),
-                               cfg=cfg.judge)
+    return build_judge_request(inp.task, app.ex.html, key=inp.key, evidence=app.evidence, cfg=cfg.judge)
 
 
 def _with_evidence(apps: list[_App], todo: list[int], checked: dict[Future, int]) -> Any:
@@ -300,7 +269,7 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
                 apps[j].take(res.output, given=False, res=res)
             else:
                 apps[j].judge = _judge_record(res, False)
-    return [combine(a.inp, a.ex, a.st, a.rt, a.diag, a.dropped, a.judge, cfg, kind, attribution) for a in apps]
+    return [combine(a.inp, a.ex, a.evidence, a.diag, a.dropped, a.judge, cfg, kind, attribution) for a in apps]
 
 
 def score_response(task: Task, response: str, *, diagnosis: Diagnosis | dict[str, Any] | None = None,
