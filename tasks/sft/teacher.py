@@ -40,7 +40,7 @@ function draw() {
 }
 function changed(id, value) {
   S.v[id] = value; S.n += 1;
-  document.querySelectorAll('[data-status]').forEach((e) => { e.textContent = 'update ' + S.n; });
+  %(status)s
   %(outputs)s.forEach(([o, src]) => { const e = $(o); if (e) e.textContent = src && src in S.v ? String(S.v[src]) : 'update ' + S.n; });
   draw();
 }
@@ -52,7 +52,11 @@ document.addEventListener('keydown', (ev) => changed('key', ev.key));
 if (cv) cv.addEventListener('pointerdown', (ev) => changed('pointer', ev.offsetX + ',' + ev.offsetY));
 function tick() { if (S.moving) { S.t += 1; draw(); } requestAnimationFrame(tick); }
 draw(); requestAnimationFrame(tick);
-let dragged = null;
+%(items)s"""
+# What only an app with the capabilities' controls carries (capability_html), so the other apps stay as short as the
+# demo's generation length needs: the status line a named button changes, the list to drag and to search
+_STATUS_JS = "document.querySelectorAll('[data-status]').forEach((e) => { e.textContent = 'update ' + S.n; });"
+_ITEMS_JS = """let dragged = null;
 document.querySelectorAll('[data-item]').forEach((li) => {
   li.addEventListener('dragstart', () => { dragged = li; });
   li.addEventListener('dragover', (ev) => ev.preventDefault());
@@ -167,12 +171,15 @@ def offline_app(task: Task) -> str:
     starts = [c.id for c in buttons if start_name(f"{c.id} {c.label}", resume=True)]
     stops = [c.id for c in buttons if stop_name(f"{c.id} {c.label}")]
     outputs = [[c.id, _paired(c, spec)] for c in spec.controls if c.kind == "output"]
+    body = _body(spec)
     script = _SCRIPT % {"moving": "true" if spec.motions else "false", "outputs": json.dumps(outputs),
-                        "starts": json.dumps(starts), "stops": json.dumps(stops)}
+                        "starts": json.dumps(starts), "stops": json.dumps(stops),
+                        "status": _STATUS_JS if "data-status" in body else "",
+                        "items": _ITEMS_JS if "data-item" in body else ""}
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>App</title><style>canvas{{border:1px solid #ccc}}</style></head>
 <body>
-{_body(spec)}
+{body}
 <script>{script}</script></body></html>"""
 
 
