@@ -64,7 +64,7 @@ _SPEED = Checkable("takes_range", element="speed", trigger="speed", bounds=(0.5,
 
 def _table() -> dict[str, Checkable | Uncheckable]:
     from tasks.queries import synthesize as S
-    from tasks.rubrics import expansion as X
+    from tasks.rubrics import vocab as X
 
     return {
         # taxonomy capabilities (tasks/data/taxonomy.json), by id

@@ -28,13 +28,8 @@ from tasks.rubrics import text as T
 from tasks.rubrics.offline_items import spec_items
 from tasks.rubrics.pipeline import QueryContext, StageDef
 from tasks.rubrics.prompt_spec import SHORT_FRAME, Spec, read_spec
+from tasks.rubrics.vocab import ACCURACY_DEFAULT, SAVED_DEFAULT, SCORE_DEFAULT, TIMER_DEFAULT
 
-# The defaults the rule writes into the expanded query, named: the rubric rules say of each whether a check can decide
-# it (``tasks/rubrics/capabilities.py``).
-SCORE_DEFAULT = "Each correct answer adds one point to the score."
-TIMER_DEFAULT = "The timer counts down from 60 seconds."
-ACCURACY_DEFAULT = "Accuracy is the number of correct answers divided by all answers, shown as a percentage."
-SAVED_DEFAULT = "Saved data is kept in the browser's localStorage and restored on reload."
 # (trigger, already-specified, choice, alternatives, minimal testable default)
 DEFAULTS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, list[str], str], ...] = tuple(
     (re.compile(a, re.I), re.compile(b, re.I), c, d, e) for a, b, c, d, e in [

@@ -203,3 +203,11 @@ _NUMBER = re.compile(NUMBER)
 def is_number(text: str) -> bool:
     """``text`` is a number and nothing else (no spaces): "-0.25" yes, "0.25 m" no."""
     return _NUMBER.fullmatch(text) is not None
+
+
+# The defaults the offline expansion (``tasks/rubrics/expansion.py``) writes into the expanded query, named: the rubric rules say of each whether a check can decide
+# it (``tasks/rubrics/capabilities.py``).
+SCORE_DEFAULT = "Each correct answer adds one point to the score."
+TIMER_DEFAULT = "The timer counts down from 60 seconds."
+ACCURACY_DEFAULT = "Accuracy is the number of correct answers divided by all answers, shown as a percentage."
+SAVED_DEFAULT = "Saved data is kept in the browser's localStorage and restored on reload."
