@@ -27,6 +27,11 @@ TESTS = Path(__file__).resolve().parent
 FAST = ("unit", "property", "wire")
 SLOW = ("flows", "browser", "training", "deepspeed", "vllm", "gpu")
 MUST_RUN_IN_CI = ("browser", "vllm", "deepspeed")
+# Under `make test`'s two workers (pytest-xdist, --dist loadgroup) the tests of these kinds all run on one worker, one
+# after another: each trains or serves a model in several GB and several processes, and two at once would starve
+# each other (and the machine's memory). Every other file's tests stay together on one worker, so its module
+# fixtures (a browser, a scored batch) are made once.
+XDIST_GROUPS = {"training": "models", "deepspeed": "models", "vllm": "models", "gpu": "models"}
 
 KINDS: dict[str, tuple[str, ...]] = {
     "test_adapter_openrlhf.py": ("browser", "wire"),
@@ -194,6 +199,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.path.parent == TESTS:
             for kind in KINDS.get(item.path.name, ()):
                 item.add_marker(kind)
+        group = next((XDIST_GROUPS[k] for k in sorted(_kinds(item)) if k in XDIST_GROUPS), item.path.name)
+        item.add_marker(pytest.mark.xdist_group(group))
     if config.getoption("fast"):
         dropped = [i for i in items if _kinds(i) & set(SLOW)]
         if dropped:
