@@ -39,9 +39,9 @@ run: setup
 	$(BIN)/rubricrl run
 
 # two workers: most of the suite waits (a Prefect server, a browser's page time, a subprocess), so two share the
-# 2 cores; the training kinds run on one of them, one at a time (tests/kinds.py: XDIST_GROUPS)
+# 2 cores; the training kinds run on one of them, one at a time (tests/kinds.py: XDIST_GROUPS, the scheduler)
 test: setup
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 2
 
 test-fast: setup  # the edit-run loop: the unit, property and wire tests (kinds in tests/kinds.py)
 	$(BIN)/python -m pytest -q --fast

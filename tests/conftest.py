@@ -16,7 +16,7 @@ from tasks.llm.paid import drop_paid_keys  # noqa: E402
 
 drop_paid_keys()  # tests never reach a real API (a test that needs a key sets a dummy one for a local fake)
 from tests.kinds import (pytest_addoption, pytest_collection_modifyitems, pytest_configure,  # noqa: E402,F401
-                         pytest_make_collect_report, pytest_runtest_makereport)
+                         pytest_make_collect_report, pytest_runtest_makereport, pytest_xdist_make_scheduler)
 
 REPO = Path(__file__).resolve().parent.parent
 

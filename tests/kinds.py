@@ -27,11 +27,13 @@ TESTS = Path(__file__).resolve().parent
 FAST = ("unit", "property", "wire")
 SLOW = ("flows", "browser", "training", "deepspeed", "vllm", "gpu")
 MUST_RUN_IN_CI = ("browser", "vllm", "deepspeed")
-# Under `make test`'s two workers (pytest-xdist, --dist loadgroup) the tests of these kinds all run on one worker, one
-# after another: each trains or serves a model in several GB and several processes, and two at once would starve
-# each other (and the machine's memory). Every other file's tests stay together on one worker, so its module
-# fixtures (a browser, a scored batch) are made once.
+# Under `make test`'s two workers (pytest-xdist, ``-n 2 --dist loadscope`` with the scheduler below) the files of
+# these kinds all run on one worker, one after another: each trains or serves a model in several GB and several
+# processes, and two at once would starve each other (and the machine's memory). Every other file's tests stay
+# together on one worker, so its module fixtures (a browser, a scored batch) are made once. Files go out longest
+# kinds first (ORDER), so the models' group starts at once and the short files fill in beside it.
 XDIST_GROUPS = {"training": "models", "deepspeed": "models", "vllm": "models", "gpu": "models"}
+ORDER = ("training", "deepspeed", "vllm", "flows", "browser")
 
 KINDS: dict[str, tuple[str, ...]] = {
     "test_adapter_openrlhf.py": ("browser", "wire"),
@@ -194,13 +196,24 @@ def _kinds(item: pytest.Item) -> set[str]:
     return {m.name for m in item.iter_markers()}
 
 
+def xdist_group(path: str) -> str:
+    """The worker group of a test file (its path in a node id): "models" for the kinds that must run one at a time
+    (XDIST_GROUPS), else the file itself."""
+    kinds = KINDS.get(Path(path).name, ())
+    return next((XDIST_GROUPS[k] for k in kinds if k in XDIST_GROUPS), path)
+
+
+def _order(item: pytest.Item) -> int:
+    kinds = KINDS.get(item.path.name, ())
+    return min((ORDER.index(k) for k in kinds if k in ORDER), default=len(ORDER))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_order)  # stable: a file's tests keep their order
     for item in items:
         if item.path.parent == TESTS:
             for kind in KINDS.get(item.path.name, ()):
                 item.add_marker(kind)
-        group = next((XDIST_GROUPS[k] for k in sorted(_kinds(item)) if k in XDIST_GROUPS), item.path.name)
-        item.add_marker(pytest.mark.xdist_group(group))
     if config.getoption("fast"):
         dropped = [i for i in items if _kinds(i) & set(SLOW)]
         if dropped:
@@ -231,3 +244,16 @@ def pytest_make_collect_report(collector: pytest.Collector):
         if failure is not None:
             report.outcome, report.longrepr = "failed", failure
     return report
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Whole files to a worker, the models' files as one unit (``xdist_group``), in the collection's order (longest
+    kinds first). xdist's own ``loadgroup`` cannot do it: it renames node ids, which pytest 9 no longer lets it."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid.split("::", 1)[0])
+
+    config.option.loadscopereorder = False
+    return FileGroups(config, log)

@@ -71,3 +71,19 @@ def test_the_hooks_in_a_real_pytest_run(tmp_path):
     fast = _run(tmp_path, "--fast", ci=True)
     assert fast.returncode == 0 and "1 passed, 1 skipped, 1 deselected" in fast.stdout, fast.stdout
 
+
+
+def test_make_tests_workers_take_whole_files_and_the_model_files_as_one_unit(pytestconfig, monkeypatch):
+    """`make test`'s scheduler (two xdist workers): a file's tests go to one worker together, and every file that
+    trains or serves a model is one unit, so two never run at once (xdist's loadgroup no longer groups on pytest 9)."""
+    from xdist.workermanage import Producer
+
+    from tests.kinds import pytest_xdist_make_scheduler
+
+    monkeypatch.setattr(pytestconfig.option, "tx", ["popen", "popen"])  # as `-n 2` makes it
+    monkeypatch.setattr(pytestconfig.option, "loadscopereorder", True)
+    sched = pytest_xdist_make_scheduler(pytestconfig, Producer("test", enabled=False))
+    scope = sched._split_scope
+    assert scope("tests/test_train_loop.py::test_a") == scope("tests/test_open_judge_vllm.py::test_b") == "models"
+    assert scope("tests/test_config.py::test_a") == scope("tests/test_config.py::test_b[x-1]") == "tests/test_config.py"
+    assert scope("tests/test_sizes.py::test_a") != scope("tests/test_config.py::test_a")
