@@ -106,7 +106,7 @@ class _Page:
     (lambda t: None if t < 0.2 else t * 250, 0.0, "lived", 2.0),  # no clock before its document starts: read again
 ])
 def test_the_hard_limit_holds_on_the_page_clock_up_to_its_wall_cap(monkeypatch, lived, delay_s, want_end, want_s):
-    """hold_hard_limit with times scaled down (limit 0.5 s, cap 6x, a clock read of 0.05 s): how long the session
+    """pagetime.Hold with times scaled down (limit 0.5 s, cap 6x, a clock read of 0.05 s): how long the session
     lasts and why the hold let its deadline stand."""
     import asyncio
 
@@ -119,13 +119,40 @@ def test_the_hard_limit_holds_on_the_page_clock_up_to_its_wall_cap(monkeypatch, 
         page.t0 = loop.time()
         try:
             async with asyncio.timeout(0.5) as limit:
-                hold = asyncio.ensure_future(pagetime.hold_hard_limit(limit, page, 0.5, 6.0))
+                hold = pagetime.Hold(limit, page, 0.5, 6.0)
+                holding = asyncio.ensure_future(hold.run())
                 await asyncio.sleep(30)  # a session that would outlive any limit
         except TimeoutError:
             pass
         took = loop.time() - page.t0
-        hold.cancel()
-        return (hold.result() if hold.done() and not hold.cancelled() else None), took
+        holding.cancel()
+        return hold.end or None, took
 
     end, took = asyncio.run(session())
     assert end == want_end and want_s - 0.1 < took < want_s + 0.4, (end, took)
+
+
+def test_a_hung_page_whose_read_the_deadline_cancels_first_still_stopped_for_no_answer(monkeypatch):
+    """A loop late by more than the hold's margin (the machine's load) lets the session's deadline cancel the hold
+    while its read of the clock is still unanswered: why the app stopped is the same, ``no_answer``."""
+    import asyncio
+
+    from tasks.env import pagetime
+
+    monkeypatch.setattr(pagetime, "CLOCK_READ_S", 0.05)
+
+    async def session() -> str:
+        loop, page = asyncio.get_running_loop(), _Page(lambda t: t * 1000, None)
+        page.t0 = loop.time()
+        try:
+            async with asyncio.timeout(0.5) as limit:
+                await asyncio.sleep(0.45)  # the hold starts late: its read's bound ends after the deadline
+                hold = pagetime.Hold(limit, page, 0.5, 6.0)
+                holding = asyncio.ensure_future(hold.run())
+                await asyncio.sleep(30)
+        except TimeoutError:
+            pass
+        holding.cancel()
+        return hold.why()
+
+    assert asyncio.run(session()) == HOLD_ENDS["no_answer"]

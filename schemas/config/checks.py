@@ -64,8 +64,8 @@ class ChecksConfig(Section):
                                             "own clock starved this many times over gets no more wall time, and its "
                                             "check is inconclusive; real-time work (requests, CSS animations) and "
                                             "Playwright's own waits before an action get this many times the step's "
-                                            "limit. Above the 8x CPU throttling the verdicts are held to (bench_checks "
-                                            "--load-noise 8): at 6, clicks timed out there")
+                                            "limit (the one slowdown rule, and why this allowance is not "
+                                            "runtime.max_slowdown: tasks/env/pagetime.py)")
     share_reads: bool = Field(True, description="Checks that only read the page (expectations, no action) are first "
                               "read together in one fresh document of the app; each that holds at its first reading "
                               "passes there, any other runs in its own document as before; the first check that acts "

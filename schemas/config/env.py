@@ -129,8 +129,8 @@ class RuntimeConfig(Section):
                                                         "time it did not have, up to max_slowdown times it")
     max_slowdown: float = Field(4.0, ge=1.0, le=20.0,
                                 description="The hard limit in wall time is at most this many times hard_limit_s, "
-                                            "however starved the page (a heavy canvas app needed 2.6x beside a "
-                                            "CPU throttled 8x)")
+                                            "however starved the page (the one slowdown rule and why this "
+                                            "allowance is not checks.max_slowdown: tasks/env/pagetime.py)")
     concurrency: int = Field(8, ge=1, le=64, description="Apps loaded at once in one browser (one context each); "
                                                           "a check mostly waits (settle time), so this exceeds cores")
     swiftshader: bool = Field(True, description="Software WebGL (SwiftShader) so canvas/three.js apps run")

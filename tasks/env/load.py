@@ -74,7 +74,7 @@ async def _reloads(page: Page, session: ProbeSession, cfg: RuntimeConfig) -> int
 async def _still_loading(page: Page, limit: Any, cfg: RuntimeConfig) -> bool:
     """Past the load timeout: a page whose main thread still answers is busy, not hung. It may fire its load
     event until it has lived the hard limit less the settle and probe time on its own clock. No wall bound of
-    its own: the session's deadline (``limit``, which ``hold_hard_limit`` moves for a page the machine starves,
+    its own: the session's deadline (``limit``, which ``Hold`` moves for a page the machine starves,
     up to its wall cap) ends it, and a read of the page's clock ends with it, as the hold's does; True when the
     page loaded."""
     probe, loop = cfg.probe, asyncio.get_running_loop()

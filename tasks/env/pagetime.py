@@ -22,7 +22,16 @@ inconclusive. CSS animations and transitions and the Web Animations API run on t
 not force the fallback, but a verdict waits in wall time until the finite ones have finished (as for requests
 in flight).
 
-Run: ``await install_controlled_clock(context, clock)`` once per context before its first page (the runtime
+One slowdown rule: a limit counted on page time gets at most ``max_slowdown`` times the limit in wall time; a
+page that lived less than its limit when that cap is reached was starved by the machine and gets no verdict (a
+missing reward, never a failure). Two allowances follow the rule, because what they bound differs:
+``env.runtime.max_slowdown`` (4) caps one app's whole session (load, settle, probe: ``Hold``), which
+mostly runs on the controlled clock and so needs little (a heavy canvas app needed 2.6x with the CPU throttled 8x),
+while it holds a browser slot the other apps of the batch wait for; ``env.checks.max_slowdown`` (12) bounds one
+check step, whose real-time part (Playwright's own waits before an action, requests, CSS animations) slows with
+the machine as a whole (clicks timed out at 6 with the CPU throttled 8x, bench_checks --load-noise 8).
+
+Run: ``install_controlled_clock`` (``clock_install.py``) once per context before its first page (the runtime
 does), ``await let_pass(page, ms, clock)`` on the load page, and per check page ``t = PageTime(page, cfg,
 limit_ms)``: ``await t.settle(ms)``, ``await t.wait(ms)``, ``Limit(t, ms).step()``.
 """
@@ -76,7 +85,7 @@ async def within(aw: Any, bound_s: float) -> Any:
 
 
 def hard_limit(limit_s: float) -> "asyncio.Timeout":
-    """An app session's hard limit: ``limit_s`` of wall time from now, which ``hold_hard_limit`` then moves while
+    """An app session's hard limit: ``limit_s`` of wall time from now, which ``Hold`` then moves while
     the page lives short of it on its own clock (a starved page is not stopped for the machine's load)."""
     return asyncio.timeout(limit_s)
 
@@ -125,7 +134,7 @@ async def scripts_ran(page: Page, bound_s: float) -> bool:
     end, waited = time.monotonic() + bound_s, False
     while time.monotonic() < end:
         try:
-            if not await asyncio.wait_for(page.evaluate(js), max(end - time.monotonic(), 0.1)):
+            if not await read(page, js, max(end - time.monotonic(), 0.1)):
                 return waited
         except Exception:  # a page that does not answer is judged by the steps after this one
             return waited
@@ -147,54 +156,61 @@ HOLD_ENDS = {  # why the hard limit stopped an app (the hold's outcome), named i
 }
 
 
-async def hold_hard_limit(limit: Any, page: Page, limit_s: float, max_slowdown: float) -> str:
+class Hold:
     """An app's hard limit counted on its load page's own clock (the time it lived on its real timers), so a page
     the machine's load starves is not stopped for it. Before the wall deadline of ``limit`` (an asyncio timeout,
     which a screenshot may move) the page's clock is read: a page that has lived ``limit_s`` is stopped now; one
     that answers and lived less gets the rest, up to ``max_slowdown`` times ``limit_s`` of wall time in all; one
     whose main thread does not answer within ``answer_window_s`` (an endless loop, not a frame starved by the
     machine) is stopped at the deadline. A page without a clock yet (its document not started) is read again.
-    Runs beside the session until it is cancelled; returns why it let the deadline stand (a key of ``HOLD_ENDS``)."""
-    loop = asyncio.get_running_loop()
-    read_s = answer_window_s(max_slowdown)
-    cap, margin = loop.time() + limit_s * max_slowdown, read_s + 0.5  # time to read the clock before the deadline
-    while True:
-        ahead = limit.when() - margin - loop.time()
-        if ahead > 0:
-            await asyncio.sleep(ahead)  # the deadline of wall time, not a wait of the page's
-            continue
-        if limit.when() >= cap:
-            return "wall_cap"
-        try:
-            # answered before the deadline, or the deadline stands (the hold may start late, after the page opened)
-            lived = await asyncio.wait_for(page.evaluate(_LIVED_JS),
-                                           max(0.1, min(read_s, limit.when() - loop.time() - 0.25)))
-        except asyncio.TimeoutError:
-            return "no_answer"
-        except Exception:  # no document to ask yet (navigating): ask again
-            lived = None
-        if lived is None:
-            await asyncio.sleep(CLOCK_READ_S / 10)
-            continue
-        if lived >= limit_s * 1000:
-            limit.reschedule(loop.time())
-            return "lived"
-        limit.reschedule(min(loop.time() + limit_s - lived / 1000 + margin, cap))
+    ``run`` goes beside the session until it is cancelled; ``end`` says why it let the deadline stand (a key of
+    ``HOLD_ENDS``), also when the deadline cancelled the session first: a read still unanswered then is
+    ``no_answer`` whoever the event loop woke first (a late loop must not change why a hung page stopped)."""
 
+    def __init__(self, limit: Any, page: Page, limit_s: float, max_slowdown: float) -> None:
+        self.limit, self.page, self.limit_s, self.max_slowdown = limit, page, limit_s, max_slowdown
+        self.end = ""
 
-def hold_end(hold: "asyncio.Future[str] | None") -> str:
-    """Why a finished hold let the hard limit stop the app (``HOLD_ENDS``); "" when it did not finish."""
-    if hold is None or not hold.done() or hold.cancelled() or hold.exception() is not None:
-        return ""
-    return HOLD_ENDS.get(hold.result(), "")
+    def why(self) -> str:
+        """The words of ``end`` for the app's timeout error ("" when the hold had not ended)."""
+        return HOLD_ENDS.get(self.end, "")
+
+    async def run(self) -> str:
+        limit, loop = self.limit, asyncio.get_running_loop()
+        read_s = answer_window_s(self.max_slowdown)
+        cap, margin = loop.time() + self.limit_s * self.max_slowdown, read_s + 0.5  # time to read before the deadline
+        while True:
+            ahead = limit.when() - margin - loop.time()
+            if ahead > 0:
+                await asyncio.sleep(ahead)  # the deadline of wall time, not a wait of the page's
+                continue
+            if limit.when() >= cap:
+                self.end = "wall_cap"
+                return self.end
+            self.end = "no_answer"  # until it answers: the deadline may cancel this read before its own bound
+            try:
+                # answered before the deadline, or the deadline stands (the hold may start late, after the page opened)
+                lived = await read(self.page, _LIVED_JS, max(0.1, min(read_s, limit.when() - loop.time() - 0.25)))
+            except asyncio.TimeoutError:
+                return self.end
+            except Exception:  # no document to ask yet (navigating): ask again
+                lived = None
+            self.end = ""
+            if lived is None:
+                await asyncio.sleep(CLOCK_READ_S / 10)
+                continue
+            if lived >= self.limit_s * 1000:
+                limit.reschedule(loop.time())
+                self.end = "lived"
+                return self.end
+            limit.reschedule(min(loop.time() + self.limit_s - lived / 1000 + margin, cap))
 
 
 async def clock_of(page: Page, timeout_s: float) -> tuple[str | None, str | None]:
     """(controlled | page, why the page left the controlled clock) of a page as it is now; (None, None) when it
     does not answer within ``timeout_s``."""
     try:
-        why = await asyncio.wait_for(page.evaluate("() => window.__rrTime ? window.__rrTime.fallback : "
-                                                   "'no time keeper'"), timeout_s)
+        why = await read(page, "() => window.__rrTime ? window.__rrTime.fallback : 'no time keeper'", timeout_s)
     except Exception:
         return None, None
     return ("controlled" if why is None else "page"), why
@@ -204,8 +220,7 @@ async def page_clock_ms(page: Page, timeout_s: float = CLOCK_READ_S) -> float | 
     """The page's own clock (ms it lived on its real timers); None when it does not answer (within
     ``timeout_s``) or has none."""
     try:
-        v = await asyncio.wait_for(page.evaluate(_LIVED_JS),
-                                   timeout_s)
+        v = await read(page, _LIVED_JS, timeout_s)
     except Exception:
         return None
     return float(v) if isinstance(v, (int, float)) else None

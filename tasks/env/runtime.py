@@ -38,7 +38,7 @@ changes a verdict; without a spec nothing is taken (training never pays for it).
 
 Verdicts must not depend on machine load or concurrency: the hard limit, and a load's time past ``load_timeout_s``
 while its main thread answers (busy is not hung), are counted on the page's own clock, so a page the machine
-starves gets the time it did not have, up to ``max_slowdown`` times the limit (``pagetime.hold_hard_limit``); an
+starves gets the time it did not have, up to ``max_slowdown`` times the limit (``pagetime.Hold``); an
 app that still timed out or hung beside others is checked again alone before its verdict stands.
 
 Playwright's async API runs on a private event loop in a background thread, so callers on any thread
@@ -68,7 +68,7 @@ from tasks.env.navigation import (POPUP_JS, SELF_NAVIGATIONS_JS, block_websocket
                                   on_request_failed, route_request)
 from tasks.env.page import page_error_record, stack_offset
 from tasks.env.clock_install import install_controlled_clock, require_clock_hook
-from tasks.env.pagetime import answer_window_s, hard_limit, hold_end, hold_hard_limit, within
+from tasks.env.pagetime import Hold, answer_window_s, hard_limit, within
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, run_probe
 from tasks.env.shots import ScreenshotSpec, take_screenshot
 
@@ -273,6 +273,7 @@ class BrowserRuntime:
         verdict is read from them once, later (``RuntimeEvidence.verdict``)."""
         ev, session, started = RuntimeEvidence(), ProbeSession(answer_window_s(self.cfg.max_slowdown)), time.perf_counter()
         holding: asyncio.Future | None = None  # the hard limit held on the page's own clock
+        hold: Hold | None = None
         try:
             context = await browser.new_context(service_workers="block", accept_downloads=False, viewport=VIEWPORT)
         except Exception as e:
@@ -281,8 +282,8 @@ class BrowserRuntime:
             async with hard_limit(self.cfg.hard_limit_s) as limit:
                 session.deadline = limit.when
                 page, release, probing = await self._open(context, html, ev, session)
-                holding = asyncio.ensure_future(hold_hard_limit(limit, page, self.cfg.hard_limit_s,
-                                                                self.cfg.max_slowdown))
+                hold = Hold(limit, page, self.cfg.hard_limit_s, self.cfg.max_slowdown)
+                holding = asyncio.ensure_future(hold.run())
                 try:
                     ev.record(await load_app(page, ev, session, limit, self.cfg))
                     if ev.status in CHECKED:
@@ -292,7 +293,7 @@ class BrowserRuntime:
                                         VIEWPORT, session.idle, self.cfg.clock)  # the ProbeRecord: session.evidence
                         await self._screenshot(page, html, "probe", limit)
                 finally:
-                    holding.cancel()  # an outcome it already returned stays readable
+                    holding.cancel()  # why it ended stays readable (hold.end)
                     release()  # what the checks do in the load page is not the load's evidence
             if plan is not None and ev.status in CHECKED:
                 ev.record(await self._checks(context, page, html, session, plan, probing))
@@ -300,7 +301,7 @@ class BrowserRuntime:
             # after an error at load the probe's use decides whether it blocks: cut short, it showed nothing
             if ev.status in ("ok", "page_error"):
                 ev.status = "unresponsive"
-            why = hold_end(holding)
+            why = hold.why() if hold else ""
             ev.page_errors.append({"name": "TimeoutError", "message": f"hard limit of {self.cfg.hard_limit_s}s reached "
                                    f"(the page's own time, {self.cfg.hard_limit_s * self.cfg.max_slowdown:g}s of wall "
                                    f"time at most){': ' + why if why else ''}",
