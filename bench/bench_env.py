@@ -98,7 +98,7 @@ def bench_browser(n: int, concurrency: int, probe: bool = True, mix: list[str] |
         cpu0, t0 = tree_cpu_s(), time.perf_counter()
         evs = rt.check_many(apps)
         wall, cpu = time.perf_counter() - t0, tree_cpu_s() - cpu0
-    probe_s = sum((e.interaction or {}).get("duration_s", 0.0) for e in evs)
+    probe_s = sum(e.interaction.duration_s for e in evs if e.interaction)
     return {"bench": "browser_runtime", "apps_of": name, "probe": probe, "apps": n, "concurrency": cfg.concurrency,
             "settle_s": cfg.settle_s, "browser": cfg.executable_path,
             "apps_per_s": round(n / wall, 2), "cpu_s_per_app": round(cpu / n, 3),

@@ -10,7 +10,7 @@ from schemas.rubric import Task
 from tasks.env.judge import build_judge_request, observed_facts
 from tasks.env.judge_diagnosis import unique_quote, with_observed_findings
 from tasks.env.evidence import Evidence, RuntimeEvidence, shift_offsets
-from tasks.env.probe import interaction_failures, liveness
+from tasks.env.probe import ProbeRecord, interaction_failures, liveness
 from tasks.env.rubric_evidence import evidence_decision
 
 ERR = {"action": 0, "kind": "error", "name": "TypeError", "message": "x is null", "offset": 40, "caused": True}
@@ -21,7 +21,7 @@ ACT = {"i": 0, "kind": "click", "target_desc": "button#go", "tag": "button", "la
 def inter(**kw):
     base = {"status": "ok", "actions": [dict(ACT)], "errors": [], "dead_controls": [], "hang": None,
             "liveness": {"rafs": 0, "visual_change": False, "animated": False, "gap_s": 0.3}}
-    return {**base, **kw}
+    return ProbeRecord.from_dict({**base, **kw})
 
 
 def test_only_caused_errors_hangs_and_reloads_fail():
@@ -200,8 +200,8 @@ def test_the_evidence_keeps_html_offsets_and_moves_every_one_into_the_response_o
     err = {"name": "TypeError", "message": "m", "offset": 8}
     rt = RuntimeEvidence(status="page_error", page_errors=[err],
                          check_results=[{"item_id": "I1", "status": "failed", "errors": [err]}],
-                         interaction={"status": "ok", "errors": [{**err, "kind": "error", "action": 0, "caused": True}],
-                                      "actions": [{"i": 0, "handler_offset": 8}]})
+                         interaction=ProbeRecord(status="ok", errors=[{**err, "kind": "error", "action": 0, "caused": True}],
+                                                 actions=[{"i": 0, "handler_offset": 8}]))
     out = Evidence.read(st, rt, RuntimeConfig()).to_json(ex.offset, [])
     h = ex.offset
     assert response[out["syntax_errors"][0]["start"]:out["syntax_errors"][0]["end"]] == \

@@ -72,8 +72,8 @@ def shots(tmp_path_factory):
 
 
 def _verdict(ev, cfg):
-    inter = ev.interaction or {}
-    return ev.status, ev.runtime_valid(cfg), inter.get("status"), len(interaction_failures(inter)), len(ev.page_errors)
+    status = ev.interaction.status if ev.interaction else None
+    return ev.status, ev.runtime_valid(cfg), status, len(interaction_failures(ev.interaction)), len(ev.page_errors)
 
 
 def test_screenshots_do_not_change_verdicts(shots):

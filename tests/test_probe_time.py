@@ -22,7 +22,7 @@ APPS = ["env/interaction/anim_runs.html", "env/interaction/anim_stops.html", "ch
 def probe(rate: float) -> dict[str, dict]:
     with ThrottledRuntime(CFG, rate=rate) as rt:
         evs = rt.check_many([(FIX / a).read_text() for a in APPS])
-    return {Path(a).name: ev.interaction for a, ev in zip(APPS, evs)}
+    return {Path(a).name: ev.interaction.to_dict() for a, ev in zip(APPS, evs)}
 
 
 @pytest.fixture(scope="module")

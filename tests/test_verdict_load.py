@@ -75,7 +75,7 @@ def test_a_heavy_canvas_app_starved_by_the_machine_is_not_stopped_by_the_hard_li
         heavy, hung, slow = rt.check_many([HEAVY, HEAVY_HUNG, SLOW_PARSE])
     assert slow.status == "ok" and slow.duration_s > cfg.load_timeout_s, (slow.status, slow.duration_s, slow.page_errors)
     assert heavy.status == "ok" and heavy.runtime_valid(cfg) is True, (heavy.status, heavy.page_errors)
-    assert (heavy.interaction or {}).get("status") == "ok", heavy.interaction
+    assert heavy.interaction is not None and heavy.interaction.status == "ok", heavy.interaction
     assert hung.status == "unresponsive" and hung.runtime_valid(cfg) is False, (hung.status, hung.interaction)
     assert HOLD_ENDS["no_answer"] in hung.page_errors[-1]["message"], hung.page_errors
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from schemas.config.env import RuntimeConfig
-from tasks.env.probe import summarize
+from tasks.env.probe import ProbeRecord, summarize
 from tasks.env.severity import classify_failures, load_errors_verdict
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class RuntimeEvidence:
     error: str | None = None  # an environment failure (no browser): no verdict, never a made-up one
     check_results: list[dict[str, Any]] = field(default_factory=list)  # the session's last step (tasks.env.checks)
     checks_error: str | None = None  # the checks crashed: each is inconclusive, saying this
-    interaction: dict[str, Any] | None = None  # the probe's record (tasks.env.probe.ProbeRecord)
+    interaction: ProbeRecord | None = None  # what the probe saw (serialised at output: Evidence.to_json)
     rechecked_from: str | None = None  # the status beside other apps, when a re-check alone replaced it
 
     def record(self, step: "LoadRecord | CheckRecord") -> None:
@@ -152,7 +152,7 @@ class RuntimeEvidence:
     @property
     def timed_out(self) -> bool:
         """A verdict that load on the machine could have caused: checked again alone before it stands."""
-        return self.status in ("load_timeout", "unresponsive") or (self.interaction or {}).get("status") == "hung"
+        return self.status in ("load_timeout", "unresponsive") or (self.interaction is not None and self.interaction.status == "hung")
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -210,7 +210,7 @@ class Evidence:
                               "runtime_error": rt.error if rt else None,
                               "runtime_rechecked_from": rt.rechecked_from if rt else None,
                               # the probe's summary (failures, dead controls, liveness) first, then its whole record
-                              "interaction": None if inter is None else {**summarize(inter), "record": inter},
+                              "interaction": None if inter is None else {**summarize(inter), "record": inter.to_dict()},
                               "external_scripts": list(st.external_scripts) if st else [],
                               "checks": self.check_results,
                               "dropped_findings": dropped}

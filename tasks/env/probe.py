@@ -110,6 +110,11 @@ class ProbeRecord:
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ProbeRecord":
+        """The record from its JSON (``to_dict``, the ``interaction.record`` of ``rubricrl score``)."""
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
 
 class ProbeSession:
     """Per-app state shared by the page's event handlers, the route and the probe run."""
@@ -163,16 +168,15 @@ def error_signature(e: dict[str, Any]) -> tuple[str, Any]:
     return (re.sub(r"\d+", "#", e.get("message") or "")[:200], e.get("offset"))
 
 
-def interaction_failures(ev: ProbeRecord | dict[str, Any] | None) -> list[dict[str, Any]]:
+def interaction_failures(ev: ProbeRecord | None) -> list[dict[str, Any]]:
     """Observations that fail the runtime gate (pure): errors caused by an action, a hang caused by an
     action, a form submit that reloads the app. Each carries the action and an HTML offset when known."""
     if ev is None:
         return []
-    d = ev.to_dict() if isinstance(ev, ProbeRecord) else ev
-    actions = d.get("actions") or []
+    actions = ev.actions
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, Any]] = set()
-    for e in d.get("errors") or []:
+    for e in ev.errors:
         if not e.get("caused"):
             continue
         sig = error_signature(e)
@@ -184,8 +188,8 @@ def interaction_failures(ev: ProbeRecord | dict[str, Any] | None) -> list[dict[s
                     "target": a.get("target_desc"), "label": a.get("label"), "name": e.get("name"), "sync": e.get("sync"),
                     "message": e.get("message"), "offset": e.get("offset") if e.get("offset") is not None
                     else a.get("handler_offset")})
-    if d.get("hang"):
-        out.append({"kind": "hang", **d["hang"]})
+    if ev.hang:
+        out.append({"kind": "hang", **ev.hang})
     for a in actions:
         sub = a.get("submit")
         if sub and _reloads_app(sub.get("action_attr")):
@@ -201,18 +205,16 @@ def _reloads_app(action_attr: str | None) -> bool:
     return a in ("", "#", "index.html", "./", ".", "?") or a.startswith(("#", "?", "index.html"))
 
 
-def summarize(ev: ProbeRecord | dict[str, Any] | None) -> dict[str, Any]:
+def summarize(ev: ProbeRecord | None) -> dict[str, Any]:
     """Compact observed facts (for judge prompts and the judgments row)."""
     if ev is None:
         return {}
-    d = ev.to_dict() if isinstance(ev, ProbeRecord) else ev
-    live = d.get("liveness") or {}
-    return {"status": d.get("status"), "actions_run": len(d.get("actions") or []), "actions_planned": d.get("planned", 0),
-            "failures": interaction_failures(d), "dead_controls": [c.get("label") or c.get("target")
-                                                                    for c in d.get("dead_controls") or []],
-            "animation_frames": live.get("rafs"), "visual_change": live.get("visual_change"),
-            "dialogs": len(d.get("dialogs") or []), "navigations": len(d.get("navigations") or []),
-            "clock": d.get("clock"), "clock_reason": d.get("clock_reason")}
+    return {"status": ev.status, "actions_run": len(ev.actions), "actions_planned": ev.planned,
+            "failures": interaction_failures(ev), "dead_controls": [c.get("label") or c.get("target")
+                                                                     for c in ev.dead_controls],
+            "animation_frames": ev.liveness.get("rafs"), "visual_change": ev.liveness.get("visual_change"),
+            "dialogs": len(ev.dialogs), "navigations": len(ev.navigations),
+            "clock": ev.clock, "clock_reason": ev.clock_reason}
 
 
 def liveness(a: dict[str, Any], b: dict[str, Any], wall_gap_s: float) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from tasks.rubrics.vocab import BY_ITSELF, ITEM_ANSWERS_INPUT, ITEM_MOTION, ITEM
 
 if TYPE_CHECKING:
     from tasks.env.evidence import RuntimeEvidence
+    from tasks.env.probe import ProbeRecord
 
 HEURISTIC = "heuristic (offline, from browser evidence)"
 Decision = tuple[str, str, str, list[str]]  # (severity or "met", description, explanation, code quotes)
@@ -100,15 +101,15 @@ def names_control(facts: ItemFacts, label: str | None, target: str | None = None
     return re.search(_WORD_BEFORE + re.escape(label.lower()) + _WORD_AFTER, facts.label_text.lower()) is not None
 
 
-def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> Decision | None:
+def evidence_decision(item: dict[str, Any], inter: "ProbeRecord | None") -> Decision | None:
     """Steps 3 to 5 (the interaction probe's evidence); None when it does not speak to the item."""
-    if not inter or inter.get("status") != "ok":
+    if inter is None or inter.status != "ok":
         return None
     from tasks.env.probe import interaction_failures
     from tasks.env.severity import failed_the_user
 
     facts = item_facts(item)
-    live = inter.get("liveness") or {}
+    live = inter.liveness
     if facts.kind == "motion_by_itself" and live:
         if live.get("animated"):
             return MET
@@ -117,23 +118,23 @@ def evidence_decision(item: dict[str, Any], inter: dict[str, Any] | None) -> Dec
                     f"change in {live.get('gap_s')}s while idle", [])
     if item.get("scope") != "dynamic":  # what a control does is dynamic behaviour; its display is not
         return None
-    acts = inter.get("actions") or []
+    acts = inter.actions
     for f in interaction_failures(inter):
         if f["kind"] == "error" and not failed_the_user(f, acts):
             continue  # thrown after the control's effect showed: the effect the item asks for is there
         if names_control(facts, f.get("label"), f.get("target")):
             return ("major", f"using {f['label']!r} fails ({f['kind']}: {str(f.get('message') or '')[:120]})",
                     f"{HEURISTIC}: the item names this control and the interaction probe saw it fail", [])
-    for c in inter.get("dead_controls") or []:
+    for c in inter.dead_controls:
         if names_control(facts, c.get("label"), c.get("target")):
             return ("major", f"clicking {c['label']!r} changes nothing observable",
                     f"{HEURISTIC}: no DOM, canvas, scroll, value or dialog change after the click"
                     + ("" if c.get("has_handler") else "; no listener is attached to it"), [])
     if facts.kind == "answers_input":
-        acts = [a for a in inter.get("actions") or [] if a.get("outcome") == "ok"]
+        acts = [a for a in inter.actions if a.get("outcome") == "ok"]
         if any(a.get("changed") for a in acts):
             return MET
-        if acts and len(acts) == inter.get("planned"):
+        if acts and len(acts) == inter.planned:
             return ("major", "no key press, click or drag changes what is shown",
                     f"{HEURISTIC}: the interaction probe ran {len(acts)} actions and none changed the page", [])
     return None

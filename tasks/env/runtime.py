@@ -323,7 +323,7 @@ class BrowserRuntime:
                 session.evidence.status = "hung"
             # A navigation an action started can reach the route after the probe returned (under load): keep it.
             session.evidence.navigations = list(session.navigations)
-            ev.interaction = session.evidence.to_dict()
+            ev.interaction = session.evidence
         ev.duration_s = round(time.perf_counter() - started, 3)
         return ev
 

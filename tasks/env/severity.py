@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.env.probe import ANSWERS, interaction_failures
+from tasks.env.probe import ANSWERS, ProbeRecord, interaction_failures
 
 RULES = ("gate", "evidence")
 
@@ -62,30 +62,29 @@ def failed_the_user(error: dict[str, Any], actions: list[dict[str, Any]]) -> boo
     return not set(a.get("changed") or ()) & set(ANSWERS)
 
 
-def main_loop_stopped(inter: dict[str, Any]) -> bool:
+def main_loop_stopped(inter: ProbeRecord) -> bool:
     """The app drew frames by itself before any action and drew none after the probe (pure)."""
-    before, after = inter.get("liveness") or {}, inter.get("loop_after") or {}
+    before, after = inter.liveness, inter.loop_after
     ran = bool(before.get("rafs")) or bool(before.get("draws"))
     return ran and bool(after) and not after.get("rafs") and not after.get("draws")
 
 
-def classify_failures(inter: dict[str, Any] | None, rule: str) -> list[dict[str, Any]]:
+def classify_failures(inter: ProbeRecord | None, rule: str) -> list[dict[str, Any]]:
     """The failures the probe caused (``probe.interaction_failures``), each with ``blocking`` and ``why``."""
     if rule not in RULES:
         raise ValueError(f"env.runtime.probe.error_rule={rule!r}; choose one of {', '.join(RULES)}")
     failures = interaction_failures(inter)
-    if rule == "gate" or not failures:
+    if rule == "gate" or not failures or inter is None:
         return [{**f, "blocking": True, "why": "an interaction error fails the runtime gate"} for f in failures]
-    d = inter or {}
-    acts = d.get("actions") or []
+    acts = inter.actions
     ctl = controls(acts)
     # every caused error counts, not only the first of each message: two buttons throwing alike are two controls
-    failing = {ctl[i] for i in [e.get("action") for e in d.get("errors") or [] if e.get("caused")
+    failing = {ctl[i] for i in [e.get("action") for e in inter.errors if e.get("caused")
                                 and failed_the_user(e, acts)]
                + [f.get("action") for f in failures if f["kind"] != "error" or failed_the_user(f, acts)] if i in ctl}
     used = set(ctl.values())
     most = bool(used) and len(failing) * 2 > len(used)
-    stopped = main_loop_stopped(d)
+    stopped = main_loop_stopped(inter)
     out = []
     for f in failures:
         if f["kind"] == "hang":
@@ -107,7 +106,7 @@ def classify_failures(inter: dict[str, Any] | None, rule: str) -> list[dict[str,
     return out
 
 
-def load_errors_verdict(inter: dict[str, Any] | None, rule: str) -> dict[str, Any]:
+def load_errors_verdict(inter: ProbeRecord | None, rule: str) -> dict[str, Any]:
     """Whether the uncaught errors at load block the app, from what the probe saw after them (pure): ``blocking``
     and ``why``. The form controls' values and the scroll do not count as an answer: the probe's own fill and
     scroll change them."""
@@ -115,12 +114,11 @@ def load_errors_verdict(inter: dict[str, Any] | None, rule: str) -> dict[str, An
         raise ValueError(f"env.runtime.probe.load_error_rule={rule!r}; choose one of {', '.join(RULES)}")
     if rule == "gate":
         return {"blocking": True, "why": "an uncaught error at load fails the runtime gate"}
-    d = inter or {}
-    if d.get("status") == "hung":
+    if inter is not None and inter.status == "hung":
         return {"blocking": True, "why": "the page stopped responding when used after the error"}
-    if d.get("status") not in ("ok", "navigated"):
+    if inter is None or inter.status not in ("ok", "navigated"):
         return {"blocking": True, "why": "the app could not be used after the error"}
-    acts = d.get("actions") or []
+    acts = inter.actions
     ctl = controls(acts)
     answered = {ctl[a["i"]] for a in acts if a.get("i") in ctl and a.get("outcome") == "ok"
                 and set(a.get("changed") or ()) & set(ANSWERS)}
@@ -130,10 +128,6 @@ def load_errors_verdict(inter: dict[str, Any] | None, rule: str) -> dict[str, An
             return {"blocking": False, "why": f"the app still answers input after the error: {len(answered)} of "
                                               f"{n} controls used changed the page"}
         return {"blocking": True, "why": f"none of the {n} controls used changed the page after the error"}
-    if (d.get("liveness") or {}).get("animated"):
+    if inter.liveness.get("animated"):
         return {"blocking": False, "why": "the app has no control to use and still moves by itself after the error"}
     return {"blocking": True, "why": "after the error nothing on the page answers input or moves"}
-
-
-def blocking_failures(inter: dict[str, Any] | None, rule: str) -> list[dict[str, Any]]:
-    return [f for f in classify_failures(inter, rule) if f["blocking"]]
