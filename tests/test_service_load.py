@@ -12,18 +12,18 @@ import sys
 
 from tests.conftest import REPO
 
-CLIENTS, LIMIT = 16, 4
+CLIENTS, LIMIT, REQUESTS = 16, 4, 64  # four rounds of every client: the full size is the bench's
 
 
 def test_load_on_loopback_loses_nothing_and_holds_the_judge_bound(tmp_path):
     out = tmp_path / "load.json"
-    proc = subprocess.run([sys.executable, "bench/bench_serve_env.py", "--requests", "200", "--clients", str(CLIENTS),
-                           "--latency-s", "0.02", "--judge-concurrency", str(LIMIT), "--max-seconds", "240",
+    proc = subprocess.run([sys.executable, "bench/bench_serve_env.py", "--requests", str(REQUESTS),
+                           "--clients", str(CLIENTS), "--latency-s", "0.02", "--judge-concurrency", str(LIMIT), "--max-seconds", "240",
                            "--json", str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     f = json.loads(out.read_text())
     assert (f["lost"], f["answered_twice"], f["wrong"]) == (0, 0, 0), f["wrong_examples"]
-    assert f["requests"] == 200 and f["p50_s"] <= f["p99_s"]
+    assert f["requests"] == REQUESTS and f["p50_s"] <= f["p99_s"]
     assert 1 <= f["judge_peak_api"] <= LIMIT and f["judge_peak_service"] <= LIMIT
     assert f["judge_calls_api"] == f["judged_items"]  # cache off: every app with HTML reached the judge, once
     assert {"valid", "format_invalid", "source_invalid"} <= set(f["tiers"]) and f["rewards_missing"] == 0
