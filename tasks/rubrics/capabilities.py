@@ -83,8 +83,8 @@ def _table() -> dict[str, Checkable | Uncheckable]:
         "er_self_contained": CONSTRAINT, "er_resize": LAYOUT, "er_undo_last": _uses("undo"),
         "in_drag_reorder": Checkable("reorder_by_drag", element="{obj}"),
         "in_keyboard_shortcuts": STYLE, "in_hover_details": NO_LOCATOR, "in_modal_edit": NO_LOCATOR,
-        "in_toggle_panel": Uncheckable("a closed panel may stay in the page's text (moved off screen), so the text "
-                                       "need not change when it opens"),
+        # a closed panel may stay in the page's text (moved off screen), so only that its toggle works is asked
+        "in_toggle_panel": _uses("settings"),
         "in_slider_control": UNSTATED_RESULT, "in_click_select": NO_LOCATOR,
         "wf_multi_step_wizard": Checkable("operate_named", trigger="next", effect=("text",)),
         "wf_round_loop": FLOW, "wf_summary_screen": FLOW, "wf_checklist_progress": FLOW, "wf_restart_session": FLOW,
@@ -101,7 +101,9 @@ def _table() -> dict[str, Checkable | Uncheckable]:
         "ip_tag_filter": FLOW,
         "si_step_run_pause": _uses("step", ("run", "pause")), "si_speed_control": _SPEED, "si_parameter_effect": UNSTATED_RESULT,
         "si_physics_motion": STARTS, "si_population_rules": STARTS, "si_random_seed": RELOAD,
-        "pr_responsive_grid": LAYOUT, "pr_theme_toggle": STYLE, "pr_visual_feedback": FLOW, "pr_status_badges": STYLE,
+        # a theme toggle: that it works (the colours, and remembering the choice, are not asked)
+        "pr_responsive_grid": LAYOUT, "pr_theme_toggle": _uses("dark"), "pr_visual_feedback": FLOW,
+        "pr_status_badges": STYLE,
         "pr_accessible_labels": STYLE, "pr_static_reference": QUALITY,
         "rc_all_options": DOMAIN, "rc_initial_content": NO_LOCATOR, "rc_help_panel": QUALITY, "rc_counts_display": FLOW,
         "rc_edge_values": Uncheckable("the allowed minimum and maximum are not stated in the query"),
