@@ -24,8 +24,10 @@ EvidenceKind = Literal["control_default", "output_text", "drawing_present", "sho
                        "operate_control", "press_key", "readout", "motion_by_itself", "answers_input",
                        # a synthesized query's capability (``tasks/rubrics/capabilities.py``): a control named by
                        # ``element`` takes its stated bounds; operating the control named ``trigger`` changes
-                       # ``effect``; a drag reorders the listed ``element``; typing in a search box filters them
-                       "takes_range", "operate_named", "reorder_by_drag", "filter_by_typing"]
+                       # ``effect`` ("no_error": using it throws no uncaught error); a drag reorders the listed
+                       # ``element``; typing in a search box filters them; the first button clicked again and again
+                       # throws no uncaught error
+                       "takes_range", "operate_named", "reorder_by_drag", "filter_by_typing", "repeat_no_error"]
 EVIDENCE_KINDS: tuple[str, ...] = get_args(EvidenceKind)
 
 

@@ -32,6 +32,31 @@ STOPWATCH = (37, "ta_stopwatch", (("e.textContent = 'update ' + S.n;", ""),))  #
 WIZARD = (56, "wf_multi_step_wizard", (("e.textContent = 'update ' + S.n;", ""),))  # Next changes no text
 # typing hides nothing and changes no other text (the teacher's status line answers every input)
 FILTER = (1121, "ip_search_filter", (("li.style.display =", "li.dataset.seen ="), ("'input, select'", "'select'")))
+# A named button that throws when it is used; the first button throwing from its second click on
+_CLICK = "else changed(b.id, S.n + 1);"
+
+
+def _throws(name: str) -> tuple[tuple[str, str], ...]:
+    return ((_CLICK, f"else if (b.textContent.toLowerCase() === '{name.lower()}') S.x.y; else changed(b.id, S.n + 1);"),)
+
+
+UNDO = (3, "er_undo_last", _throws("Undo"))
+STEP = (12, "si_step_run_pause", _throws("Step"))
+RESET = (15, "er_reset_everything", _throws("Reset"))
+MODES = (25, "sm_mode_switch", _throws("Hard"))
+THEME = (58, "pr_theme_toggle", _throws("Dark"))
+PANEL = (125, "in_toggle_panel", _throws("Settings"))
+REPEAT_TWIN = ((_CLICK, "else if (S.n > 0) S.x.y; else changed(b.id, S.n + 1);"),)
+RAPID = (15, "er_rapid_input", REPEAT_TWIN)
+EDGE_CASES = (12, "hard", REPEAT_TWIN)  # the closer "Handle edge cases such as empty input and repeated actions."
+# each case's capability -> the item kind (and effect) its check is built from
+KIND_OF = {"si_speed_control": ("takes_range", None), "in_drag_reorder": ("reorder_by_drag", None),
+           "ta_stopwatch": ("operate_named", "text"), "wf_multi_step_wizard": ("operate_named", "text"),
+           "ip_search_filter": ("filter_by_typing", None), "er_undo_last": ("operate_named", "no_error"),
+           "si_step_run_pause": ("operate_named", "no_error"), "er_reset_everything": ("operate_named", "no_error"),
+           "sm_mode_switch": ("operate_named", "no_error"), "er_rapid_input": ("repeat_no_error", None),
+           "hard": ("repeat_no_error", None), "pr_theme_toggle": ("operate_named", "no_error"),
+           "in_toggle_panel": ("operate_named", "no_error")}
 
 
 def _query(index: int) -> str:
@@ -89,6 +114,26 @@ def test_an_item_no_check_can_decide_says_why_on_its_checks_row():
         assert (rows[u["item_id"]]["check_status"], rows[u["item_id"]]["check_problem"]) == ("none", u["reason"])
 
 
+def _case_check(index: int, cap: str):
+    """The query of ``index``, the one check of ``cap``'s kind built from its items, and the teacher's app."""
+    spec = candidate_spec(index, SEED, PERSONAS, 2, 4)
+    assert cap in spec.capability_ids or cap == spec.difficulty
+    query = _query(index)
+    items = {i["id"]: i for i in _items(query)}
+    kind, effect = KIND_OF[cap]
+    checks = [(c["item_id"], parse_check(c["check"])) for c in offline_checks(
+        {"items": json.dumps(list(items.values())), "expanded_query": query})["checks"]]
+    mine = [(i, c) for i, c in checks if items[i]["evidence_kind"] == kind
+            and (effect is None or effect in (items[i]["effect"] or []))]
+    if kind == "operate_named" and effect == "no_error":  # the one named button of this capability
+        trigger = {"er_undo_last": "undo", "si_step_run_pause": "step", "er_reset_everything": "reset",
+                   "sm_mode_switch": "hard", "pr_theme_toggle": "dark", "in_toggle_panel": "settings"}[cap]
+        mine = [(i, c) for i, c in mine if items[i]["trigger"] == trigger]
+    assert len(mine) == 1, (cap, checks)
+    app = offline_app(Task(query_id=str(index), query=query, rubric=CompactRubric(initial_state=[], dynamic=[])))
+    return mine, app
+
+
 @pytest.mark.browser
 @needs_browser
 def test_the_capability_checks_pass_on_the_teachers_app_and_fail_on_its_broken_twin():
@@ -96,16 +141,9 @@ def test_the_capability_checks_pass_on_the_teachers_app_and_fail_on_its_broken_t
     from tasks.env.runtime import BrowserRuntime
 
     apps, plans, kinds = [], [], []
-    for index, cap, breaks in (SPEED, REORDER, STOPWATCH, WIZARD, FILTER):
-        assert cap in candidate_spec(index, SEED, PERSONAS, 2, 4).capability_ids
-        query = _query(index)
-        items = {i["id"]: i for i in _items(query)}
-        checks = [(c["item_id"], parse_check(c["check"])) for c in offline_checks(
-            {"items": json.dumps(list(items.values())), "expanded_query": query})["checks"]]
-        mine = [(i, c) for i, c in checks if items[i]["evidence_kind"] in ("takes_range", "operate_named",
-                                                                          "reorder_by_drag", "filter_by_typing")]
-        assert len(mine) == 1, (cap, checks)
-        app = offline_app(Task(query_id=str(index), query=query, rubric=CompactRubric(initial_state=[], dynamic=[])))
+    for index, cap, breaks in (SPEED, REORDER, STOPWATCH, WIZARD, FILTER, UNDO, STEP, RESET, MODES, THEME, PANEL,
+                               RAPID, EDGE_CASES):
+        mine, app = _case_check(index, cap)
         twin = app
         for good, bad in breaks:
             assert good in twin
@@ -119,3 +157,39 @@ def test_the_capability_checks_pass_on_the_teachers_app_and_fail_on_its_broken_t
     print("teacher / twin:", dict(zip(kinds, zip(results[::2], results[1::2]))))
     assert results[::2] == [["passed"]] * len(kinds)
     assert results[1::2] == [["failed"]] * len(kinds)
+
+
+# A correct app written otherwise than the teacher's: an Undo button disabled until there is something to undo, a
+# Step button that only redraws a canvas, modes as radio buttons, Reset and Dark mode buttons showing an icon, a
+# settings panel hidden with the hidden attribute, a first button that opens a dialog. None of the no-error checks
+# may fail it (inconclusive where it cannot act).
+CORRECT = """<!DOCTYPE html><html><body>
+<button id="help" onclick="document.getElementById('d').showModal()">Help</button>
+<dialog id="d"><p>Step advances the simulation.</p><button onclick="this.closest('dialog').close()">Close</button></dialog>
+<button id="undo" disabled>Undo</button> <button aria-label="Reset" onclick="n = 0; draw()">&#8634;</button>
+<button onclick="run = true">Run</button><button onclick="run = false">Pause</button>
+<button onclick="n += 1; draw()">Step</button>
+<label><input type="radio" name="m" checked> Easy</label><label><input type="radio" name="m"> Medium</label>
+<label><input type="radio" name="m"> Hard</label><canvas width="200" height="100"></canvas>
+<button aria-label="Dark mode" onclick="document.body.classList.toggle('dark')">&#9790;</button>
+<button aria-expanded="false" onclick="const p = document.getElementById('p'); p.hidden = !p.hidden">Settings</button>
+<aside id="p" hidden><label>Size <input type="number" value="3"></label></aside>
+<script>let n = 0, run = false; const g = document.querySelector('canvas').getContext('2d');
+function draw() { g.fillStyle = '#fff'; g.fillRect(0, 0, 200, 100); g.fillStyle = '#05a'; g.fillRect(n * 7 % 190, 40, 10, 10); }
+draw(); setInterval(() => { if (run) { n += 1; draw(); } }, 100);</script></body></html>"""
+
+
+@pytest.mark.browser
+@needs_browser
+def test_the_no_error_checks_do_not_fail_a_correct_app_written_another_way():
+    from tasks.env.checks import CheckPlan
+    from tasks.env.runtime import BrowserRuntime
+
+    checks = [c for index, cap, _ in (UNDO, STEP, RESET, MODES, THEME, PANEL, RAPID) for c in _case_check(index, cap)[0]]
+    with BrowserRuntime(RT) as rt:
+        (ev,) = rt.check_many([CORRECT], checks=[CheckPlan(checks, ChecksConfig(step_timeout_ms=1000))])
+    got = [r["status"] for r in ev.check_results]
+    print("correct app:", got)
+    # Undo disabled on a fresh page, modes as radio buttons, the first button's dialog covering it again: the
+    # checks cannot act there, and say so; Step, Reset, Dark mode and Settings work
+    assert got == ["inconclusive", "passed", "passed", "inconclusive", "passed", "passed", "inconclusive"], got

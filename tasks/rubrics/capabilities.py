@@ -31,6 +31,7 @@ class Checkable:
     trigger: str | None = None
     effect: tuple[str, ...] | None = None
     bounds: tuple[float, float] | None = None  # a takes_range slider's stated (min, max)
+    others: tuple[str, ...] = ()  # the buttons the query names beside ``trigger`` (the teacher writes them all)
     needs: tuple[str, ...] = ()
 
 
@@ -60,6 +61,16 @@ SPEED_CLASH = Uncheckable("another slider of the query is named for a speed too,
                           "wrong one")
 
 _SPEED = Checkable("takes_range", element="speed", trigger="speed", bounds=(0.5, 4.0))
+NO_ERROR_EFFECT = "no_error"  # an item's effect: using the control throws no uncaught error
+# The first button clicked several times in a row throws no uncaught error: a repeated action a correct app
+# handles; an app with no button leaves it inconclusive.
+REPEATS = Checkable("repeat_no_error")
+
+
+def _uses(name: str, others: tuple[str, ...] = ()) -> Checkable:
+    """The button the query names is there and using it throws no uncaught error (on a page just loaded the
+    state it acts on may be empty, so what it changes is not asked: only that it works)."""
+    return Checkable("operate_named", trigger=name, effect=(NO_ERROR_EFFECT,), others=others)
 
 
 def _table() -> dict[str, Checkable | Uncheckable]:
@@ -68,18 +79,19 @@ def _table() -> dict[str, Checkable | Uncheckable]:
 
     return {
         # taxonomy capabilities (tasks/data/taxonomy.json), by id
-        "er_guarded_empty_state": FLOW, "er_reset_everything": FLOW, "er_rapid_input": FLOW,
-        "er_self_contained": CONSTRAINT, "er_resize": LAYOUT, "er_undo_last": FLOW,
+        "er_guarded_empty_state": FLOW, "er_reset_everything": _uses("reset"), "er_rapid_input": REPEATS,
+        "er_self_contained": CONSTRAINT, "er_resize": LAYOUT, "er_undo_last": _uses("undo"),
         "in_drag_reorder": Checkable("reorder_by_drag", element="{obj}"),
         "in_keyboard_shortcuts": STYLE, "in_hover_details": NO_LOCATOR, "in_modal_edit": NO_LOCATOR,
-        "in_toggle_panel": Uncheckable("a closed panel may stay in the page's text (moved off screen), so the text "
-                                       "need not change when it opens"),
+        # a closed panel may stay in the page's text (moved off screen), so only that its toggle works is asked
+        "in_toggle_panel": _uses("settings"),
         "in_slider_control": UNSTATED_RESULT, "in_click_select": NO_LOCATOR,
         "wf_multi_step_wizard": Checkable("operate_named", trigger="next", effect=("text",)),
         "wf_round_loop": FLOW, "wf_summary_screen": FLOW, "wf_checklist_progress": FLOW, "wf_restart_session": FLOW,
         "wf_submit_confirm": FLOW,
         "sm_persist_local": RELOAD, "sm_derived_totals": FLOW, "sm_filter_views": FLOW, "sm_history_log": FLOW,
-        "sm_multi_counter": NO_LOCATOR, "sm_mode_switch": UNSTATED_RESULT,
+        "sm_multi_counter": NO_LOCATOR,
+        "sm_mode_switch": _uses("hard", ("easy", "medium")),
         "dl_scoring_rules": FLOW, "dl_unit_conversion": UNSTATED_RESULT, "dl_rule_evaluation": DOMAIN,
         "dl_accuracy_stat": FLOW, "dl_budget_limits": FLOW, "dl_randomised_generation": DOMAIN,
         "dl_win_condition": FLOW,
@@ -87,9 +99,11 @@ def _table() -> dict[str, Checkable | Uncheckable]:
         "ip_sort_columns": FLOW, "ip_group_by": FLOW, "ip_parse_text_input": FLOW,
         "ip_export_json": Uncheckable("a download and a file upload, which the check language cannot do"),
         "ip_tag_filter": FLOW,
-        "si_step_run_pause": UNSTATED_RESULT, "si_speed_control": _SPEED, "si_parameter_effect": UNSTATED_RESULT,
+        "si_step_run_pause": _uses("step", ("run", "pause")), "si_speed_control": _SPEED, "si_parameter_effect": UNSTATED_RESULT,
         "si_physics_motion": STARTS, "si_population_rules": STARTS, "si_random_seed": RELOAD,
-        "pr_responsive_grid": LAYOUT, "pr_theme_toggle": STYLE, "pr_visual_feedback": FLOW, "pr_status_badges": STYLE,
+        # a theme toggle: that it works (the colours, and remembering the choice, are not asked)
+        "pr_responsive_grid": LAYOUT, "pr_theme_toggle": _uses("dark"), "pr_visual_feedback": FLOW,
+        "pr_status_badges": STYLE,
         "pr_accessible_labels": STYLE, "pr_static_reference": QUALITY,
         "rc_all_options": DOMAIN, "rc_initial_content": NO_LOCATOR, "rc_help_panel": QUALITY, "rc_counts_display": FLOW,
         "rc_edge_values": Uncheckable("the allowed minimum and maximum are not stated in the query"),
@@ -105,7 +119,7 @@ def _table() -> dict[str, Checkable | Uncheckable]:
         "ta_timed_difficulty": FLOW,
         # the closing sentences of an offline request, and the defaults the offline expansion writes in
         S.SIMPLE_CLOSER: LAYOUT, S.ONE_SCREEN_CLOSER: LAYOUT, S.HELP_TEXT_CLOSER: QUALITY, S.GROUPED_CLOSER: LAYOUT,
-        S.EDGE_CASES_CLOSER: Uncheckable("which edge cases, and how the app answers them, is left to the app"),
+        S.EDGE_CASES_CLOSER: REPEATS,  # "repeated actions": which other edge cases, and how, is left to the app
         S.IMMEDIATE_CLOSER: Uncheckable("it says how every change shows, not one change a check could make"),
         X.SCORE_DEFAULT: FLOW, X.TIMER_DEFAULT: STARTS, X.ACCURACY_DEFAULT: FLOW, X.SAVED_DEFAULT: RELOAD,
     }

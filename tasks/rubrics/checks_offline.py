@@ -18,8 +18,10 @@ control it names by ``#id`` (or label) are found in the query's spec by that nam
   its canvas (a request names no other);
 - an element a sentence names by label: a button of that name, a field of that label;
 - a synthesized query's capability (``capabilities``): a slider named for ``element`` moved to each stated bound
-  holds it; clicking the button named ``trigger`` changes the page's text; the first draggable item dropped on
-  the third is no longer first; typing what names nothing in the search box changes the page's text.
+  holds it; clicking the button named ``trigger`` changes the page's text (or, where the query does not say
+  what it changes on a page just loaded, throws no uncaught error); the first draggable item dropped on the third
+  is no longer first; typing what names nothing in the search box changes the page's text; the first button
+  clicked several times in a row throws no uncaught error.
 
 A presence check counts matches, so an element that is there but hidden leaves it inconclusive, never
 failed; whether a named element is missing is the judge's call (``tasks/env/rubric_evidence.py``). Items
@@ -36,7 +38,7 @@ import re
 from typing import Any
 
 from tasks.rubrics import text as T
-from tasks.rubrics.capabilities import Checkable, clause_evidence
+from tasks.rubrics.capabilities import NO_ERROR_EFFECT, Checkable, clause_evidence
 from tasks.rubrics.offline_items import DRAWING_EFFECT, MOTION_EFFECT, TEXT_EFFECT, items_by_requirement
 from tasks.rubrics.prompt_controls import Control
 from tasks.rubrics.prompt_spec import Spec, read_spec
@@ -60,6 +62,7 @@ PAGE_TEXT = {"css": "body"}  # the page's text, where a change the query does no
 BOUND_TOLERANCE = 0.01  # a slider moved to a stated bound holds it exactly (the browser keeps min and max)
 DRAGGABLE = '[draggable="true"]'
 MATCHES_NOTHING = "zqxjv"  # a search no item's name matches
+REPEAT_CLICKS = 4  # "clicks quickly many times in a row"
 
 
 def by_id(cid: str, suffix: str = "") -> dict[str, str]:
@@ -258,11 +261,24 @@ def range_check(element: str, bounds: tuple[float, float]) -> list[dict[str, Any
     return steps
 
 
+def _button(name: str) -> dict[str, Any]:
+    return {"role": "button", "name": _WORD_EDGE + re.escape(name) + _WORD_EDGE}
+
+
 def named_button_check(name: str) -> list[dict[str, Any]]:
     """Clicking the button named ``name`` changes the page's text."""
-    return [{"do": "remember", "target": PAGE_TEXT, "name": "before"},
-            {"do": "click", "target": {"role": "button", "name": _WORD_EDGE + re.escape(name) + _WORD_EDGE}},
+    return [{"do": "remember", "target": PAGE_TEXT, "name": "before"}, {"do": "click", "target": _button(name)},
             {"expect": "text_changes", "target": PAGE_TEXT, "since": "before"}]
+
+
+def works_check(name: str) -> list[dict[str, Any]]:
+    """Clicking the button named ``name`` throws no uncaught error (one not there leaves it inconclusive)."""
+    return [{"do": "click", "target": _button(name)}, {"expect": "no_error"}]
+
+
+def repeat_check() -> list[dict[str, Any]]:
+    """The first button clicked ``REPEAT_CLICKS`` times in a row throws no uncaught error."""
+    return [{"do": "click", "target": {"role": "button"}}] * REPEAT_CLICKS + [{"expect": "no_error"}]
 
 
 def reorder_check() -> list[dict[str, Any]]:
@@ -291,6 +307,10 @@ def capability_steps(item: dict[str, Any], spec: Spec) -> list[dict[str, Any]] |
         return range_check(item["element"], bounds) if bounds else None
     if kind == "operate_named" and item.get("trigger") and TEXT_EFFECT in (item.get("effect") or []):
         return named_button_check(item["trigger"])
+    if kind == "operate_named" and item.get("trigger") and NO_ERROR_EFFECT in (item.get("effect") or []):
+        return works_check(item["trigger"])
+    if kind == "repeat_no_error":
+        return repeat_check()
     if kind == "reorder_by_drag":
         return reorder_check()
     if kind == "filter_by_typing":

@@ -134,8 +134,8 @@ def capability_html(spec: Spec) -> str:
     labels = {n.label.lower() for n in spec.named if n.kind == "button"}
     parts = [f'<label>{html.escape(e.element.capitalize())} <input type="range" min="{e.bounds[0]:g}" '
              f'max="{e.bounds[1]:g}" step="0.5" value="1"></label>' for e in ev if e.kind == "takes_range" and e.bounds]
-    parts += [f"<button>{html.escape(e.trigger.capitalize())}</button>" for e in ev
-              if e.kind == "operate_named" and e.trigger and e.trigger not in labels]
+    names = [n for e in ev if e.kind == "operate_named" and e.trigger for n in (*e.others, e.trigger)]
+    parts += [f"<button>{html.escape(n.capitalize())}</button>" for n in dict.fromkeys(names) if n not in labels]
     obj = next((f.subject[2] for f in found if len(f.subject) > 2), "item")
     if any(e.kind == "filter_by_typing" for e in ev):
         parts.append(f'<input type="search" placeholder="Search {html.escape(obj)}s">')
