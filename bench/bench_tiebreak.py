@@ -211,6 +211,11 @@ def rescore(apps: list[dict], labels: dict, findings: list[str], keeps: list[Pat
     for name, ps in (("stored reward", old), ("scored again", new)):
         right, ties = sum(p.verdict == "right" for p in ps), sum(p.verdict == "tie" for p in ps)
         print(f"{name}: {len(ps)} label-differing pairs, right {right}, ties {ties}, wrong {len(ps) - right - ties}")
+    for name, rw in (("stored reward", lambda a: a["reward"]), ("scored again", lambda a: res[a["eval_id"]].reward)):
+        none = [rw(a) for a in apps if lab(a) == 0.0 and rw(a) is not None]
+        top = [rw(a) for a in apps if lab(a) >= 0.8 and rw(a) is not None]
+        print(f"{name}: mean reward of apps passing no PFT test {sum(none) / max(len(none), 1):.3f} (n {len(none)}), "
+              f"passing >= 80% {sum(top) / max(len(top), 1):.3f} (n {len(top)})")
     was = {(p.task, p.a.model, p.b.model): p.verdict for p in old}
     moved = [(p, was.get((p.task, p.a.model, p.b.model))) for p in new if was.get((p.task, p.a.model, p.b.model)) != p.verdict]
     for p, before in moved:
