@@ -46,6 +46,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_attr_tokens.py": ("unit", "property"),
     "test_attr_tokens_fast.py": ("property",),
     "test_bench_devset.py": ("unit",),
+    "test_blank_drawing.py": ("browser",),
     "test_checkpoints.py": ("unit",),
     "test_capability_checks.py": ("unit",),
     "test_checks_browser.py": ("browser",),

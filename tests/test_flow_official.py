@@ -88,6 +88,10 @@ def test_table_one_and_the_report_set_the_official_metric_beside_ours(interact):
     assert s["broken"]["official/pft_pass_rate"] == pytest.approx(100 / 3)
     assert s["openai/local"]["official/pft_pass_rate"] == pytest.approx(0.0)
     assert all("agree/spearman" in v and "official/unjudged" in v for v in s.values())
+    # the benchmark's own discipline and difficulty are the rows a user reads where a model fails, never "(none)"
+    for v in s.values():
+        assert {"pass/difficulty=easy", "pass/domain=Computer Science", "pass/category=Computer Science"} <= set(v)
+        assert not [k for k in v if "(none)" in k]
     md = (data / "reports" / "eval" / "eval.md").read_text()
     assert "| official/pft_pass_rate |" in md and "agree/pairwise" in md
     assert "Our reward against the benchmark's own pft_pass_rate over 3 apps" in md

@@ -22,9 +22,62 @@ APPS = {"good": "counter.html", "broken": "counter_broken.html", "unserved": "co
 @pytest.fixture(scope="module")
 def ran():
     apps = [PftApp(k, "Counter.spec.js", SPEC, (FIX / f).read_text() if f else None) for k, f in APPS.items()]
-    got = run_pft(apps, RuntimeConfig(), CFG.model_copy(update={"pft_apps_per_run": 3}))  # two runs: 3 apps, then 1
+    told = []
+    got = run_pft(apps, RuntimeConfig(), CFG.model_copy(update={"pft_apps_per_run": 3}),  # two runs: 3 apps, then 1
+                  on_app=lambda *a: told.append(a))
     assert list(got) == list(APPS)
+    got["told"] = told  # type: ignore[assignment]
     return got
+
+
+@needs_runner
+def test_each_app_is_told_once_as_its_tests_end_with_its_tests_run_and_passed(ran):
+    """The progress of a run comes from the runner's own reporter (vendor/pft/progress.js) as the tests end."""
+    told = {k: (n, p) for k, n, p in ran["told"]}
+    assert len(ran["told"]) == len(told) == len(APPS)
+    for k in APPS:
+        assert told[k] == (len(ran[k].tests), sum(t.passed for t in ran[k].tests)), k
+    assert told["good"] == (4, 3) and told["broken"][1] == 1
+
+
+def test_the_run_progress_reads_the_reporter_lines_and_tells_the_rest_at_the_end():
+    from tasks.evaluation.pft import PROGRESS_PREFIX, RunProgress
+
+    told = []
+    p = RunProgress(["a", "b", "c"], lambda *x: told.append(x))
+    p.run_dir = "/r"
+    line = lambda d: PROGRESS_PREFIX + __import__("json").dumps(d) + "\n"  # noqa: E731
+    p.feed(line({"begin": {"/r/a/tests/A.spec.js": 2, "/r/b/tests/B.spec.js": 1, "/elsewhere/x.spec.js": 5}}))
+    p.feed("some other output\n")
+    p.feed(line({"file": "/r/a/tests/A.spec.js", "passed": True}))
+    assert told == []
+    p.feed(line({"file": "/r/b/tests/B.spec.js", "passed": False}))
+    p.feed(line({"file": "/r/a/tests/A.spec.js", "passed": True}))
+    assert told == [("b", 1, 0), ("a", 2, 2)]
+    p.finish()  # c's spec ran no test: told when the run ends
+    assert told[-1] == ("c", 0, 0) and len(told) == 3
+
+
+def test_the_official_run_logs_a_progress_line_of_apps_run_and_tests_passed(tmp_path, monkeypatch, caplog):
+    import logging
+
+    from tasks.evaluation import official
+    from tasks.evaluation.official import OfficialInputs, official_columns
+
+    def fake_run(apps, runtime, cfg, on_app=None):
+        for a in apps:
+            on_app(a.key, 4, 3)
+        return {a.key: AppResult(problem="fake") for a in apps}
+
+    monkeypatch.setattr(official, "run_pft", fake_run)
+    bench = {q: {"format": "interactscience", "external_id": q, "official_tests_name": "Counter.spec.js",
+                 "official_tests": SPEC} for q in ("ext-A", "ext-B")}
+    rows = [{"query_id": q, "model": "gpt-5", "response": "```html\n<p>hi</p>\n```"} for q in bench]
+    with caplog.at_level(logging.INFO, logger="rubricrl.progress"):
+        official_columns(rows, [None, None], OfficialInputs(bench, {}, {}, CFG, RuntimeConfig(), None, tmp_path))
+    lines = [r.getMessage() for r in caplog.records if r.name == "rubricrl.progress"]
+    assert lines[0] == "official tests gpt-5: 2 apps to go"
+    assert lines[-1].startswith("official tests gpt-5: 2/2 apps run (100%), 8 tests run, 6 tests passed")
 
 
 def _by_title(result):

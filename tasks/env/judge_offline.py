@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from schemas.llm.diagnosis import LAYERS, SEVERITIES
 from tasks.env.evidence import Evidence, RuntimeEvidence
 from tasks.env.judge_diagnosis import line_quote
-from tasks.env.rubric_evidence import item_decision
+from tasks.env.rubric_evidence import MET, blank_drawing, item_decision
 
 if TYPE_CHECKING:
     from tasks.env.static import SourceError
@@ -94,11 +94,12 @@ def _rubric_layer(html: str, items: list[dict[str, Any]], runtime: RuntimeEviden
     verdict = {r["item_id"]: r for r in checks or [] if r["status"] in ("passed", "failed")}
     for it in items:
         r = verdict.get(it["id"])
-        if r is not None:
-            if r["status"] == "failed":
-                layer["major"].append(_check_finding(html, it, r))
+        if r is not None and r["status"] == "failed":
+            layer["major"].append(_check_finding(html, it, r))
             continue
-        decided = item_decision(it, runtime, html)
+        decided = MET if r is not None else item_decision(it, runtime, html)
+        if decided is not None and decided[0] == "met":  # met, unless what it asks to see is not drawn
+            decided = blank_drawing(it, runtime.interaction if runtime is not None else None) or MET
         if decided is None:
             undecided.append(it["id"])
         elif decided[0] != "met":

@@ -103,6 +103,14 @@
       if (typeof f === 'function') C.prototype[m] = function () { R.draws++; return f.apply(this, arguments); };
     }
   }
+  // The context each canvas was given (the first type a script asked for), read later without creating one.
+  const ctxType = new WeakMap();
+  const origGetContext = HTMLCanvasElement.prototype.getContext;
+  HTMLCanvasElement.prototype.getContext = function (type) {
+    const ctx = origGetContext.apply(this, arguments);
+    if (ctx && !ctxType.has(this)) ctxType.set(this, String(type));
+    return ctx;
+  };
   const beat = () => { R.hb++; origSetTimeout(beat, 100); };
   origSetTimeout(beat, 100);
   const watch = () => {
@@ -312,4 +320,30 @@
   R.snapshot = () => ({rafs: R.rafs, draws: R.draws, mutations: R.mutations, hb: R.hb, canvas: canvasHash(), animations: running(),
                         t: performance.now()});  // the page's clock: the controlled one where it runs on it
   R.collect = () => ({errors: R.errors, dialogs: R.dialogs});
+  // Visible canvases of at least 48x48 CSS pixels: whether anything is drawn on each (blank: no script ever gave
+  // it a context, or its 2D pixels are all one colour; a WebGL one is not read: null), with the ids of the canvas
+  // and its ancestors, so an item naming a drawing area finds the canvases in it.
+  R.canvases = () => {
+    const out = [];
+    for (const c of document.querySelectorAll('canvas')) {
+      const r = c.getBoundingClientRect(), st = getComputedStyle(c);
+      if (r.width < 48 || r.height < 48 || st.visibility === 'hidden' || !c.width || !c.height) continue;
+      const type = ctxType.get(c);
+      let blank = type === undefined ? true : null;
+      if (type === '2d') {
+        try {
+          const d = origGetContext.call(c, '2d').getImageData(0, 0, c.width, c.height).data;
+          blank = true;
+          for (let k = 4; k < d.length; k += 4) {
+            if (d[k] !== d[0] || d[k + 1] !== d[1] || d[k + 2] !== d[2] || d[k + 3] !== d[3]) { blank = false; break; }
+          }
+        } catch (e) { blank = null; }
+      }
+      const ids = [];
+      for (let e = c; e && e !== document.documentElement; e = e.parentElement) if (e.id) ids.push(e.id);
+      out.push({ids, blank, context: type || null});
+      if (out.length >= 20) break;
+    }
+    return out;
+  };
 })();

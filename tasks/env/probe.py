@@ -100,6 +100,7 @@ class ProbeRecord:
     navigations: list[dict[str, Any]] = field(default_factory=list)
     dead_controls: list[dict[str, Any]] = field(default_factory=list)
     liveness: dict[str, Any] = field(default_factory=dict)
+    canvases: list[dict[str, Any]] = field(default_factory=list)  # probe.js canvases(): drawn or blank, before any action
     loop_after: dict[str, Any] = field(default_factory=dict)  # motion after the run, sampled when an action threw
     hang: dict[str, Any] | None = None
     duration_s: float = 0.0
@@ -264,8 +265,8 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
                                                   [cfg.max_actions, cfg.max_keys]), grace, session.answer_s, session.deadline)
         ev.planned = len(plan["actions"])
         # Liveness first, before any action, so motion is the app's own.
-        b = await answered(page, page.evaluate("() => window.__rrProbe.snapshot()"), grace, session.answer_s,
-                           session.deadline)
+        b, ev.canvases = await answered(page, page.evaluate("() => [window.__rrProbe.snapshot(), window.__rrProbe."
+                                                            "canvases()]"), grace, session.answer_s, session.deadline)
         if idle is not None:
             ev.liveness = liveness(idle[0], b, round(time.perf_counter() - idle[1], 3))
         try:

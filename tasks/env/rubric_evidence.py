@@ -11,7 +11,10 @@ Evidence, in order; the first that speaks to the item decides it:
 5. an item saying the page answers input (a key press, click or drag changes what is shown) against the
    probe's actions: one changed something -> met; every action ran and none did -> major;
 6. an item saying the page draws or shows what was asked when it loads, against a blank page -> critical
-   (a page that shows something has not shown it is what was asked: that stays undecided).
+   (a page that shows something has not shown it is what was asked: that stays undecided);
+7. an item asking for a drawing on load (``drawing_present``) that steps 1 to 6 met, whose drawing area is on
+   screen with every canvas in it blank after load and settle -> minor (``blank_drawing``: the area is there,
+   the drawing is not; a WebGL canvas is never read as blank, an empty layer beside a drawn one is no finding).
 What an item says it is about is read from its fields (``schemas.rubric.STRUCTURE``: ``evidence_kind``, and the
 ``element``, ``trigger`` and ``effect`` it names), written by the offline rules. An item without them (an LLM's, a
 benchmark's checklist item, old data) is read from its requirement's words instead, here and nowhere else
@@ -138,6 +141,23 @@ def evidence_decision(item: dict[str, Any], inter: "ProbeRecord | None") -> Deci
             return ("major", "no key press, click or drag changes what is shown",
                     f"{HEURISTIC}: the interaction probe ran {len(acts)} actions and none changed the page", [])
     return None
+
+
+def blank_drawing(item: dict[str, Any], inter: dict[str, Any] | None) -> Decision | None:
+    """A drawing the item asks for on load, met by its check or the evidence, whose drawing area is on screen but
+    empty: every visible canvas in the element it names is blank after load and settle (no script gave it a
+    context, or its 2D pixels are all one colour; probe.js ``canvases``) -> minor (the area is there, the drawing
+    is not). A WebGL canvas is not read, so it never counts as blank; None when this evidence does not speak."""
+    if not inter or inter.get("status") != "ok" or item_facts(item).kind != "drawing_present":
+        return None
+    ids = set(item_facts(item).ids)
+    inside = [c for c in inter.get("canvases") or [] if ids & set(c.get("ids") or ())]
+    if not inside or not all(c.get("blank") is True for c in inside):
+        return None
+    name = "#" + sorted(ids)[0]
+    return ("minor", f"the drawing area {name} is empty when the page loads",
+            f"{HEURISTIC}: after load and settle, before any action, nothing is drawn on the {len(inside)} canvas(es) "
+            f"in {name} (no drawing context, or every pixel one colour)", [])
 
 
 def item_decision(item: dict[str, Any], runtime: RuntimeEvidence | None, html: str) -> Decision | None:

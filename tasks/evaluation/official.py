@@ -36,6 +36,7 @@ from tasks.evaluation.pft import PftApp, app_score, page_path, run_pft, runner_p
 from tasks.llm.base import ImageInput
 from tasks.llm.prompts import load_prompt
 from tasks.env.rewards import failed_items
+from tasks.progress import Progress
 
 FENCED_HTML = re.compile(r"```html\s*\n(.*?)\s*```", re.S)  # InteractScience's own extraction of the page
 OFF = "official metric not computed (evaluation.official.enabled=false)"
@@ -141,7 +142,10 @@ def _pft(rows: list[dict[str, Any]], _j: list[Any], inputs: OfficialInputs) -> l
             continue
         key = f"{k:04d}-" + re.sub(r"[^A-Za-z0-9_.-]", "_", b["external_id"])[:80]
         apps[k] = PftApp(key, b["official_tests_name"], b["official_tests"], interactscience_page(r["response"]))
-    results = run_pft(list(apps.values()), inputs.runtime, inputs.cfg)
+    label = next((r["model"] for r in rows if r.get("model")), "apps")
+    with Progress(f"official tests {label}", len(apps), unit="apps", verb="run") as progress:
+        results = run_pft(list(apps.values()), inputs.runtime, inputs.cfg,
+                          on_app=lambda _key, ran, passed: progress.update(1, tests_run=ran, tests_passed=passed))
     return [app_score(results[apps[k].key]) if k in apps else (None, [], why[k]) for k in range(len(rows))]
 
 

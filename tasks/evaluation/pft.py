@@ -33,10 +33,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from schemas.config.env import PROJECT_ROOT, RuntimeConfig
 from schemas.config.evaluation import OfficialConfig
@@ -49,6 +50,8 @@ from tasks.evaluation.playwright_report import TestOutcome, spec_outcomes
 PAGE_PATH = re.compile(r"""resolve\(\s*__dirname\s*,\s*(['"])([^'"]+?\.html?)\1\s*\)""")
 NO_REFERENCE = "A snapshot doesn't exist at"  # Playwright's error when a screenshot test has no reference image
 VERDICTS = ("passed", "failed", "no_reference", "unserved")
+PROGRESS_PREFIX = "rubricrl-pft "  # a line of vendor/pft/progress.js on the runner's stdout
+OnApp = Callable[[str, int, int], None]  # (app key, its tests run, its tests passed) once its last test ended
 
 
 @dataclass(frozen=True)
@@ -122,19 +125,74 @@ def run_settings(run_dir: Path, runtime: RuntimeConfig, cfg: OfficialConfig) -> 
     return settings, env
 
 
-def run_pft(apps: list[PftApp], runtime: RuntimeConfig, cfg: OfficialConfig) -> dict[str, AppResult]:
+def run_pft(apps: list[PftApp], runtime: RuntimeConfig, cfg: OfficialConfig,
+            on_app: OnApp | None = None) -> dict[str, AppResult]:
     """Every app's spec, ``cfg.pft_apps_per_run`` apps to a Playwright Test run; app key -> its outcomes (or why
-    none). A run that fails costs only its own apps their scores."""
+    none). A run that fails costs only its own apps their scores. ``on_app`` hears of each app once, as its last
+    test ends (an app none of whose tests ran: when its run ends, with 0 tests)."""
     problem = runner_problem(cfg) if apps else None
     if problem is not None:
         return {a.key: AppResult(problem=problem) for a in apps}
     out: dict[str, AppResult] = {}
     for i in range(0, len(apps), cfg.pft_apps_per_run):
-        out.update(_one_run(apps[i:i + cfg.pft_apps_per_run], runtime, cfg))
+        chunk = apps[i:i + cfg.pft_apps_per_run]
+        progress = RunProgress([a.key for a in chunk], on_app)
+        out.update(_one_run(chunk, runtime, cfg, progress))
+        progress.finish()
     return out
 
 
-def _one_run(apps: list[PftApp], runtime: RuntimeConfig, cfg: OfficialConfig) -> dict[str, AppResult]:
+class RunProgress:
+    """Which apps of one run have finished, from the runner's progress lines (``vendor/pft/progress.js``: the
+    tests of each spec file at the start, then one line per finished test); tells ``on_app`` of each once."""
+
+    def __init__(self, keys: list[str], on_app: OnApp | None) -> None:
+        self.keys, self.on_app = set(keys), on_app
+        self.total: dict[str, int] = {}
+        self.ended: dict[str, list[int]] = {}  # key -> [tests ended, tests passed]
+        self.told: set[str] = set()
+        self.run_dir = ""
+
+    def _key(self, file: str) -> str | None:
+        rel = os.path.relpath(file, self.run_dir) if self.run_dir else file
+        key = Path(rel).parts[0] if Path(rel).parts else ""
+        return key if key in self.keys else None
+
+    def feed(self, line: str) -> None:
+        if not line.startswith(PROGRESS_PREFIX):
+            return
+        try:
+            event = json.loads(line[len(PROGRESS_PREFIX):])
+        except ValueError:
+            return
+        if "begin" in event:
+            for file, n in (event.get("begin") or {}).items():
+                if (k := self._key(file)) is not None:
+                    self.total[k] = self.total.get(k, 0) + int(n)
+            return
+        k = self._key(str(event.get("file") or ""))
+        if k is None or k in self.told:
+            return
+        done = self.ended.setdefault(k, [0, 0])
+        done[0] += 1
+        done[1] += bool(event.get("passed"))
+        if done[0] >= self.total.get(k, 0):
+            self._tell(k)
+
+    def _tell(self, key: str) -> None:
+        self.told.add(key)
+        if self.on_app is not None:
+            ran, passed = self.ended.get(key, [0, 0])
+            self.on_app(key, ran, passed)
+
+    def finish(self) -> None:
+        """The run ended: the apps not told of yet (their spec did not load, or the run stopped) are told now."""
+        for k in sorted(self.keys - self.told):
+            self._tell(k)
+
+
+def _one_run(apps: list[PftApp], runtime: RuntimeConfig, cfg: OfficialConfig,
+             progress: RunProgress | None = None) -> dict[str, AppResult]:
     with tempfile.TemporaryDirectory(prefix="rubricrl-pft-") as tmp:
         run_dir = Path(tmp) / "run"
         for app in apps:
@@ -142,11 +200,13 @@ def _one_run(apps: list[PftApp], runtime: RuntimeConfig, cfg: OfficialConfig) ->
         (run_dir / "node_modules" / "@playwright").mkdir(parents=True)
         (run_dir / "node_modules" / "@playwright" / "test").symlink_to(_root(cfg) / "sandbox", target_is_directory=True)
         settings, extra_env = run_settings(run_dir, runtime, cfg)
+        if progress is not None:
+            progress.run_dir = str(run_dir)
         (Path(tmp) / "run.json").write_text(json.dumps(settings), encoding="utf-8")
         with MirrorServer(configured_mirror(runtime)) as mirror:
             env = {**os.environ, **extra_env, "RUBRICRL_PFT_RUN": str(Path(tmp) / "run.json"),
                    "RUBRICRL_PFT_MIRROR": mirror.base_url, "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}
-            failed = _node(cfg, env, run_dir)
+            failed = _node(cfg, env, run_dir, progress.feed if progress is not None else None)
         report = run_dir / "report.json"
         if not report.is_file():
             return {a.key: AppResult(problem=failed or "the PFT run wrote no report") for a in apps}
@@ -155,19 +215,39 @@ def _one_run(apps: list[PftApp], runtime: RuntimeConfig, cfg: OfficialConfig) ->
         return app_results(json.loads(text), [a.key for a in apps])
 
 
-def _node(cfg: OfficialConfig, env: dict[str, str], run_dir: Path) -> str | None:
-    """Run Playwright Test; a failure of the run itself as a sentence (failing tests are not one)."""
+def _node(cfg: OfficialConfig, env: dict[str, str], run_dir: Path,
+          on_line: Callable[[str], None] | None = None) -> str | None:
+    """Run Playwright Test; a failure of the run itself as a sentence (failing tests are not one). Each line of
+    its stdout goes to ``on_line`` as it comes (the progress reporter's)."""
     cli = _root(cfg) / "node_modules" / "@playwright" / "test" / "cli.js"
     cmd = ["node", str(cli), "test", "--config", str(_root(cfg) / "pft.config.js")]
     # its own process group: past the limit the runner, its workers and their browsers all go
     proc = subprocess.Popen(cmd, cwd=run_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
+    lines: list[str] = []
+    errs: list[str] = []
+
+    def read_out() -> None:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            if on_line is not None and line.startswith(PROGRESS_PREFIX):
+                on_line(line)
+            else:
+                lines.append(line)
+
+    readers = [threading.Thread(target=read_out, daemon=True),
+               threading.Thread(target=lambda: errs.append(proc.stderr.read()), daemon=True)]  # type: ignore[union-attr]
+    for t in readers:
+        t.start()
     try:
-        out, err = proc.communicate(timeout=cfg.pft_run_timeout_s)
+        proc.wait(timeout=cfg.pft_run_timeout_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        proc.wait()
         return f"the Playwright Test run passed evaluation.official.pft_run_timeout_s={cfg.pft_run_timeout_s:g} s"
+    finally:
+        for t in readers:
+            t.join(timeout=10)
+    out, err = "".join(lines), "".join(errs)
     if proc.returncode not in (0, 1):  # 1: some test failed, which is a result
         return f"the PFT run failed ({proc.returncode}): {(err or out).strip()[-500:]}"
     return None

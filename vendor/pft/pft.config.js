@@ -15,7 +15,7 @@ module.exports = defineConfig({
   fullyParallel: true,
   workers: run.workers,
   retries: 0,
-  reporter: [['json', { outputFile: run.report }]],
+  reporter: [['json', { outputFile: run.report }], [require.resolve('./progress.js')]],
   use: { trace: 'off' },
   projects: [{
     name: 'chromium',
