@@ -26,22 +26,47 @@ def url_from_env() -> str:
     return os.environ.get("RUBRICRL_SERVICE__URL") or DEFAULT_URL
 
 
-async def score_app(url: str, token: str | None, task: dict[str, Any], app: str, timeout_s: float) -> dict[str, Any]:
-    """The service's answer for ``app`` written for ``task``; ``RewardMissing`` when it holds no reward."""
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    item = {"task": task, "response": app, "observe": True}
-    try:
-        async with httpx.AsyncClient(base_url=url.rstrip("/"), headers=headers,
-                                     timeout=httpx.Timeout(timeout_s, connect=10)) as http:
-            r = await http.post("/score", json={"items": [item]})
-    except httpx.HTTPError as e:  # unreachable, or past the time limit: the environment's gap, not the app's
-        raise RewardMissing(f"the reward service at {url} gave no answer: {type(e).__name__}: {e}") from e
+def _client_args(url: str, token: str | None, timeout_s: float) -> dict[str, Any]:
+    return {"base_url": url.rstrip("/"), "headers": {"Authorization": f"Bearer {token}"} if token else {},
+            "timeout": httpx.Timeout(timeout_s, connect=10)}
+
+
+def _request(task: dict[str, Any], app: str) -> dict[str, Any]:
+    return {"items": [{"task": task, "response": app, "observe": True}]}
+
+
+def _answer(url: str, task: dict[str, Any], r: httpx.Response) -> dict[str, Any]:
     if r.status_code != 200:
         raise RewardMissing(f"the reward service at {url} answered {r.status_code}: {r.text[:500]}")
     answer = r.json()["results"][0]
     if answer.get("reward") is None:
         raise RewardMissing(f"no reward for {task.get('query_id')}: {answer.get('reason')}")
     return answer
+
+
+def _unanswered(url: str, e: httpx.HTTPError) -> RewardMissing:
+    # unreachable, or past the time limit: the environment's gap, not the app's
+    return RewardMissing(f"the reward service at {url} gave no answer: {type(e).__name__}: {e}")
+
+
+async def score_app(url: str, token: str | None, task: dict[str, Any], app: str, timeout_s: float) -> dict[str, Any]:
+    """The service's answer for ``app`` written for ``task``; ``RewardMissing`` when it holds no reward."""
+    try:
+        async with httpx.AsyncClient(**_client_args(url, token, timeout_s)) as http:
+            r = await http.post("/score", json=_request(task, app))
+    except httpx.HTTPError as e:
+        raise _unanswered(url, e) from e
+    return _answer(url, task, r)
+
+
+def score_app_sync(url: str, token: str | None, task: dict[str, Any], app: str, timeout_s: float) -> dict[str, Any]:
+    """``score_app`` for a caller that blocks (skyrl-gym's ``step``)."""
+    try:
+        with httpx.Client(**_client_args(url, token, timeout_s)) as http:
+            r = http.post("/score", json=_request(task, app))
+    except httpx.HTTPError as e:
+        raise _unanswered(url, e) from e
+    return _answer(url, task, r)
 
 
 def answer_metrics(answer: dict[str, Any]) -> dict[str, float]:
