@@ -77,6 +77,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_eval_agreement.py": ("unit",),
     "test_eval_report.py": ("flows", "browser"),
     "test_evaluation.py": ("browser",),
+    "test_export_tasks.py": ("unit",),
     "test_ext_lock.py": ("unit",),
     "test_fake_latency.py": ("wire",),
     "test_flow_evaluate.py": ("flows", "browser", "training", "deepspeed"),
