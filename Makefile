@@ -60,7 +60,7 @@ WEBAPP := environments/rubricrl_webapp
 
 envs:
 	test -x $(UV) || { $(PY) -m venv $(ENVS)/uv && $(ENVS)/uv/bin/pip install -q uv==$(UV_VERSION); }
-	rm -rf $(ENVS)/verifiers $(ENVS)/skyrl
+	rm -rf $(ENVS)/verifiers $(ENVS)/skyrl $(ENVS)/openenv
 	$(UV) venv -q -p 3.11 $(ENVS)/verifiers
 	# uv in the env too: verifiers starts the policy's chat program with it
 	$(UV) pip install -q -p $(ENVS)/verifiers/bin/python verifiers==0.4.0 uv==$(UV_VERSION) -e $(WEBAPP)
@@ -68,8 +68,13 @@ envs:
 	# the package without verifiers: its skyrl-gym environment needs httpx alone
 	$(UV) pip install -q -p $(ENVS)/skyrl/bin/python skyrl-gym==0.4.0 httpx==0.28.1
 	$(UV) pip install -q -p $(ENVS)/skyrl/bin/python --no-deps -e $(WEBAPP)
+	$(UV) venv -q -p 3.11 $(ENVS)/openenv
+	# the current openenv (mcp<2 from 0.6 on: never beside verifiers 0.4); the package without verifiers
+	$(UV) pip install -q -p $(ENVS)/openenv/bin/python openenv==0.10.0 httpx==0.28.1
+	$(UV) pip install -q -p $(ENVS)/openenv/bin/python --no-deps -e $(WEBAPP)
 	$(ENVS)/verifiers/bin/python -c "import verifiers.v1, rubricrl_webapp; print('verifiers', verifiers.__version__)"
 	$(ENVS)/skyrl/bin/python -c "import skyrl_gym, rubricrl_webapp.skyrl; print('skyrl-gym ok')"
+	$(ENVS)/openenv/bin/python -c "import openenv, rubricrl_webapp.openenv; print('openenv ok')"
 
 clean:  # exactly what runs write under the data directory (named in schemas/layout.py)
 	rm -rf $$($(PY) -m schemas.layout $${RUBRICRL_DATA_DIR:-data})

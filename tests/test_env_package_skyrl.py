@@ -5,19 +5,13 @@ reward service on 127.0.0.1 (the real browser, the offline judge): a single-turn
 found and the fixed app's reward is the episode's; a missing reward raises, never a 0."""
 from __future__ import annotations
 
-import json
-import subprocess
-from pathlib import Path
-
 import pytest
 
-from rubricrl.service.engine import ScoreEngine
 from tasks.llm import get_provider
-from tests.fixtures.environments import BROKEN, FIXED
-from tests.fixtures.service import alone, fixture_tasks, project, publish_tasks, running_service
+from tests.fixtures.environments import BROKEN, FIXED, STACKS, in_stack, offline_service
+from tests.fixtures.service import alone, fixture_tasks
 
-PY = Path(__file__).resolve().parents[1] / ".envs" / "skyrl" / "bin" / "python"
-pytestmark = pytest.mark.skipif(not PY.exists(), reason="no .envs/skyrl: run `make envs`")
+pytestmark = pytest.mark.skipif(not (STACKS / "skyrl").exists(), reason="no .envs/skyrl: run `make envs`")
 TASK = next(t for t in fixture_tasks() if t.query_id == "q-counter")
 
 # one episode, driven as SkyRL's generator drives an env: make by name, init, step each app until done
@@ -46,18 +40,12 @@ print(json.dumps({"steps": steps, "metrics": env.get_metrics()}))
 
 @pytest.fixture(scope="module")
 def svc(tmp_path_factory):
-    data = tmp_path_factory.mktemp("skyrl") / "data"
-    publish_tasks(data, fixture_tasks())
-    with running_service(ScoreEngine(project(data, "llm.provider=offline"))) as running:
+    with offline_service(tmp_path_factory.mktemp("skyrl") / "data") as running:
         yield running
 
 
 def episode(url: str, apps: list[str], max_turns: int) -> dict:
-    task = TASK.model_dump(mode="json")
-    done = subprocess.run([str(PY), "-c", EPISODE], input=json.dumps([url, task, apps, max_turns]),
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.splitlines()[-1])
+    return in_stack("skyrl", EPISODE, [url, TASK.model_dump(mode="json"), apps, max_turns])
 
 
 def scored_alone(svc, app: str) -> float:

@@ -5,7 +5,6 @@ default), each a query with its rubric and the policy's first turn; and where th
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -14,8 +13,8 @@ import verifiers.v1 as vf
 from pydantic import Field
 
 from rubricrl_webapp.service import RewardMissing, score_app, url_from_env
+from rubricrl_webapp.tasks_file import TASKS, read_tasks
 
-TASKS = Path(__file__).with_name("tasks.jsonl")  # made by rubricrl's offline pipeline (README.md)
 
 
 class WebAppTaskConfig(vf.TaskConfig):
@@ -56,10 +55,6 @@ class WebAppTask(vf.Task[WebAppData, vf.State, WebAppTaskConfig]):
         except RewardMissing:
             return False
         return True
-
-
-def read_tasks(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 class WebAppTaskset(vf.Taskset[WebAppTask, WebAppTasksetConfig]):
