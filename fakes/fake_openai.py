@@ -1,6 +1,6 @@
 """A fake OpenAI-compatible API on 127.0.0.1 (chat completions, files, batches) for the real ``openai`` SDK.
 
-Chat: ``POST /v1/chat/completions`` (image_url parts checked as the API checks them, ``fakes/images.py``);
+Chat: ``POST /v1/chat/completions``, streamed (server-sent events) when the body asks ``stream: true`` (image_url parts checked as the API checks them, ``fakes/images.py``);
 usage is simulated (prompt tokens = characters / 4; a system
 prompt seen before counts as ``prompt_tokens_details.cached_tokens``, like automatic prefix caching).
 Batch API: ``POST /v1/files`` (multipart JSONL), ``POST /v1/batches``, ``GET /v1/batches/{id}``,
@@ -59,6 +59,19 @@ class FakeOpenAI(FakeHTTPAPI):
                                                      "message": {"role": "assistant", "content": text}}],
                 "usage": self.usage(body, text)}
 
+    def streamed(self, body: dict[str, Any], text: str) -> Response:
+        """The completion as ``stream: true`` asks for it: server-sent events, the text in one chunk, then the
+        finish reason, the usage (with ``stream_options.include_usage``) and ``[DONE]``."""
+        head = {"id": f"chatcmpl-{next(self._ids)}", "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": body["model"]}
+        chunks = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
+                                        "finish_reason": None}]},
+                  {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**head, "choices": [], "usage": self.usage(body, text)})
+        events = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        return Response(200, events.encode(), content_type="text/event-stream")
+
     @staticmethod
     def error_body(s: Scripted) -> dict[str, Any]:
         return {"error": {"message": f"scripted {s.status}", "type": s.error_type, "code": None, "param": None}}
@@ -115,7 +128,9 @@ class FakeOpenAI(FakeHTTPAPI):
             if problem:  # what OpenAI answers for a malformed strict schema or image
                 return json_response(400, {"error": {"message": problem, "type": "invalid_request_error",
                                                      "code": None, "param": "response_format"}})
-            return self.model_call(body, lambda text: json_response(200, self.completion(body, text)),
+            answer = self.streamed if body.get("stream") else (
+                lambda b, text: json_response(200, self.completion(b, text)))
+            return self.model_call(body, lambda text: answer(body, text),
                                    lambda s: json_response(s.status, self.error_body(s), s.headers))
         if method == "POST" and path == "/v1/files":
             return self._upload(headers, body)

@@ -10,6 +10,7 @@
     rubricrl serve-judge MODEL_DIR   # vLLM OpenAI-compatible server for an open judge (llm.provider=openai)
     rubricrl serve-env        # the environment as a reward service (TRL, verl, OpenRLHF; docs/service.md)
     rubricrl serve-openenv    # the environment as an OpenEnv server: reset/step episodes (docs/environments.md)
+    rubricrl export-tasks --out tasks.jsonl   # published queries + rubrics for environments/rubricrl_webapp
 """
 from __future__ import annotations
 
@@ -231,6 +232,13 @@ def cmd_score(args: argparse.Namespace) -> int:
     return score_cmd.run(args)
 
 
+def cmd_export_tasks(args: argparse.Namespace) -> int:
+    from rubricrl import export_tasks
+    from schemas.config import load_config
+
+    return export_tasks.run(args, load_config(args.profile, sets=args.set))
+
+
 def add_serve_openenv(sub: Any) -> None:
     """`rubricrl serve-openenv`'s arguments (docs/environments.md)."""
     from rubricrl.options import add_config_options as common
@@ -301,6 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
     from rubricrl import mirror_cmd
 
     mirror_cmd.add_parser(sub).set_defaults(fn=mirror_cmd.run)
+    from rubricrl import export_tasks
+    from rubricrl.options import add_config_options
+
+    add_config_options(export_tasks.add_parser(sub)).set_defaults(fn=cmd_export_tasks)
     return p
 
 

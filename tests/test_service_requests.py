@@ -162,3 +162,20 @@ def test_group_mean_fill_keeps_each_group_mean():
     nan = math.nan
     assert group_mean_fill([1.0, nan, 0.2, nan, nan], ["a", "a", "a", "b", "b"]) == pytest.approx([1.0, 0.6, 0.2, 0, 0])
     assert group_mean_fill([0.5, nan], [("q", 0), ("q", 1)]) == [0.5, 0.0]  # another row: another group
+
+
+def test_an_observed_item_is_answered_the_repair_turn_and_passed():
+    from rubricrl.environments.observation import render_observation, requirements_of
+    from rubricrl.service.engine import answer, unscored
+
+    jobs = parse_request({"items": [{"query_id": "q-counter", "response": "app", "observe": True},
+                                    {"query_id": "q-counter", "response": "app"}]}, CFG, Published(), False)
+    out = {"reward": 0.2, "tier": "runtime_invalid", "runtime_valid": False, "gates": {"runtime": False},
+           "findings": [{"severity": "major", "item_id": "I1", "description": "the count never changes"}]}
+    seen, plain = answer(jobs[0], out), answer(jobs[1], out)
+    want = render_observation({**out, "index": 0, "query_id": "q-counter", "reason": None}, "app",
+                              requirements_of(jobs[0].task.rubric))
+    assert seen["observation"] == want and seen["passed"] is False and "the count never changes" in want
+    assert "observation" not in plain and "passed" not in plain  # only asked for
+    lost = unscored(jobs[0], "scoring failed: boom")
+    assert lost["passed"] is False and "could not be scored: scoring failed: boom" in lost["observation"]

@@ -19,7 +19,7 @@ from typing import Any
 
 from rubricrl.adapters import number
 from rubricrl.adapters.client import Scorer
-from rubricrl.environments.observation import passed, render_observation
+from rubricrl.environments.observation import passed, render_observation, requirements_of
 from schemas.config import Config
 from schemas.config.environments import SPLITS
 from schemas.rubric import Task
@@ -113,7 +113,7 @@ class Episode:
 
     @property
     def requirements(self) -> dict[str, str]:
-        return {i.id: i.requirement for i in [*self.task.rubric.initial_state, *self.task.rubric.dynamic]}
+        return requirements_of(self.task.rubric)
 
     @property
     def last(self) -> dict[str, Any] | None:

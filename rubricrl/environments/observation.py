@@ -17,6 +17,11 @@ _MAX_CODE_CHARS = 200  # one code line quoted back, at most
 ASK = "Revise the app to fix these problems. Answer with the whole corrected single-file HTML app."
 
 
+def requirements_of(rubric: Any) -> dict[str, str]:
+    """Rubric item id -> its requirement text, the words a finding's item is named with (a ``CompactRubric``)."""
+    return {i.id: i.requirement for i in [*rubric.initial_state, *rubric.dynamic]}
+
+
 def failed_checks(answer: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in (answer.get("evidence") or {}).get("checks") or [] if c.get("status") == "failed"]
 

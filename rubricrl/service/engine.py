@@ -44,8 +44,18 @@ def answer(job: Job, out: dict[str, Any], reason: str | None = None) -> dict[str
         judge = out.get("judge") or {}
         reason = judge.get("error") or (out.get("evidence") or {}).get("runtime_error") or \
             "no verdict: a gate neither our evidence nor the judge decided"
-    return {"index": job.index, "query_id": job.task.query_id, **out,
-            "reason": reason if out.get("reward") is None else None}
+    out = {"index": job.index, "query_id": job.task.query_id, **out,
+           "reason": reason if out.get("reward") is None else None}
+    return observed(job, out) if job.observe else out
+
+
+def observed(job: Job, out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` with what the environment found, written for the policy's next turn, and whether nothing is
+    left to fix (``observe: true`` items: a repair episode's client in another process)."""
+    from rubricrl.environments.observation import passed, render_observation, requirements_of
+
+    return {**out, "observation": render_observation(out, job.response, requirements_of(job.task.rubric)),
+            "passed": passed(out)}
 
 
 # What the run measured, not what it decided: times inside the evidence (a check's duration, the probe's

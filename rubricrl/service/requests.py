@@ -47,6 +47,7 @@ class Job:
     response: str
     diagnosis: Diagnosis | None
     advantage: float | None
+    observe: bool = False  # the answer also carries the observation and passed (ScoreItem.observe)
 
 
 def body_limit(cfg: ServiceConfig) -> str:
@@ -133,7 +134,7 @@ def resolve_items(items: list[ScoreItem], tasks: TaskLookup, has_tokenizer: bool
             raise RequestError(422, f"{where}.advantage", "token weights need the policy's tokenizer; start the "
                                                           "service with --set service.tokenizer=DIR, or leave out "
                                                           "advantage (findings carry character spans)")
-        jobs.append(Job(i, task, it.response, diagnosis, it.advantage))
+        jobs.append(Job(i, task, it.response, diagnosis, it.advantage, it.observe))
     return jobs
 
 

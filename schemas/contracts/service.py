@@ -4,7 +4,10 @@ A request is ``{"items": [ITEM, ...]}``; an item carries what ``rubricrl score``
 TASK.json object) or ``query_id`` (resolved against the published ``rubric_items``), ``response``,
 and optionally ``diagnosis`` (a judge output: no LLM is called) and ``advantage`` (with the service's
 tokenizer: token weights). The answer per item is what ``rubricrl score`` prints, plus ``index``
-(the item's place in the request) and ``reason`` (why ``reward`` is null, when it is).
+(the item's place in the request) and ``reason`` (why ``reward`` is null, when it is); an item sent with
+``observe: true`` is also answered ``observation`` (the next user turn of a repair episode,
+``rubricrl.environments.observation``) and ``passed`` (nothing left to fix), so a client in another
+process, without this repository, runs multi-turn episodes.
 
 ``service_scores`` (kept when ``service.keep_scores`` is on): one row per item answered, so a team can
 ask in DuckDB what its trainer was rewarded for::
@@ -35,6 +38,8 @@ class ScoreItem(BaseModel):
     response: str = Field(description="The model's full response text")
     diagnosis: dict[str, Any] | None = Field(None, description="A judge output for this response; no LLM call")
     advantage: float | None = Field(None, description="The response's advantage A: token weights with a tokenizer")
+    observe: bool = Field(False, description="Also answer what the environment found, written for the policy "
+                                             "(observation) and whether nothing is left to fix (passed)")
 
     @field_validator("advantage")
     @classmethod
