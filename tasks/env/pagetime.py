@@ -22,18 +22,16 @@ inconclusive. CSS animations and transitions and the Web Animations API run on t
 not force the fallback, but a verdict waits in wall time until the finite ones have finished (as for requests
 in flight).
 
-One slowdown rule: a limit counted on page time gets at most ``max_slowdown`` times the limit in wall time; a
-page that lived less than its limit when that cap is reached was starved by the machine and gets no verdict (a
-missing reward, never a failure). Two allowances follow the rule, because what they bound differs:
-``env.runtime.max_slowdown`` (4) caps one app's whole session (load, settle, probe: ``Hold``), which
-mostly runs on the controlled clock and so needs little (a heavy canvas app needed 2.6x with the CPU throttled 8x),
-while it holds a browser slot the other apps of the batch wait for; ``env.checks.max_slowdown`` (12) bounds one
-check step, whose real-time part (Playwright's own waits before an action, requests, CSS animations) slows with
-the machine as a whole (clicks timed out at 6 with the CPU throttled 8x, bench_checks --load-noise 8).
+One slowdown rule: a limit on page time gets at most ``max_slowdown`` times itself in wall time; a page that lived
+less than its limit by then was starved by the machine and gets no verdict (a missing reward, never a failure).
+Two allowances, as what they bound differs: ``env.runtime.max_slowdown`` (4) caps an app's session (load, settle,
+probe: ``Hold``), mostly on the controlled clock, so it needs little (a heavy canvas app needed 2.6x with the CPU
+throttled 8x) while it holds a browser slot the batch waits for; ``env.checks.max_slowdown`` (12) bounds a check
+step, whose real-time part (Playwright's waits before an action, requests, CSS animations) slows with the whole
+machine (clicks timed out at 6 with the CPU throttled 8x, bench_checks --load-noise 8).
 
-Run: ``install_controlled_clock`` (``clock_install.py``) once per context before its first page (the runtime
-does), ``await let_pass(page, ms, clock)`` on the load page, and per check page ``t = PageTime(page, cfg,
-limit_ms)``: ``await t.settle(ms)``, ``await t.wait(ms)``, ``Limit(t, ms).step()``.
+Run: ``install_controlled_clock`` (clock_install.py) per context, ``let_pass(page, ms, clock)`` on the load page,
+``t = PageTime(page, cfg, limit_ms)`` per check page: ``t.settle(ms)``, ``t.wait(ms)``, ``Limit(t, ms).step()``.
 """
 from __future__ import annotations
 
@@ -60,18 +58,16 @@ class OutOfTime(Exception):
 
 
 async def let_pass(page: Page, ms: float, clock: ClockConfig) -> None:
-    """Let ``ms`` of page time pass on a loaded page: its controlled clock advanced a step at a time, in the page,
-    while its timers and frames take at most ``clock.max_lag`` times their page time to run (real time measured
-    in the renderer, so the verdict does not hang on the machine's other work); a page that cannot, or that
-    runs on its own clock, gets the rest as wall time."""
+    """Let ``ms`` of page time pass on a loaded page: its controlled clock advanced a step at a time in the page while
+    its timers and frames take at most ``clock.max_lag`` times their page time to run (real time measured in the
+    renderer, not the machine's); a page that cannot, or runs on its own clock, gets the rest as wall time."""
     try:
         state = await page.evaluate("([ms, step, lag]) => window.__rrTime ? window.__rrTime.pass(ms, step, lag) : null",
                                     [ms, LOAD_STEP_MS, clock.max_lag])
     except Exception:  # the document went (replaced, crashed): what follows looks at the page as it is
         state = None
     done = float(state["done"]) if state else 0.0
-    if done < ms:
-        await asyncio.sleep((ms - done) / 1000)
+    await asyncio.sleep(max(ms - done, 0.0) / 1000)
 
 
 POLL_S = 0.05  # how often a wait for the machine (a request, the route) looks again
@@ -157,22 +153,19 @@ HOLD_ENDS = {  # why the hard limit stopped an app (the hold's outcome), named i
 
 
 class Hold:
-    """An app's hard limit counted on its load page's own clock (the time it lived on its real timers), so a page
-    the machine's load starves is not stopped for it. Before the wall deadline of ``limit`` (an asyncio timeout,
-    which a screenshot may move) the page's clock is read: a page that has lived ``limit_s`` is stopped now; one
-    that answers and lived less gets the rest, up to ``max_slowdown`` times ``limit_s`` of wall time in all; one
-    whose main thread does not answer within ``answer_window_s`` (an endless loop, not a frame starved by the
-    machine) is stopped at the deadline. A page without a clock yet (its document not started) is read again.
-    ``run`` goes beside the session until it is cancelled; ``end`` says why it let the deadline stand (a key of
-    ``HOLD_ENDS``), also when the deadline cancelled the session first: a read still unanswered then is
-    ``no_answer`` whoever the event loop woke first (a late loop must not change why a hung page stopped)."""
+    """An app's hard limit on its load page's own clock (the time it lived on its real timers), so a page the load
+    starves is not stopped for it. Before the wall deadline of ``limit`` (an asyncio timeout) the page's clock is
+    read: a page that lived ``limit_s`` is stopped now; one that answers and lived less gets the rest, up to
+    ``max_slowdown`` times ``limit_s`` of wall time; one that does not answer within ``answer_window_s`` (an endless
+    loop) is stopped at the deadline; one with no clock yet is read again. ``run`` goes beside the session; ``end``
+    (a key of ``HOLD_ENDS``) says why it let the deadline stand, ``no_answer`` while a read is unanswered, so a late
+    event loop that cancels the hold first does not change why a hung page stopped."""
 
     def __init__(self, limit: Any, page: Page, limit_s: float, max_slowdown: float) -> None:
         self.limit, self.page, self.limit_s, self.max_slowdown = limit, page, limit_s, max_slowdown
         self.end = ""
 
-    def why(self) -> str:
-        """The words of ``end`` for the app's timeout error ("" when the hold had not ended)."""
+    def why(self) -> str:  # the words of ``end`` for the app's timeout error
         return HOLD_ENDS.get(self.end, "")
 
     async def run(self) -> str:
@@ -186,7 +179,7 @@ class Hold:
                 continue
             if limit.when() >= cap:
                 self.end = "wall_cap"
-                return self.end
+                break
             self.end = "no_answer"  # until it answers: the deadline may cancel this read before its own bound
             try:
                 # answered before the deadline, or the deadline stands (the hold may start late, after the page opened)
@@ -202,8 +195,9 @@ class Hold:
             if lived >= self.limit_s * 1000:
                 limit.reschedule(loop.time())
                 self.end = "lived"
-                return self.end
+                break
             limit.reschedule(min(loop.time() + self.limit_s - lived / 1000 + margin, cap))
+        return self.end
 
 
 async def clock_of(page: Page, timeout_s: float) -> tuple[str | None, str | None]:

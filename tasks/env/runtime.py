@@ -272,8 +272,7 @@ class BrowserRuntime:
         (``LoadRecord``, the ``ProbeRecord`` the probe builds in ``session.evidence``, ``CheckRecord``); the gate's
         verdict is read from them once, later (``RuntimeEvidence.verdict``)."""
         ev, session, started = RuntimeEvidence(), ProbeSession(answer_window_s(self.cfg.max_slowdown)), time.perf_counter()
-        holding: asyncio.Future | None = None  # the hard limit held on the page's own clock
-        hold: Hold | None = None
+        hold: Hold | None = None  # the hard limit held on the page's own clock
         try:
             context = await browser.new_context(service_workers="block", accept_downloads=False, viewport=VIEWPORT)
         except Exception as e:
