@@ -16,25 +16,24 @@ SPEC = (FIX / "Counter.spec.js").read_text()
 CFG = OfficialConfig()
 needs_runner = pytest.mark.skipif(runner_problem(CFG) is not None or not Path(RuntimeConfig().executable_path).exists(),
                                   reason=f"{runner_problem(CFG)} / needs chromium-headless-shell (scripts/setup-system.sh)")
+TOLD: list[tuple[str, int, int]] = []  # what run_pft's on_app heard, in order, in the module's one run
 APPS = {"good": "counter.html", "broken": "counter_broken.html", "unserved": "counter_unserved.html", "nopage": None}
 
 
 @pytest.fixture(scope="module")
 def ran():
     apps = [PftApp(k, "Counter.spec.js", SPEC, (FIX / f).read_text() if f else None) for k, f in APPS.items()]
-    told = []
     got = run_pft(apps, RuntimeConfig(), CFG.model_copy(update={"pft_apps_per_run": 3}),  # two runs: 3 apps, then 1
-                  on_app=lambda *a: told.append(a))
+                  on_app=lambda *a: TOLD.append(a))
     assert list(got) == list(APPS)
-    got["told"] = told  # type: ignore[assignment]
     return got
 
 
 @needs_runner
 def test_each_app_is_told_once_as_its_tests_end_with_its_tests_run_and_passed(ran):
     """The progress of a run comes from the runner's own reporter (vendor/pft/progress.js) as the tests end."""
-    told = {k: (n, p) for k, n, p in ran["told"]}
-    assert len(ran["told"]) == len(told) == len(APPS)
+    told = {k: (n, p) for k, n, p in TOLD}
+    assert len(TOLD) == len(told) == len(APPS)
     for k in APPS:
         assert told[k] == (len(ran[k].tests), sum(t.passed for t in ran[k].tests)), k
     assert told["good"] == (4, 3) and told["broken"][1] == 1
