@@ -5,6 +5,7 @@ in ``tests/fixtures/env/drawing``: the curve drawn on load with an empty overlay
 the same page drawing only once the slider moves (minor on the item), a WebGL drawing (never read as blank)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from schemas.config.env import EnvConfig, RuntimeConfig
 from schemas.rubric import Task
 from tasks.env.evidence import RuntimeEvidence
 from tasks.env.judge_offline import _rubric_layer
+from tasks.env.probe import ProbeRecord
 from tasks.env.rubric_evidence import blank_drawing
 
 FIX = Path(__file__).parent / "fixtures" / "env" / "drawing"
@@ -29,7 +31,7 @@ needs_browser = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
 
 
 def _inter(*canvases):
-    return {"status": "ok", "canvases": [{"ids": ids, "blank": blank, "context": ctx} for ids, blank, ctx in canvases]}
+    return ProbeRecord(status="ok", canvases=[{"ids": ids, "blank": blank, "context": ctx} for ids, blank, ctx in canvases])
 
 
 @pytest.mark.parametrize("canvases, minor", [
@@ -56,7 +58,7 @@ def test_a_failed_check_stays_major_and_other_kinds_of_item_are_not_this_evidenc
     assert [f["item_id"] for f in layer["major"]] == ["I1"] and layer["minor"] == []
     control = {**JUDGE_ITEM, "evidence_kind": "control_default"}
     assert blank_drawing(control, inter) is None
-    assert blank_drawing(JUDGE_ITEM, {**inter, "status": "hung"}) is None
+    assert blank_drawing(JUDGE_ITEM, replace(inter, status="hung")) is None
 
 
 @pytest.fixture(scope="module")

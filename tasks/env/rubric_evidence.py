@@ -143,15 +143,15 @@ def evidence_decision(item: dict[str, Any], inter: "ProbeRecord | None") -> Deci
     return None
 
 
-def blank_drawing(item: dict[str, Any], inter: dict[str, Any] | None) -> Decision | None:
+def blank_drawing(item: dict[str, Any], inter: "ProbeRecord | None") -> Decision | None:
     """A drawing the item asks for on load, met by its check or the evidence, whose drawing area is on screen but
     empty: every visible canvas in the element it names is blank after load and settle (no script gave it a
     context, or its 2D pixels are all one colour; probe.js ``canvases``) -> minor (the area is there, the drawing
     is not). A WebGL canvas is not read, so it never counts as blank; None when this evidence does not speak."""
-    if not inter or inter.get("status") != "ok" or item_facts(item).kind != "drawing_present":
+    if inter is None or inter.status != "ok" or item_facts(item).kind != "drawing_present":
         return None
     ids = set(item_facts(item).ids)
-    inside = [c for c in inter.get("canvases") or [] if ids & set(c.get("ids") or ())]
+    inside = [c for c in inter.canvases if ids & set(c.get("ids") or ())]
     if not inside or not all(c.get("blank") is True for c in inside):
         return None
     name = "#" + sorted(ids)[0]
