@@ -40,7 +40,6 @@ def _throws(name: str) -> tuple[tuple[str, str], ...]:
     return ((_CLICK, f"else if (b.textContent.toLowerCase() === '{name.lower()}') S.x.y; else changed(b.id, S.n + 1);"),)
 
 
-UNDO = (3, "er_undo_last", _throws("Undo"))
 STEP = (12, "si_step_run_pause", _throws("Step"))
 RESET = (15, "er_reset_everything", _throws("Reset"))
 MODES = (25, "sm_mode_switch", _throws("Hard"))
@@ -52,7 +51,7 @@ EDGE_CASES = (12, "hard", REPEAT_TWIN)  # the closer "Handle edge cases such as 
 # each case's capability -> the item kind (and effect) its check is built from
 KIND_OF = {"si_speed_control": ("takes_range", None), "in_drag_reorder": ("reorder_by_drag", None),
            "ta_stopwatch": ("operate_named", "text"), "wf_multi_step_wizard": ("operate_named", "text"),
-           "ip_search_filter": ("filter_by_typing", None), "er_undo_last": ("operate_named", "no_error"),
+           "ip_search_filter": ("filter_by_typing", None),
            "si_step_run_pause": ("operate_named", "no_error"), "er_reset_everything": ("operate_named", "no_error"),
            "sm_mode_switch": ("operate_named", "no_error"), "er_rapid_input": ("repeat_no_error", None),
            "hard": ("repeat_no_error", None), "pr_theme_toggle": ("operate_named", "no_error"),
@@ -126,7 +125,7 @@ def _case_check(index: int, cap: str):
     mine = [(i, c) for i, c in checks if items[i]["evidence_kind"] == kind
             and (effect is None or effect in (items[i]["effect"] or []))]
     if kind == "operate_named" and effect == "no_error":  # the one named button of this capability
-        trigger = {"er_undo_last": "undo", "si_step_run_pause": "step", "er_reset_everything": "reset",
+        trigger = {"si_step_run_pause": "step", "er_reset_everything": "reset",
                    "sm_mode_switch": "hard", "pr_theme_toggle": "dark", "in_toggle_panel": "settings"}[cap]
         mine = [(i, c) for i, c in mine if items[i]["trigger"] == trigger]
     assert len(mine) == 1, (cap, checks)
@@ -141,7 +140,7 @@ def test_the_capability_checks_pass_on_the_teachers_app_and_fail_on_its_broken_t
     from tasks.env.runtime import BrowserRuntime
 
     apps, plans, kinds = [], [], []
-    for index, cap, breaks in (SPEED, REORDER, STOPWATCH, WIZARD, FILTER, UNDO, STEP, RESET, MODES, THEME, PANEL,
+    for index, cap, breaks in (SPEED, REORDER, STOPWATCH, WIZARD, FILTER, STEP, RESET, MODES, THEME, PANEL,
                                RAPID, EDGE_CASES):
         mine, app = _case_check(index, cap)
         twin = app
@@ -185,11 +184,11 @@ def test_the_no_error_checks_do_not_fail_a_correct_app_written_another_way():
     from tasks.env.checks import CheckPlan
     from tasks.env.runtime import BrowserRuntime
 
-    checks = [c for index, cap, _ in (UNDO, STEP, RESET, MODES, THEME, PANEL, RAPID) for c in _case_check(index, cap)[0]]
+    checks = [c for index, cap, _ in (STEP, RESET, MODES, THEME, PANEL, RAPID) for c in _case_check(index, cap)[0]]
     with BrowserRuntime(RT) as rt:
         (ev,) = rt.check_many([CORRECT], checks=[CheckPlan(checks, ChecksConfig(step_timeout_ms=1000))])
     got = [r["status"] for r in ev.check_results]
     print("correct app:", got)
-    # Undo disabled on a fresh page, modes as radio buttons, the first button's dialog covering it again: the
-    # checks cannot act there, and say so; Step, Reset, Dark mode and Settings work
-    assert got == ["inconclusive", "passed", "passed", "inconclusive", "passed", "passed", "inconclusive"], got
+    # modes as radio buttons, the first button's dialog covering it again: the checks cannot act there, and say
+    # so; Step, Reset, Dark mode and Settings work
+    assert got == ["passed", "passed", "inconclusive", "passed", "passed", "inconclusive"], got
