@@ -31,10 +31,11 @@ LOST = FIXED.replace("</body>", JUDGE_FAILS + "</body>")  # the judge fails on i
 
 @pytest.fixture(scope="module")
 def svc(tmp_path_factory):
-    os.environ.setdefault("ANTHROPIC_API_KEY", "test-key")
-    with judged_project(tmp_path_factory.mktemp("package") / "data") as cfg:
-        with running_service(ScoreEngine(cfg)) as running:
-            yield running
+    with pytest.MonkeyPatch.context() as mp:  # a dummy key for the local fake, gone when the module ends
+        mp.setenv("ANTHROPIC_API_KEY", "test-key")
+        with judged_project(tmp_path_factory.mktemp("package") / "data") as cfg:
+            with running_service(ScoreEngine(cfg)) as running:
+                yield running
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from schemas.rubric import Task
 from tasks.env import rewards as R
 from tasks.env.score_tables import judgment_row
 from tasks.env.evidence import RuntimeEvidence
+from tasks.env.probe import ProbeRecord
 from tasks.env.rubric_evidence import item_decision, named_ids
 from tasks.env.score import ScoreInput, score_batch
 from tasks.llm.offline import OfflineProvider
@@ -51,6 +52,8 @@ def _item(requirement: str, scope: str = "initial_state") -> dict:
 ])
 def test_evidence_decides_or_leaves_the_item_undecided(requirement, html, runtime, expect):
     scope = "dynamic" if "answers input" in requirement or "moves" in requirement else "initial_state"
+    if runtime is not None and runtime["interaction"] is not None:  # the probe's record, as its JSON reads back
+        runtime = {**runtime, "interaction": ProbeRecord.from_dict(runtime["interaction"])}
     got = item_decision(_item(requirement, scope), None if runtime is None else RuntimeEvidence(**runtime), html)
     assert (got[0] if got else None) == expect
     if got and got[0] != "met":

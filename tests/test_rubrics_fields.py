@@ -11,6 +11,7 @@ import pytest
 
 from schemas.rubric import EVIDENCE_KINDS, STRUCTURE, CompactRubric, RubricItem, judge_dicts
 from tasks.env.evidence import RuntimeEvidence
+from tasks.env.probe import ProbeRecord
 from tasks.env.rubric_evidence import item_decision
 from tasks.rubrics.checks import reference_items
 from tasks.rubrics.checks_offline import offline_checks
@@ -73,7 +74,9 @@ RUNTIMES = {"still": {"interaction": {**_OK, "liveness": {"animated": False, "vi
             "moving": {"interaction": {**_OK, "liveness": {"animated": True}}},
             "no_change": {"interaction": {**_OK, "actions": [{"outcome": "ok", "changed": False}], "planned": 1}},
             "blank": {"blank_body": True}, "none": None}
-RUNTIMES = {k: None if v is None else RuntimeEvidence(**v) for k, v in RUNTIMES.items()}
+RUNTIMES = {k: None if v is None else RuntimeEvidence(**{**v, **({"interaction": ProbeRecord.from_dict(v["interaction"])}
+                                                                  if "interaction" in v else {})})
+            for k, v in RUNTIMES.items()}
 REWORDED = "Reworded by hand: no template's words."
 # (requirement, fields, runtime, expected severity; None: undecided)
 DECISIONS = [
