@@ -27,7 +27,7 @@ TESTS = Path(__file__).resolve().parent
 FAST = ("unit", "property", "wire")
 SLOW = ("flows", "browser", "training", "deepspeed", "vllm", "gpu")
 MUST_RUN_IN_CI = ("browser", "vllm", "deepspeed")
-# Under `make test`'s two workers (pytest-xdist, ``-n 2 --dist loadscope`` with the scheduler below) the files of
+# Under `make test`'s two workers (xdist ``-n 2``, scheduled by ``pytest_xdist_make_scheduler`` below) the files of
 # these kinds all run on one worker, one after another: each trains or serves a model in several GB and several
 # processes, and two at once would starve each other (and the machine's memory). Every other file's tests stay
 # together on one worker, so its module fixtures (a browser, a scored batch) are made once. Files go out longest
