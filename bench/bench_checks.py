@@ -107,10 +107,10 @@ def throughput(work: list, rt_cfg: Any, ck: Any) -> dict[str, Any]:
         cpu0, t0 = tree_cpu_s(), time.perf_counter()
         evs = rt.check_many(htmls, checks=plans(work, ck))
         both_s, both_cpu = time.perf_counter() - t0, tree_cpu_s() - cpu0
-    pairs = [(lab, r["status"]) for (_n, _h, cs), ev in zip(work, evs) for (_i, _c, lab), r in zip(cs, ev.check_results)]
+    pairs = [(lab, r.status) for (_n, _h, cs), ev in zip(work, evs) for (_i, _c, lab), r in zip(cs, ev.check_results)]
     n_checks = sum(len(cs) for _n, _h, cs in work)
     added = both_s - load_s
-    clocks = Counter(r.get("clock") for ev in evs for r in ev.check_results)
+    clocks = Counter(r.clock for ev in evs for r in ev.check_results)
     return {"bench": "checks", "responses": len(work), "checks_per_response": len(work[0][2]), "checks": n_checks,
             "results": len(pairs), "concurrency": rt_cfg.concurrency, "parallel_checks": getattr(ck, "parallel", 1),
             "load_only_s": round(load_s, 1), "load_and_checks_s": round(both_s, 1),
@@ -142,11 +142,11 @@ def timed_checks(rt_cfg: Any, ck: Any, repeat: int) -> dict[str, Any]:
                   for _ in range(repeat)]
             walls = [r["duration_s"] for r in rs]
             out[name] = {"wall_s_median": round(statistics.median(walls), 3), "wall_s_max": round(max(walls), 3),
-                         "statuses": dict(Counter(r["status"] for r in rs))}
+                         "statuses": dict(Counter(r.status for r in rs))}
         t0 = time.perf_counter()
         ev = rt.check_many([countdown], checks=[CheckPlan(missing, ck.model_copy(update={"max_checks": 20}))])[0]
         out["twenty_missing_app_s"] = {"wall_s": round(time.perf_counter() - t0, 2), "load_s": None,
-                                       "statuses": dict(Counter(r["status"] for r in ev.check_results))}
+                                       "statuses": dict(Counter(r.status for r in ev.check_results))}
         t0 = time.perf_counter()
         rt.check_many([countdown])
         out["twenty_missing_app_s"]["load_s"] = round(time.perf_counter() - t0, 2)
@@ -217,7 +217,7 @@ def compare(work: list, rt_cfg: Any, ck: Any, arms: list[tuple[str, float, int, 
             t0 = time.perf_counter()
             evs = rt.check_many([h for _n, h, _c in work], checks=plans(work, ck_arm))
             secs[name] = round(time.perf_counter() - t0, 1)
-        statuses[name] = [(n, res["item_id"], res["status"], res["reason"])
+        statuses[name] = [(n, res.item_id, res.status, res.reason)
                           for (n, _h, _c), ev in zip(work, evs) for res in ev.check_results]
     (a, _r, _c, _p), (b, _r2, _c2, _p2) = arms
     changed = [(x, y) for x, y in zip(statuses[a], statuses[b]) if x[2] != y[2]]

@@ -152,7 +152,7 @@ def test_the_capability_checks_pass_on_the_teachers_app_and_fail_on_its_broken_t
         plans += [plan, plan]
         kinds.append(cap)
     with BrowserRuntime(RT) as rt:
-        results = [[r["status"] for r in ev.check_results] for ev in rt.check_many(apps, checks=plans)]
+        results = [[r.status for r in ev.check_results] for ev in rt.check_many(apps, checks=plans)]
     print("teacher / twin:", dict(zip(kinds, zip(results[::2], results[1::2]))))
     assert results[::2] == [["passed"]] * len(kinds)
     assert results[1::2] == [["failed"]] * len(kinds)
@@ -187,7 +187,7 @@ def test_the_no_error_checks_do_not_fail_a_correct_app_written_another_way():
     checks = [c for index, cap, _ in (STEP, RESET, MODES, THEME, PANEL, RAPID) for c in _case_check(index, cap)[0]]
     with BrowserRuntime(RT) as rt:
         (ev,) = rt.check_many([CORRECT], checks=[CheckPlan(checks, ChecksConfig(step_timeout_ms=1000))])
-    got = [r["status"] for r in ev.check_results]
+    got = [r.status for r in ev.check_results]
     print("correct app:", got)
     # modes as radio buttons, the first button's dialog covering it again: the checks cannot act there, and say
     # so; Step, Reset, Dark mode and Settings work

@@ -11,6 +11,7 @@ from schemas.checks import parse_check
 from schemas.config.checks import ChecksConfig
 from schemas.config.env import RuntimeConfig
 from tasks.env.checks import CheckPlan, label_agreement, run_item_checks
+from tasks.env.records import CheckResult
 from tasks.env.runtime import BrowserRuntime
 
 FIX = Path(__file__).parent / "fixtures" / "checks"
@@ -28,7 +29,7 @@ def runtime():
         yield rt
 
 
-def run_apps(runtime, apps: dict[str, list]) -> dict[str, list[dict]]:
+def run_apps(runtime, apps: dict[str, list]) -> dict[str, list[CheckResult]]:
     names = sorted(apps)
     evs = runtime.check_many([(FIX / "apps" / n).read_text() if n.endswith(".html") and (FIX / "apps" / n).exists()
                               else (FIX / n).read_text() for n in names],
@@ -40,10 +41,10 @@ def test_quiz_accuracy_check_fails_on_the_buggy_app_with_the_observed_numbers_an
     res = run_apps(runtime, {"quiz_buggy.html": [("D12", QUIZ)], "quiz_fixed.html": [("D12", QUIZ)]})
     bug, = res["quiz_buggy.html"]
     # four answers, two of them right (score 20): the buggy app counts only the right ones, so 100% instead of 50%
-    assert (bug["status"], bug["step_kind"], bug["observed"], bug["expected"]) == ("failed", "number_relation", "100",
+    assert (bug.status, bug.step_kind, bug.observed, bug.expected) == ("failed", "number_relation", "100",
                                                                                   "eq 50")
-    assert bug["step"] == len(QUIZ.steps) - 1 and not bug["errors"]
-    assert res["quiz_fixed.html"][0]["status"] == "passed"
+    assert bug.step == len(QUIZ.steps) - 1 and not bug.errors
+    assert res["quiz_fixed.html"][0].status == "passed"
 
 
 def test_checks_agree_with_hand_labels_without_false_fails(runtime):
@@ -55,13 +56,13 @@ def test_checks_agree_with_hand_labels_without_false_fails(runtime):
             labels[(app, f"X{n}")] = label
     assert len(labels) >= 20
     res = run_apps(runtime, apps)
-    pairs = [(labels[(app, r["item_id"])], r["status"]) for app, rs in res.items() for r in rs]
+    pairs = [(labels[(app, r.item_id)], r.status) for app, rs in res.items() for r in rs]
     report = label_agreement(pairs)
     print("checks vs hand labels:", report)
     assert report["false_fails"] == 0 and report["false_passes"] == 0
     assert report["agreement"] == 1.0 and report["inconclusive_rate"] <= 0.1
-    undo = next(r for r in res["counter.html"] if labels[("counter.html", r["item_id"])] == "not_met")
-    assert undo["status"] == "inconclusive" and "found nothing" in undo["reason"]  # looked, found nothing: no verdict
+    undo = next(r for r in res["counter.html"] if labels[("counter.html", r.item_id)] == "not_met")
+    assert undo.status == "inconclusive" and "found nothing" in undo.reason  # looked, found nothing: no verdict
 
 
 def test_an_uncaught_error_fails_no_error_with_its_html_offset_and_the_load_verdict_stays(runtime):
@@ -71,9 +72,9 @@ def test_an_uncaught_error_fails_no_error_with_its_html_offset_and_the_load_verd
     ev = runtime.check_many([html], checks=[CheckPlan([("D1", check)], CHECKS)])[0]
     assert ev.status == "ok" and not ev.page_errors  # a check's error is the check's, not the load's
     r, = ev.check_results
-    assert r["status"] == "failed" and r["step"] == 1
-    err = r["errors"][0]
-    assert err["name"] == "TypeError" and html[err["offset"] - 9:].startswith("p.hidden.toggle()")  # V8 points at the call
+    assert r.status == "failed" and r.step == 1
+    err = r.errors[0]
+    assert err.name == "TypeError" and html[err.offset - 9:].startswith("p.hidden.toggle()")  # V8 points at the call
 
 
 def test_every_labelled_check_is_inconclusive_on_an_empty_page(runtime):
@@ -83,11 +84,11 @@ def test_every_labelled_check_is_inconclusive_on_an_empty_page(runtime):
     # an empty page has no script that could change it after load: no settle wait before each of the 19 checks
     res = run_item_checks(runtime, "<!DOCTYPE html><html><body></body></html>", checks,
                           fast.model_copy(update={"settle_ms": 0}))
-    assert {r["status"] for r in res} == {"inconclusive"}, [r for r in res if r["status"] != "inconclusive"]
-    assert all(r["reason"].startswith("locator found nothing") for r in res)  # each ran, and found nothing
+    assert {r.status for r in res} == {"inconclusive"}, [r for r in res if r.status != "inconclusive"]
+    assert all(r.reason.startswith("locator found nothing") for r in res)  # each ran, and found nothing
     # its twin: on the app the panel exists and is hidden on load, so "hidden" holds there
     twin = run_item_checks(runtime, (FIX / "apps" / "details.html").read_text(), [("H", hidden)], fast)
-    assert twin[0]["status"] == "passed"
+    assert twin[0].status == "passed"
 
 
 # A slider that redraws the drawing, wherever the app puts it: a second canvas, a canvas appended to the body
@@ -126,10 +127,10 @@ def test_a_drawing_check_sees_any_canvas_or_svg_change_and_fails_the_twin_whose_
     evs = runtime.check_many(htmls, checks=[CheckPlan([("D", DRAWING_CHECK)], CHECKS)] * len(htmls))
     got = [ev.check_results[0] for ev in evs]
     k = len(names)
-    assert [r["status"] for r in got[:k]] == ["passed"] * k, got[:k]  # the correct apps stay clean
-    assert [r["status"] for r in got[k:2 * k]] == ["failed"] * k, got[k:2 * k]
-    assert all(r["step_kind"] == "canvas_changes" and "some canvas or svg" in r["expected"] for r in got[k:2 * k])
-    assert got[-1]["status"] == "inconclusive" and "found nothing" in got[-1]["reason"]
+    assert [r.status for r in got[:k]] == ["passed"] * k, got[:k]  # the correct apps stay clean
+    assert [r.status for r in got[k:2 * k]] == ["failed"] * k, got[k:2 * k]
+    assert all(r.step_kind == "canvas_changes" and "some canvas or svg" in r.expected for r in got[k:2 * k])
+    assert got[-1].status == "inconclusive" and "found nothing" in got[-1].reason
 
 
 def test_checks_that_crash_are_inconclusive_with_their_reason_and_the_app_keeps_its_verdict(runtime, monkeypatch):
@@ -174,6 +175,6 @@ def test_a_shared_read_that_raises_is_inconclusive_with_its_reason_and_the_other
     checks = [("I1", read("hello")), ("I2", read("broken read")), ("I3", read("goodbye")), ("I4", read("hello"))]
     ev = runtime.check_many(["<!DOCTYPE html><html><body><p>hello</p></body></html>"],
                             checks=[CheckPlan(checks, CHECKS)])[0]
-    by = {r["item_id"]: r for r in ev.check_results}
-    assert [by[i]["status"] for i in ("I1", "I2", "I3", "I4")] == ["passed", "inconclusive", "failed", "passed"], by
-    assert by["I2"]["reason"] == "the shared reading failed: RuntimeError: the reading lost its page"
+    by = {r.item_id: r for r in ev.check_results}
+    assert [by[i].status for i in ("I1", "I2", "I3", "I4")] == ["passed", "inconclusive", "failed", "passed"], by
+    assert by["I2"].reason == "the shared reading failed: RuntimeError: the reading lost its page"

@@ -14,6 +14,7 @@ from schemas.config.checks import ChecksConfig
 from schemas.config.env import EnvConfig, RuntimeConfig
 from schemas.config.rubrics import RubricsConfig
 from schemas.contracts.rubrics import CHECKS_SCHEMA
+from tasks.env.records import CheckResult
 from tasks.rubrics import load_tasks
 from tasks.rubrics.checks import check_rows, dropped_markdown, dry_run, dry_run_verdict
 from tasks.rubrics.checks_offline import offline_checks
@@ -40,11 +41,11 @@ def test_each_proposed_check_is_validated_on_its_own():
 
 
 def test_dry_run_keeps_only_checks_that_find_nothing_on_an_empty_page():
-    assert dry_run_verdict({"status": "inconclusive", "reason": "locator found nothing: role=button"}) == (
+    assert dry_run_verdict(CheckResult("I1", "inconclusive", reason="locator found nothing: role=button")) == (
         "inconclusive", None)
-    assert dry_run_verdict({"status": "passed", "reason": ""})[1].startswith("passes on an empty page")
-    assert dry_run_verdict({"status": "failed", "reason": "x"})[1].startswith("fails on an empty page")
-    assert dry_run_verdict({"status": "inconclusive", "reason": "check time limit"})[0] == "error"
+    assert dry_run_verdict(CheckResult("I1", "passed"))[1].startswith("passes on an empty page")
+    assert dry_run_verdict(CheckResult("I1", "failed", reason="x"))[1].startswith("fails on an empty page")
+    assert dry_run_verdict(CheckResult("I1", "inconclusive", reason="check time limit"))[0] == "error"
 
 
 def test_offline_checks_come_from_the_query_not_from_the_items_words():

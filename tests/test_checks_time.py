@@ -12,7 +12,8 @@ import pytest
 from schemas.checks import parse_check
 from schemas.config.checks import ChecksConfig
 from schemas.config.env import RuntimeConfig
-from tasks.env.checks import CheckPlan, result_record, within_app_limit
+from tasks.env.checks import CheckPlan, within_app_limit
+from tasks.env.records import CheckResult
 from tasks.env.throttle import ThrottledRuntime
 
 FIX = Path(__file__).parent / "fixtures" / "checks" / "time"
@@ -71,27 +72,27 @@ def quiet() -> dict[str, list]:
 
 
 def statuses(res: dict[str, list]) -> dict[str, list[str]]:
-    return {n: [r["status"] for r in rs] for n, rs in res.items()}
+    return {n: [r.status for r in rs] for n, rs in res.items()}
 
 
 def test_countdown_fails_the_round_at_zero_on_the_controlled_clock_and_its_twin_whose_timer_never_fires_fails(quiet):
     assert statuses(quiet) == {p.name: want for p, (_c, want) in APPS.items()}, quiet
     lost, ticks, _won = quiet["countdown.html"]
-    assert all(r["clock"] == "controlled" and r["clock_reason"] is None for rs in quiet.values() for r in rs)
-    assert lost["duration_s"] < 5.0  # ten seconds of page time, not of wall time
+    assert all(r.clock == "controlled" and r.clock_reason is None for rs in quiet.values() for r in rs)
+    assert lost.duration_s < 5.0  # ten seconds of page time, not of wall time
     broken_lost, broken_ticks, _ = quiet["countdown_broken.html"]
-    assert (broken_lost["step_kind"], broken_lost["observed"]) == ("text", "Go!")  # still going after 10 s
-    assert (broken_ticks["step_kind"], broken_ticks["observed"]) == ("number_changes", "9.0")
+    assert (broken_lost.step_kind, broken_lost.observed) == ("text", "Go!")  # still going after 10 s
+    assert (broken_ticks.step_kind, broken_ticks.observed) == ("number_changes", "9.0")
 
 
 def test_animation_is_seen_moving_and_its_twin_stopped_after_one_frame_fails(quiet):
-    assert quiet["anim_stops.html"][0]["reason"].startswith("expected >= 0.100% of pixels changed")
-    assert quiet["anim_runs.html"][0]["status"] == "passed"
+    assert quiet["anim_stops.html"][0].reason.startswith("expected >= 0.100% of pixels changed")
+    assert quiet["anim_runs.html"][0].status == "passed"
 
 
 def test_a_fade_on_the_compositors_clock_is_waited_for(quiet):
     # the notice hides on transitionend of a 0.4 s CSS transition: real time the controlled clock does not skip
-    assert quiet["fade.html"][0]["status"] == "passed" and quiet["fade_broken.html"][0]["observed"] == "False"
+    assert quiet["fade.html"][0].status == "passed" and quiet["fade_broken.html"][0].observed == "False"
 
 
 def test_same_verdicts_with_the_cpu_throttled_8x_one_check_at_a_time(quiet):
@@ -110,9 +111,9 @@ def test_pages_that_leave_the_controlled_clock_say_why_and_finish_within_their_l
         res = run(rt, {FIX / "busy.html": (busy, None), FIX / "worker.html": (primes, None)})
     (rolled,), (counted,) = res["busy.html"], res["worker.html"]
     # the roll busy-waits 200 ms on Date.now(): on a paused clock that loop would never end
-    assert (rolled["status"], rolled["clock"]) == ("passed", "page") and "busy waiting" in rolled["clock_reason"]
-    assert rolled["duration_s"] < CHECKS.check_limit_s
-    assert (counted["status"], counted["clock"]) == ("passed", "page") and "Worker" in counted["clock_reason"]
+    assert (rolled.status, rolled.clock) == ("passed", "page") and "busy waiting" in rolled.clock_reason
+    assert rolled.duration_s < CHECKS.check_limit_s
+    assert (counted.status, counted.clock) == ("passed", "page") and "Worker" in counted.clock_reason
 
 
 def test_an_error_in_a_timer_fails_no_error_with_its_offset_and_storage_is_the_checks_own():
@@ -124,12 +125,12 @@ def test_an_error_in_a_timer_fails_no_error_with_its_offset_and_storage_is_the_c
                        FIX / "stored.html": ([(f"V{i}", visit) for i in range(4)], None)})
     bad, = res["late_error.html"]
     html = (FIX / "late_error.html").read_text()
-    assert bad["status"] == "failed" and bad["errors"][0]["name"] == "TypeError"  # thrown 300 ms after the click
-    assert html[bad["errors"][0]["offset"]:].startswith("= 'Saved ' + state.saved")  # V8 points at the assignment
-    assert res["late_ok.html"][0]["status"] == "passed"
+    assert bad.status == "failed" and bad.errors[0].name == "TypeError"  # thrown 300 ms after the click
+    assert html[bad.errors[0].offset:].startswith("= 'Saved ' + state.saved")  # V8 points at the assignment
+    assert res["late_ok.html"][0].status == "passed"
     # four checks, two lanes of two (and the probe before them): each starts from an empty localStorage, though
     # the app stores its count again as it leaves the page
-    assert [r["status"] for r in res["stored.html"]] == ["passed"] * 4, res["stored.html"]
+    assert [r.status for r in res["stored.html"]] == ["passed"] * 4, res["stored.html"]
 
 
 def test_a_target_absent_from_the_still_page_is_inconclusive_without_waiting_out_the_step_limit():
@@ -139,14 +140,14 @@ def test_a_target_absent_from_the_still_page_is_inconclusive_without_waiting_out
     cfg = CHECKS.model_copy(update={"app_limit_s": 2.0, "max_checks": 20})
     with ThrottledRuntime(CFG, rate=1) as rt:
         res, = run(rt, {FIX / "countdown.html": (missing, None)}, cfg).values()
-    assert [r["reason"] for r in res] == [f"locator found nothing: role=button name~/pause {i}/" for i in range(20)]
+    assert [r.reason for r in res] == [f"locator found nothing: role=button name~/pause {i}/" for i in range(20)]
 
 
 def test_the_app_limit_is_applied_in_rubric_order():
-    ran = [(result_record(f"I{i}", "passed"), used) for i, used in enumerate([3.0, 4.0, 2.0, 0.5])]
+    ran = [(CheckResult.of(f"I{i}", "passed"), used) for i, used in enumerate([3.0, 4.0, 2.0, 0.5])]
     out = within_app_limit(ran, 8.0)
-    assert [r["status"] for r in out] == ["passed", "passed", "inconclusive", "inconclusive"]
-    assert out[2]["reason"] == "app limit of 8s (page time) spent"
+    assert [r.status for r in out] == ["passed", "passed", "inconclusive", "inconclusive"]
+    assert out[2].reason == "app limit of 8s (page time) spent"
 
 
 COUNT = {"do": "click", "target": {"role": "button", "name": "count primes"}}
@@ -170,7 +171,7 @@ def test_limits_count_the_time_a_check_lets_pass_not_the_time_a_starved_renderer
         primes = run(rt, {FIX / "worker.html": (PRIMES, None)}, clicks)
         paint = run(rt, {PAINT / "paint.html": (STROKE, None), PAINT / "paint_broken.html": (STROKE, None)}, tight)
     (counted,), = primes.values()
-    assert (counted["status"], counted["clock"]) == ("passed", "page"), counted
+    assert (counted.status, counted.clock) == ("passed", "page"), counted
     assert statuses(paint) == {"paint.html": ["passed"], "paint_broken.html": ["failed"]}, paint
 
 
@@ -207,11 +208,11 @@ def test_checks_that_only_read_share_one_document_with_the_verdicts_each_gives_i
         assert sorted(own_documents) == sorted(i for i, _c in READS)
         own_documents.clear()
         shared, = run(rt, {app: (READS, None)}).values()
-    assert [r["status"] for r in alone] == want and [r["status"] for r in shared] == want
+    assert [r.status for r in alone] == want and [r.status for r in shared] == want
     # one document for the reads, the last read run whole in it (every check's route, checks.shared_document); only
     # what did not hold at its first reading got a document of its own: the timer's text, and the wrong number
     assert own_documents[0] == "a_is_5" and sorted(own_documents[1:]) == ["a_is_7", "done_later"]
-    assert shared[3]["observed"] == alone[3]["observed"] == "5"
+    assert shared[3].observed == alone[3].observed == "5"
 
 
 ACT_APP = """<!doctype html><html><body><span id="a">5</span><button id="inc">+</button><output id="out">0</output>
@@ -248,10 +249,10 @@ def test_the_first_check_that_acts_runs_in_the_document_the_reads_shared_with_th
         alone, = run(rt, {app: (ACTS, None)}, CHECKS.model_copy(update={"share_reads": False})).values()
         own_documents.clear()
         shared, = run(rt, {app: (ACTS, None)}).values()
-    assert [r["status"] for r in alone] == want and [r["status"] for r in shared] == want, shared
+    assert [r.status for r in alone] == want and [r.status for r in shared] == want, shared
     # the read held at once and the first acting check ran after it, before any page time passed (#out still 0)
     assert sorted(own_documents) == ["inc_to_7", "late"]
-    assert shared[2]["observed"] == alone[2]["observed"] == "6"
+    assert shared[2].observed == alone[2].observed == "6"
 
 
 PICTURE_APP = """<!doctype html><html><body><canvas width="80" height="80"></canvas><button id="go">go</button>
@@ -308,7 +309,7 @@ def test_a_control_disabled_on_the_still_page_is_inconclusive_at_once_and_one_a_
     with ThrottledRuntime(CFG, rate=1) as rt:
         res = run(rt, {never: (GO, None), later: (GO, None)})
     (stuck,), (went,) = res["never.html"], res["later.html"]
-    assert (stuck["status"], stuck["reason"]) == ("inconclusive", "the target is disabled: css~/#go/")
+    assert (stuck.status, stuck.reason) == ("inconclusive", "the target is disabled: css~/#go/")
     # Playwright's own wait for an enabled control is wall time, where the page's clock stands still: on both it
     # timed out after max_slowdown x the step's limit (18 s), "could not click: ... Timeout 18000ms exceeded"
-    assert went["status"] == "passed"
+    assert went.status == "passed"

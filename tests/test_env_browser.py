@@ -45,18 +45,18 @@ def test_batch_with_throw_loop_network_syntax_and_clean(runtime):
     assert thrown.status == "page_error" and thrown.runtime_valid(CFG) is False
     pe = thrown.page_errors[0]
     html = app("throws.txt")
-    line_start = html.rfind("\n", 0, pe["offset"]) + 1
-    assert pe["name"] == "TypeError" and html[line_start:].startswith("  display.style.color = settings.color;")
+    line_start = html.rfind("\n", 0, pe.offset) + 1
+    assert pe.name == "TypeError" and html[line_start:].startswith("  display.style.color = settings.color;")
     loop = evs["infinite_loop.txt"]
     assert loop.status == "load_timeout" and loop.runtime_valid(CFG) is False
     assert loop.duration_s < CFG.hard_limit_s + 3
     net = evs["network.txt"]
-    blocked = {(b["url"], b["resource_type"]) for b in net.blocked_requests}
+    blocked = {(b.url, b.resource_type) for b in net.blocked_requests}
     assert {("https://api.example.com/counter", "fetch"), ("wss://realtime.example.org/counter", "websocket"),
             ("http://203.0.113.7/pixel.gif", "image"), ("https://images.example.net/logo.png", "image")} <= blocked
     assert net.runtime_valid(CFG) is True  # blocked requests are recorded, not a crash of the app
     syn = evs["syntax_error.txt"]
-    assert syn.status == "page_error" and syn.page_errors[0]["name"] == "SyntaxError"
+    assert syn.status == "page_error" and syn.page_errors[0].name == "SyntaxError"
     clean = evs["clean.txt"]
     assert clean.status == "ok" and clean.runtime_valid(CFG) is True and not clean.page_errors
     assert clean.blank_body is False
@@ -90,7 +90,7 @@ def test_no_file_access_and_no_storage_shared_between_apps(runtime):
     assert w.status == "ok" and w.page_errors == [], w.page_errors  # nothing of /etc/passwd was read
     # the twin: the same app on a URL it may read does report what it read, so silence above means no read
     twin, = runtime.check_many([_reader_of("data:text/plain,hello-from-data")])
-    assert {e["message"] for e in twin.page_errors} >= {"read: hello-from-data", "xhr read: hello-from-data"}, \
+    assert {e.message for e in twin.page_errors} >= {"read: hello-from-data", "xhr read: hello-from-data"}, \
         twin.page_errors
 
 
@@ -103,12 +103,12 @@ def test_three_chart_and_tailwind_from_cdn_urls_served_locally():
     for name, ev in zip(names, evs):
         assert ev.status == "ok", (name, ev.page_errors, ev.blocked_requests)
         assert ev.blocked_requests == []
-    served = {s["url"] for ev in evs for s in ev.cdn_served}
+    served = {s.url for ev in evs for s in ev.cdn_served}
     assert "https://unpkg.com/three@0.160.0/examples/jsm/controls/OrbitControls.js" in served
     assert "https://cdnjs.cloudflare.com/ajax/libs/three.js/r128/three.min.js" in served
     assert "https://cdn.tailwindcss.com/" in served or "https://cdn.tailwindcss.com" in served
-    r128 = next(s for s in evs[1].cdn_served if "r128" in s["url"])
-    assert "three-0.128.0" in r128["file"]  # r128 is three.js 0.128.0, served as asked
+    r128 = next(s for s in evs[1].cdn_served if "r128" in s.url)
+    assert "three-0.128.0" in r128.file  # r128 is three.js 0.128.0, served as asked
 
 
 @needs_cdn
@@ -122,7 +122,7 @@ if (!document.querySelector('h1')) throw new Error('marked failed');
 </script></body></html>"""
     ev, = runtime.check_many([page])
     assert ev.status == "ok", (ev.page_errors, ev.blocked_requests)
-    assert any("d3-array" in s["file"] for s in ev.cdn_served)
+    assert any("d3-array" in s.file for s in ev.cdn_served)
 
 
 def test_browser_crash_mid_batch_is_restarted_without_losing_apps():

@@ -5,20 +5,20 @@ from __future__ import annotations
 from schemas.config.env import RuntimeConfig
 from tasks.env.evidence import RuntimeEvidence
 from tasks.env.probe import ProbeRecord
+from tasks.env.records import BlockedRequest
 
 CFG = RuntimeConfig()
 LIB = "https://cdnjs.cloudflare.com/ajax/libs/p5.js/1.10.0/p5.js"
 
 
 def req(url=LIB, outcome="environment_gap", phase="load", action=None):
-    return {"url": url, "resource_type": "script", "kind": "request", "outcome": outcome, "reason": "r",
-            "spec": None, "phase": phase, "action": action}
+    return BlockedRequest(url, "script", "request", outcome, "r", None, phase, action)
 
 
 def test_a_load_failure_after_a_gap_has_no_verdict_each_url_once():
     ev = RuntimeEvidence(status="page_error", blank_body=False,
                          blocked_requests=[req(), req(), req(phase="check"), req("https://x.org/a.js", "refused")])
-    assert [g["url"] for g in ev.environment_gaps(CFG)] == [LIB]
+    assert [g.url for g in ev.environment_gaps(CFG)] == [LIB]
     assert ev.runtime_valid(CFG) is None
 
 

@@ -11,6 +11,7 @@ from tasks.env.judge import build_judge_request, observed_facts
 from tasks.env.judge_diagnosis import unique_quote, with_observed_findings
 from tasks.env.evidence import Evidence, RuntimeEvidence, shift_offsets
 from tasks.env.probe import ProbeRecord, interaction_failures, liveness
+from tasks.env.records import CheckResult, PageError
 from tasks.env.rubric_evidence import evidence_decision
 
 ERR = {"action": 0, "kind": "error", "name": "TypeError", "message": "x is null", "offset": 40, "caused": True}
@@ -197,10 +198,11 @@ def test_the_evidence_keeps_html_offsets_and_moves_every_one_into_the_response_o
     response = "Here is the app:\n```html\n<script>let = ;</script><p>x</p>\n```"
     ex = extract_html(response)
     st = check_source(ex.html)
-    err = {"name": "TypeError", "message": "m", "offset": 8}
+    err = PageError("TypeError", "m", offset=8)
     rt = RuntimeEvidence(status="page_error", page_errors=[err],
-                         check_results=[{"item_id": "I1", "status": "failed", "errors": [err]}],
-                         interaction=ProbeRecord(status="ok", errors=[{**err, "kind": "error", "action": 0, "caused": True}],
+                         check_results=[CheckResult("I1", "failed", errors=(err,))],
+                         interaction=ProbeRecord(status="ok", errors=[{**err.to_dict(), "kind": "error", "action": 0,
+                                                                      "caused": True}],
                                                  actions=[{"i": 0, "handler_offset": 8}]))
     out = Evidence.read(st, rt, RuntimeConfig()).to_json(ex.offset, [])
     h = ex.offset
@@ -208,7 +210,7 @@ def test_the_evidence_keeps_html_offsets_and_moves_every_one_into_the_response_o
         ex.html[st.errors[0].start:st.errors[0].end]
     assert out["page_errors"][0]["offset"] == out["checks"][0]["errors"][0]["offset"] == 8 + h
     assert out["interaction"]["record"]["actions"][0]["handler_offset"] == 8 + h
-    assert rt.page_errors[0]["offset"] == 8  # the evidence itself keeps HTML offsets
+    assert rt.page_errors[0].offset == 8  # the evidence itself keeps HTML offsets
 
 
 class _SlowPage:

@@ -191,13 +191,13 @@ def test_no_attempt_reaches_the_canaries_and_requests_are_recorded(canary):
     canary.send_markers(b"after-the-browser")  # whatever the browser sent is recorded before these marks
     assert len(canary.until_marked(b"after-the-browser")) == 4
     assert canary.hits == [], f"the sandbox leaked to this machine: {canary.hits}"
-    blocked = [b["url"] for b in esc.blocked_requests]
+    blocked = [b.url for b in esc.blocked_requests]
     missing = [p for p in RECORDED if not any(u.endswith(p) or f"{p}?" in u for u in blocked)]
     assert not missing, f"not recorded as blocked: {missing}; recorded: {blocked}"
     for ip in ("127.0.0.1", "[::1]"):
         assert any(f"//{ip}:{port}/fetch" in u for u in blocked), (ip, blocked)
-    assert any(b["url"].endswith("/navigate") for b in nav.blocked_requests), nav.blocked_requests
-    assert any("/top-form" in b["url"] for b in form.blocked_requests), form.blocked_requests
+    assert any(b.url.endswith("/navigate") for b in nav.blocked_requests), nav.blocked_requests
+    assert any("/top-form" in b.url for b in form.blocked_requests), form.blocked_requests
 
 
 def test_canary_sees_what_an_unsandboxed_client_sends(canary):

@@ -10,6 +10,7 @@ from schemas.llm.diagnosis import Diagnosis
 from tasks.env.evidence import Evidence, RuntimeEvidence
 from tasks.env.judge_diagnosis import item_for_control, with_observed_findings
 from tasks.env.probe import ProbeRecord
+from tasks.env.records import PageError
 from tasks.env.severity import classify_failures
 
 ACTIONS = [{"i": 0, "kind": "click", "target_desc": "button.go", "target_index": 4, "tag": "button", "label": "Start"},
@@ -184,7 +185,7 @@ def test_an_error_at_load_that_does_not_block_is_a_minor_simulation_finding_and_
 
     html = "<html>\n<script>\nconst c = color(1);\n</script></html>"
     rt = RuntimeEvidence(status="page_error", interaction=acted({1: ["m"]}), page_errors=[
-        {"name": "ReferenceError", "message": "color is not defined", "offset": html.index("color")}])
+        PageError("ReferenceError", "color is not defined", offset=html.index("color"))])
     answers = {"blocking": False, "why": "the app still answers input after the error: 1 of 4 controls used changed the page"}
     layer = _simulation_layer(html, rt, answers)
     assert layer["critical"] == [] and "not blocking: the app still answers" in layer["minor"][0]["explanation"]

@@ -233,7 +233,8 @@ def _runtime_evidence(r):
     """The browser evidence of a scored app, back as the runtime's record (for re-judging under another rule)."""
     from tasks.env.evidence import RuntimeEvidence
     from tasks.env.probe import ProbeRecord
+    from tasks.env.records import BlockedRequest
 
     ev = r.evidence
     return RuntimeEvidence(status=ev["runtime_status"], blank_body=ev["blank_body"],
-                           blocked_requests=ev["blocked_requests"], interaction=ProbeRecord.from_dict(ev["interaction"]["record"]))
+                           blocked_requests=[BlockedRequest(**b) for b in ev["blocked_requests"]], interaction=ProbeRecord.from_dict(ev["interaction"]["record"]))

@@ -44,7 +44,7 @@ def test_a_library_reaches_the_page_through_the_server_under_the_url_the_app_ask
         body = rt.mirror.resolve(THREE, "script").served.body
         served = {p.name for p in rt.served.folder.iterdir()}
     assert ev.status == "ok", (ev.page_errors, ev.blocked_requests)
-    assert [s["url"] for s in ev.cdn_served] == [THREE]
+    assert [s.url for s in ev.cdn_served] == [THREE]
     assert hashlib.sha1(body).hexdigest() in served  # the server's copy, not a body through Playwright's pipe
 
 
@@ -78,5 +78,5 @@ def test_a_library_lost_because_the_server_died_is_an_environment_gap_not_a_brok
         ev = rt.check(SEES_ITS_URL)
     assert ev.status == "page_error"  # three.js did not arrive
     gaps = ev.environment_gaps(CFG)
-    assert [g["url"] for g in gaps] == [THREE] and "mirror's server did not answer" in gaps[0]["reason"], gaps
+    assert [g.url for g in gaps] == [THREE] and "mirror's server did not answer" in gaps[0].reason, gaps
     assert ev.runtime_valid(CFG) is None  # no verdict on the app

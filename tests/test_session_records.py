@@ -3,6 +3,7 @@ in the app's evidence, and the load step's reads of the page within the starved-
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
@@ -10,8 +11,9 @@ from tasks.env.evidence import CheckRecord, LoadRecord, RuntimeEvidence
 from tasks.env.navigation import count_refused_popups, reload_loop, self_navigations
 from tasks.env.page import APP_URL
 from tasks.env.pagetime import answer_window_s
+from tasks.env.records import BlockedRequest, CheckResult
 
-SELF = {"kind": "navigation", "phase": "load", "url": APP_URL}
+SELF = BlockedRequest(APP_URL, "document", "navigation", "refused", "r", phase="load")
 
 
 @pytest.mark.parametrize("attempts, routed, expected", [
@@ -23,7 +25,7 @@ SELF = {"kind": "navigation", "phase": "load", "url": APP_URL}
     (None, 0, False),
 ])
 def test_reload_loop_takes_the_larger_count(attempts, routed, expected):
-    assert reload_loop([dict(SELF) for _ in range(routed)], 2, attempts) is expected
+    assert reload_loop([SELF] * routed, 2, attempts) is expected
 
 
 @pytest.mark.parametrize("attempts, routed, expected", [
@@ -33,11 +35,11 @@ def test_reload_loop_takes_the_larger_count(attempts, routed, expected):
     (None, 1, False),
 ])
 def test_after_the_one_reload_let_through_the_new_document_asking_again_is_a_loop(attempts, routed, expected):
-    assert reload_loop([dict(SELF) for _ in range(routed)], 2, attempts, reloaded=True) is expected
+    assert reload_loop([SELF] * routed, 2, attempts, reloaded=True) is expected
 
 
 def test_a_routed_navigation_elsewhere_or_after_an_action_is_no_reload():
-    away = [{**SELF, "url": "https://example.org/"}, {**SELF, "phase": "probe"}, {**SELF, "kind": "script"}] * 3
+    away = [replace(SELF, url="https://example.org/"), replace(SELF, phase="probe"), replace(SELF, kind="request")] * 3
     assert reload_loop(away, 2, 0) is False
 
 
@@ -48,8 +50,8 @@ def test_a_record_is_kept_and_a_crash_a_listener_saw_stands():
     crashed = RuntimeEvidence(status="crashed")
     crashed.record(LoadRecord("load_timeout"))
     assert crashed.status == "crashed"
-    ev.record(CheckRecord([{"item_id": "a", "status": "passed"}], "why"))
-    assert (ev.check_results, ev.checks_error) == ([{"item_id": "a", "status": "passed"}], "why")
+    ev.record(CheckRecord([CheckResult("a", "passed")], "why"))
+    assert (ev.check_results, ev.checks_error) == ([CheckResult("a", "passed")], "why")
 
 
 class _StarvedPage:

@@ -28,7 +28,7 @@ def verdicts(rt: ThrottledRuntime) -> dict[str, list[tuple[str, str]]]:
     names = sorted(APPS)
     evs = rt.check_many([(FIX / n).read_text() for n in names],
                         checks=[CheckPlan([("D12", QUIZ)], CHECKS) for _ in names])
-    return {n: [(r["status"], r["reason"]) for r in ev.check_results] for n, ev in zip(names, evs)}
+    return {n: [(r.status, r.reason) for r in ev.check_results] for n, ev in zip(names, evs)}
 
 
 def test_a_starved_cpu_changes_no_check_verdict_and_the_broken_twin_is_still_caught():
@@ -77,7 +77,7 @@ def test_a_heavy_canvas_app_starved_by_the_machine_is_not_stopped_by_the_hard_li
     assert heavy.status == "ok" and heavy.runtime_valid(cfg) is True, (heavy.status, heavy.page_errors)
     assert heavy.interaction is not None and heavy.interaction.status == "ok", heavy.interaction
     assert hung.status == "unresponsive" and hung.runtime_valid(cfg) is False, (hung.status, hung.interaction)
-    assert HOLD_ENDS["no_answer"] in hung.page_errors[-1]["message"], hung.page_errors
+    assert HOLD_ENDS["no_answer"] in hung.page_errors[-1].message, hung.page_errors
 
 
 class _Page:

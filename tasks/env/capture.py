@@ -2,12 +2,13 @@
 dialogs no init script answered (answered, and recorded with the probe action that opened them)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tasks.env.evidence import RuntimeEvidence
 from tasks.env.navigation import on_console_popup
 from tasks.env.page import APP_URL, html_offset
 from tasks.env.probe import ProbeSession
+from tasks.env.records import ConsoleError
 
 if TYPE_CHECKING:
     from playwright.async_api import ConsoleMessage, Dialog
@@ -34,8 +35,8 @@ def record_console(msg: ConsoleMessage, html: str, ev: RuntimeEvidence, session:
         return  # our own blocking; recorded in blocked_requests
     loc = msg.location or {}
     line = loc.get("lineNumber")
-    rec: dict[str, Any] = {"text": text[:1000], "line": None, "column": None, "offset": None}
-    if loc.get("url") == APP_URL and isinstance(line, int):
-        rec["line"], rec["column"] = line + 1, int(loc.get("columnNumber") or 0) + 1
-        rec["offset"] = html_offset(html, rec["line"], rec["column"])
-    ev.console_errors.append(rec)
+    if loc.get("url") != APP_URL or not isinstance(line, int):
+        ev.console_errors.append(ConsoleError(text[:1000]))
+        return
+    at = (line + 1, int(loc.get("columnNumber") or 0) + 1)
+    ev.console_errors.append(ConsoleError(text[:1000], *at, html_offset(html, *at)))

@@ -13,6 +13,7 @@ from schemas.checks import (Arith, CanvasChanges, Click, Const, Count, DblClick,
                             Resize, Select, TextChanges, TextMatches, Value, Visible, Wait, step_kind)
 from schemas.config.checks import ChecksConfig
 from tasks.env.pagetime import HAD_TIME, STARVED, Limit, OutOfTime, PageTime
+from tasks.env.records import PageError
 
 if TYPE_CHECKING:
     from playwright.async_api import Locator as PwLocator, Page, Position
@@ -101,7 +102,7 @@ def changed_fraction(before: Any, after: Any, region: tuple[float, float, float,
 class StepRun:
     """One check in one page: the remembered values, the page errors, the locators seen."""
 
-    def __init__(self, page: Page, html: str, cfg: ChecksConfig, t: PageTime, errors: list[dict[str, Any]],
+    def __init__(self, page: Page, html: str, cfg: ChecksConfig, t: PageTime, errors: list[PageError],
                  lane: Any, at_once: bool = False) -> None:
         self.page, self.html, self.cfg, self.time, self.lane = page, html, cfg, t, lane
         self.at_once = at_once  # every reading is the first: none lets page time pass (NotAtOnce instead)
@@ -330,7 +331,7 @@ class StepRun:
             await self.no_error_yet(t)
             if self.errors:
                 e = self.errors[0]
-                raise Failed(f"uncaught {e['name']}: {e['message'][:200]}", e["message"][:200], "no uncaught error")
+                raise Failed(f"uncaught {e.name}: {e.message[:200]}", e.message[:200], "no uncaught error")
             return
         if isinstance(s, NumberRelation):
             async def rel() -> tuple[bool, Any]:

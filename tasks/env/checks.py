@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from schemas.checks import Check, step_kind
@@ -43,14 +43,15 @@ from tasks.env.check_steps import Failed, Inconclusive, NotAtOnce, StepRun, read
 from tasks.env.lanes import Lane
 from tasks.env.page import APP_URL
 from tasks.env.pagetime import OutOfTime, PageTime
+from tasks.env.records import CheckResult, PageError
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
 
 ItemChecks = list[tuple[str, Check]]
 Job = tuple[int, tuple[str, Check]]  # a check by its index in the app's checks
-Ran = tuple[dict[str, Any], float]  # a check's result and the page time it used (seconds)
-Reading = Callable[[Any, PageTime, list[dict[str, Any]]], Awaitable[None]]  # reads a fresh document, no time passing
+Ran = tuple[CheckResult, float]  # a check's result and the page time it used (seconds)
+Reading = Callable[[Any, PageTime, list[PageError]], Awaitable[None]]  # reads a fresh document, no time passing
 # mulberry32: a seeded Math.random, so random quizzes, shuffles and games deal the same way every run
 _SEED_JS = """(() => { let a = %d >>> 0; Math.random = function () {
   a = (a + 0x6D2B79F5) >>> 0; let t = a; t = Math.imul(t ^ (t >>> 15), t | 1);
@@ -74,17 +75,6 @@ def error_reason(e: BaseException) -> str:
     return f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
 
 
-def result_record(item_id: str, status: str, *, step: int | None = None, kind: str | None = None, reason: str = "",
-                  observed: Any = None, expected: Any = None, errors: list[dict[str, Any]] | None = None,
-                  duration_s: float = 0.0, clock: str | None = None, clock_reason: str | None = None) -> dict[str, Any]:
-    """One item's check result (the ``check_results`` row body; offsets into the HTML). ``clock``: controlled
-    (the environment's) or page (the page's own, ``clock_reason`` says why); None when the check did not run."""
-    short = lambda v: None if v is None else str(v)[:500]  # noqa: E731
-    return {"item_id": item_id, "status": status, "step": step, "step_kind": kind, "reason": reason[:1000],
-            "observed": short(observed), "expected": short(expected), "errors": list(errors or [])[:10],
-            "duration_s": round(duration_s, 3), "clock": clock, "clock_reason": clock_reason}
-
-
 async def _fresh_document(page: Any, t: PageTime, cfg: ChecksConfig, load_timeout_s: float) -> None:
     """A fresh document of the app in ``page``, loaded and settled on ``t``: where every check starts."""
     # the runtime has loaded this app already: a slow load here is the machine's, not the app's
@@ -93,12 +83,12 @@ async def _fresh_document(page: Any, t: PageTime, cfg: ChecksConfig, load_timeou
 
 
 async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConfig, load_timeout_s: float,
-                         wall_cap_s: float, before: Reading | None = None) -> tuple[dict[str, Any], float]:
+                         wall_cap_s: float, before: Reading | None = None) -> Ran:
     """One check in a fresh document of the app in ``lane``'s page (the context's routes serve it), and the page
     time it used (seconds); never raises. ``before``: what reads the fresh document first, letting no page time
     pass (``_read_at_once``), so the check still starts on the document as loaded and settled."""
     started = time.perf_counter()
-    errors: list[dict[str, Any]] = []
+    errors: list[PageError] = []
     page = await lane.open(errors)
     t = PageTime(page, cfg, min(cfg.check_limit_s, cfg.app_limit_s) * 1000)
     run = StepRun(page, lane.html, cfg, t, errors, lane)
@@ -113,9 +103,9 @@ async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConf
             limit = s.timeout_ms or cfg.step_timeout_ms
             await (run.expect(s, limit) if hasattr(s, "expect") else run.act(s, limit))
 
-    def rec(status: str, **kw: Any) -> dict[str, Any]:
+    def rec(status: str, **kw: Any) -> CheckResult:
         i = state["step"]
-        return result_record(item_id, status, step=i, kind=step_kind(check.steps[i]) if i is not None else None,
+        return CheckResult.of(item_id, status, step=i, kind=step_kind(check.steps[i]) if i is not None else None,
                              errors=run.errors, duration_s=time.perf_counter() - started, **kw)
 
     try:
@@ -133,7 +123,7 @@ async def _check_in_page(lane: Lane, item_id: str, check: Check, cfg: ChecksConf
     used = t.used_s()  # the controlled clock's as last read, however slowly the page answers now
     if not t.controlled and lane.page is None:  # on its own clock and no longer answering: its whole wall time
         used = max(used, time.perf_counter() - started)
-    return {**out, "clock": "controlled" if t.controlled else "page", "clock_reason": t.fallback}, used
+    return replace(out, clock="controlled" if t.controlled else "page", clock_reason=t.fallback), used
 
 
 def _read_at_once(lane: Lane, todo: list[Job], cfg: ChecksConfig, held: dict[int, Ran]) -> Reading:
@@ -143,7 +133,7 @@ def _read_at_once(lane: Lane, todo: list[Job], cfg: ChecksConfig, held: dict[int
     hold at once (or could not look) leaves its check to its own document; one that raised anything else is
     inconclusive with that error as its reason. None is kept when the page is not on the controlled clock once they are read."""
 
-    async def reading(page: Page, t: PageTime, errors: list[dict[str, Any]]) -> None:
+    async def reading(page: Page, t: PageTime, errors: list[PageError]) -> None:
         started, got = time.perf_counter(), []
         for k, (item_id, check) in todo:
             if not t.controlled:  # page time no longer the environment's: each check on its own, as without this
@@ -155,16 +145,16 @@ def _read_at_once(lane: Lane, todo: list[Job], cfg: ChecksConfig, held: dict[int
             except (NotAtOnce, Failed, Inconclusive, OutOfTime):  # not at once: its own document decides
                 continue
             except Exception as e:  # the read could not be made: inconclusive, saying why
-                held[k] = (result_record(item_id, "inconclusive", errors=list(errors), clock="controlled",
-                                         reason=f"the shared reading failed: {error_reason(e)}"), 0.0)
+                held[k] = (CheckResult.of(item_id, "inconclusive", errors=list(errors), clock="controlled",
+                                          reason=f"the shared reading failed: {error_reason(e)}"), 0.0)
                 continue
             got.append((k, item_id))
         await t.look()  # a page that left the controlled clock while read: nothing is taken from it
         if t.controlled:
             # the settle's page time: what each check's own document would have used to read at once
             each, used = (time.perf_counter() - started) / max(len(got), 1), t.used_s()
-            held.update({k: (result_record(item_id, "passed", errors=list(errors), duration_s=each,
-                                           clock="controlled"), used) for k, item_id in got})
+            held.update({k: (CheckResult.of(item_id, "passed", errors=list(errors), duration_s=each,
+                                            clock="controlled"), used) for k, item_id in got})
 
     return reading
 
@@ -202,8 +192,8 @@ async def _drain(lane: Lane, queue: list[Job], cfg: ChecksConfig, load_timeout_s
     while queue:
         k, (item_id, check) = queue.pop(0)
         wall_left = wall_deadline - time.monotonic()
-        out[k] = (result_record(item_id, "inconclusive", reason=f"not run: app limit of {cfg.app_limit_s:g}s "
-                                "(wall time) spent"), 0.0) if wall_left <= 0.5 else \
+        out[k] = (CheckResult.of(item_id, "inconclusive", reason=f"not run: app limit of {cfg.app_limit_s:g}s "
+                                 "(wall time) spent"), 0.0) if wall_left <= 0.5 else \
             await _check_in_page(lane, item_id, check, cfg, load_timeout_s,
                                  min(cfg.check_limit_s * cfg.max_slowdown, wall_left))
     return out
@@ -217,15 +207,14 @@ async def _first_lane(lane: Lane, reads: list[Job], then: Job | None, own: list[
     return {**shared, **await _drain(lane, own, cfg, load_timeout_s, wall_deadline)}
 
 
-def within_app_limit(ran: list[tuple[dict[str, Any], float]], app_limit_s: float) -> list[dict[str, Any]]:
+def within_app_limit(ran: list[Ran], app_limit_s: float) -> list[CheckResult]:
     """Results with the app's limit of page time applied in rubric order (pure): a check that ends past it, or
     starts after it is spent, is inconclusive, whatever order the checks ran in."""
     out, spent = [], 0.0
     for rec, used in ran:
         if spent >= app_limit_s or spent + used > app_limit_s:
-            rec = result_record(rec["item_id"], "inconclusive", reason=f"app limit of {app_limit_s:g}s (page time) "
-                                "spent", errors=rec["errors"], duration_s=rec["duration_s"], clock=rec["clock"],
-                                clock_reason=rec["clock_reason"])
+            rec = replace(rec, status="inconclusive", step=None, step_kind=None, observed=None, expected=None,
+                          reason=f"app limit of {app_limit_s:g}s (page time) spent")
         out.append(rec)
         spent += used
     return out
@@ -233,7 +222,7 @@ def within_app_limit(ran: list[tuple[dict[str, Any], float]], app_limit_s: float
 
 async def run_checks(context: BrowserContext, html: str, checks: ItemChecks, cfg: ChecksConfig,
                      load_timeout_s: float = 5.0, page: Page | None = None,
-                     idle: int | None = None) -> list[dict[str, Any]]:
+                     idle: int | None = None) -> list[CheckResult]:
     """Every check of one app in ``cfg.parallel`` lanes at once, each check in a fresh document on the controlled
     clock, within the app's limit of page time (``app_limit_s``; ``max_slowdown`` times it in wall time); checks
     past it or past ``max_checks`` are inconclusive. The first lane runs in ``page`` (the load page the runtime
@@ -245,7 +234,7 @@ async def run_checks(context: BrowserContext, html: str, checks: ItemChecks, cfg
     await context.add_init_script(_SEED_JS % cfg.random_seed + _ISOLATE_JS)  # the runtime installed the clock
     wall_deadline = time.monotonic() + cfg.app_limit_s * cfg.max_slowdown
     jobs = list(enumerate(checks[:cfg.max_checks]))
-    skipped = [result_record(i, "inconclusive", reason=f"not run: more than {cfg.max_checks} checks")
+    skipped = [CheckResult.of(i, "inconclusive", reason=f"not run: more than {cfg.max_checks} checks")
                for i, _c in checks[cfg.max_checks:]]
     if not jobs:
         return skipped
@@ -266,12 +255,12 @@ async def run_checks(context: BrowserContext, html: str, checks: ItemChecks, cfg
     return within_app_limit([ran[k] for k, _ in jobs], cfg.app_limit_s) + skipped
 
 
-def not_run(checks: ItemChecks, reason: str) -> list[dict[str, Any]]:
+def not_run(checks: ItemChecks, reason: str) -> list[CheckResult]:
     """Results for checks that could not run (no app, app did not load, no browser): all inconclusive."""
-    return [result_record(i, "inconclusive", reason=f"not run: {reason}") for i, _c in checks]
+    return [CheckResult.of(i, "inconclusive", reason=f"not run: {reason}") for i, _c in checks]
 
 
-def run_item_checks(runtime: Any, html: str, checks: ItemChecks, cfg: ChecksConfig | None = None) -> list[dict]:
+def run_item_checks(runtime: Any, html: str, checks: ItemChecks, cfg: ChecksConfig | None = None) -> list[CheckResult]:
     """One app's check results through ``runtime`` (a ``BrowserRuntime``): blocking, for tests and tools."""
     ev = runtime.check_many([html], checks=[CheckPlan(checks, cfg or ChecksConfig())])[0]
     return ev.check_results if ev.check_results else not_run(checks, f"app status {ev.status}")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from schemas.config.env import RuntimeConfig
 from tasks.env.probe import ProbeRecord, summarize
+from tasks.env.records import BlockedRequest, CdnServed, CheckResult, ConsoleError, PageError
 from tasks.env.severity import classify_failures, load_errors_verdict
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ class RuntimeVerdict:
 
     failure: str | None  # load | interaction | None (no failure, or no verdict)
     failures: list[dict[str, Any]]  # the probe's failures, each classified (blocking, why); [] when they cannot fail
-    gaps: list[dict[str, Any]]  # library requests the mirror could not serve before the app failed
+    gaps: list[BlockedRequest]  # library requests the mirror could not serve before the app failed
     valid: bool | None  # None: no verdict (no browser, or an environment gap)
 
 
@@ -58,7 +59,7 @@ class CheckRecord:
     """The session's last step (``tasks.env.checks``): each executable check's result, or why they crashed (each
     check is then inconclusive, saying so)."""
 
-    results: list[dict[str, Any]] = field(default_factory=list)
+    results: list[CheckResult] = field(default_factory=list)
     error: str | None = None
 
 
@@ -72,15 +73,15 @@ class RuntimeEvidence:
 
     # ok | page_error | load_timeout | unresponsive | crashed | reload_loop | blank | skipped | unavailable
     status: str = "ok"
-    page_errors: list[dict[str, Any]] = field(default_factory=list)
-    console_errors: list[dict[str, Any]] = field(default_factory=list)
-    blocked_requests: list[dict[str, Any]] = field(default_factory=list)  # tasks.env.navigation.record
-    cdn_served: list[dict[str, str]] = field(default_factory=list)
+    page_errors: list[PageError] = field(default_factory=list)
+    console_errors: list[ConsoleError] = field(default_factory=list)
+    blocked_requests: list[BlockedRequest] = field(default_factory=list)  # tasks.env.navigation.record
+    cdn_served: list[CdnServed] = field(default_factory=list)
     refused_popups: int = 0  # window.open calls no user gesture opened (refused, as a browser does)
     blank_body: bool | None = None
     duration_s: float = 0.0
     error: str | None = None  # an environment failure (no browser): no verdict, never a made-up one
-    check_results: list[dict[str, Any]] = field(default_factory=list)  # the session's last step (tasks.env.checks)
+    check_results: list[CheckResult] = field(default_factory=list)  # the session's last step (tasks.env.checks)
     checks_error: str | None = None  # the checks crashed: each is inconclusive, saying this
     interaction: ProbeRecord | None = None  # what the probe saw (serialised at output: Evidence.to_json)
     rechecked_from: str | None = None  # the status beside other apps, when a re-check alone replaced it
@@ -113,7 +114,7 @@ class RuntimeEvidence:
         gaps = self._gaps(failure, classified)
         return RuntimeVerdict(failure, classified, gaps, None if gaps else failure is None)
 
-    def _gaps(self, failure: str | None, classified: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _gaps(self, failure: str | None, classified: list[dict[str, Any]]) -> list[BlockedRequest]:
         """The library requests the mirror could not serve before the app failed (none when it did not fail):
         the app may work in a user's browser, so the environment cannot judge it (paper B.4: an evaluator
         failure is a missing reward). An app that works despite such a request keeps its verdict."""
@@ -121,11 +122,11 @@ class RuntimeEvidence:
             return []
         last = max((f.get("action") or 0 for f in classified if f["blocking"]), default=0) \
             if failure == "interaction" else None
-        out: dict[str, dict[str, Any]] = {}  # each URL once
+        out: dict[str, BlockedRequest] = {}  # each URL once
         for b in self.blocked_requests:
-            before = b.get("phase") == "load" or (last is not None and b.get("action") is not None and b["action"] <= last)
-            if b.get("outcome") == "environment_gap" and before:
-                out.setdefault(b["url"], b)
+            before = b.phase == "load" or (last is not None and b.action is not None and b.action <= last)
+            if b.outcome == "environment_gap" and before:
+                out.setdefault(b.url, b)
         return list(out.values())
 
     def failure(self, cfg: RuntimeConfig) -> str | None:
@@ -140,7 +141,7 @@ class RuntimeEvidence:
             return None
         return load_errors_verdict(self.interaction, cfg.probe.load_error_rule if cfg.probe.enabled else "gate")
 
-    def environment_gaps(self, cfg: RuntimeConfig) -> list[dict[str, Any]]:
+    def environment_gaps(self, cfg: RuntimeConfig) -> list[BlockedRequest]:
         """``verdict(cfg).gaps``."""
         return self.verdict(cfg).gaps
 
@@ -153,9 +154,6 @@ class RuntimeEvidence:
     def timed_out(self) -> bool:
         """A verdict that load on the machine could have caused: checked again alone before it stands."""
         return self.status in ("load_timeout", "unresponsive") or (self.interaction is not None and self.interaction.status == "hung")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 @dataclass(frozen=True)
@@ -184,12 +182,12 @@ class Evidence:
         return list(self.static.errors) if self.static is not None else []
 
     @property
-    def check_results(self) -> list[dict[str, Any]]:
+    def check_results(self) -> list[CheckResult]:
         """The executable checks' results (HTML offsets)."""
         return list(self.runtime.check_results) if self.runtime is not None else []
 
     @property
-    def gaps(self) -> list[dict[str, Any]]:
+    def gaps(self) -> list[BlockedRequest]:
         """The environment gaps that leave the verdict to nobody (``RuntimeVerdict.gaps``)."""
         return self.verdict.gaps if self.verdict is not None else []
 
@@ -199,12 +197,12 @@ class Evidence:
         st, rt = self.static, self.runtime
         inter = rt.interaction if rt else None
         ev: dict[str, Any] = {"syntax_errors": [asdict(e) for e in self.syntax_errors],
-                              "page_errors": list(rt.page_errors) if rt else [],
-                              "console_errors": list(rt.console_errors) if rt else [],
-                              "blocked_requests": list(rt.blocked_requests) if rt else [],
-                              "environment_gaps": self.gaps,
+                              "page_errors": [e.to_dict() for e in rt.page_errors] if rt else [],
+                              "console_errors": [e.to_dict() for e in rt.console_errors] if rt else [],
+                              "blocked_requests": [b.to_dict() for b in rt.blocked_requests] if rt else [],
+                              "environment_gaps": [b.to_dict() for b in self.gaps],
                               "refused_popups": rt.refused_popups if rt else 0,
-                              "cdn_served": list(rt.cdn_served) if rt else [],
+                              "cdn_served": [s.to_dict() for s in rt.cdn_served] if rt else [],
                               "runtime_status": rt.status if rt else None,
                               "blank_body": rt.blank_body if rt else None,
                               "runtime_error": rt.error if rt else None,
@@ -212,6 +210,6 @@ class Evidence:
                               # the probe's summary (failures, dead controls, liveness) first, then its whole record
                               "interaction": None if inter is None else {**summarize(inter), "record": inter.to_dict()},
                               "external_scripts": list(st.external_scripts) if st else [],
-                              "checks": self.check_results,
+                              "checks": [c.to_dict() for c in self.check_results],
                               "dropped_findings": dropped}
         return shift_offsets(ev, offset)

@@ -21,6 +21,7 @@ from schemas.llm.diagnosis import Diagnosis
 from schemas.rubric import Task, judge_dicts
 from tasks.env.evidence import Evidence
 from tasks.env.judge_offline import offline_diagnosis
+from tasks.env.records import CheckResult
 from tasks.llm.base import LLMRequest
 
 
@@ -63,7 +64,7 @@ def observed_facts(html: str, ev: Evidence, limit: int = 8) -> str:
     load = ev.load_errors
     lines.append(f"- load in headless Chromium: {rt.status}" + (f" ({'blocking' if load['blocking'] else 'not blocking'}: "
                                                               f"{load['why']})" if load else "") + "".join(
-        f"\n  - uncaught {pe.get('name')}: {str(pe.get('message'))[:160]} ({_line_of(html, pe.get('offset'))})"
+        f"\n  - uncaught {pe.name}: {pe.message[:160]} ({_line_of(html, pe.offset)})"
         for pe in rt.page_errors[:limit]))
     inter = rt.interaction
     if not inter:
@@ -88,19 +89,18 @@ def observed_facts(html: str, ev: Evidence, limit: int = 8) -> str:
     return "\n".join(lines)
 
 
-def render_checks(results: list[dict[str, Any]]) -> str:
+def render_checks(results: list[CheckResult]) -> str:
     """Check results as the judge prompt shows them: one line per checked item (pure)."""
     if not results:
         return "(no executable checks were run for this application)"
     lines = []
     for r in results:
-        if r["status"] == "passed":
-            lines.append(f"- {r['item_id']}: passed")
-        elif r["status"] == "failed":
-            err = "; ".join(f"{e.get('name')}: {e.get('message', '')[:150]} (line {e.get('line')})"
-                            for e in r.get("errors", [])[:2])
-            lines.append(f"- {r['item_id']}: FAILED at step {r['step']} ({r['step_kind']}): {r['reason']}; observed "
-                         f"{r.get('observed')!s}, expected {r.get('expected')!s}" + (f"; page errors: {err}" if err else ""))
+        if r.status == "passed":
+            lines.append(f"- {r.item_id}: passed")
+        elif r.status == "failed":
+            err = "; ".join(f"{e.name}: {e.message[:150]} (line {e.line})" for e in r.errors[:2])
+            lines.append(f"- {r.item_id}: FAILED at step {r.step} ({r.step_kind}): {r.reason}; observed "
+                         f"{r.observed!s}, expected {r.expected!s}" + (f"; page errors: {err}" if err else ""))
         else:
-            lines.append(f"- {r['item_id']}: inconclusive ({r['reason'][:200]}): no evidence either way")
+            lines.append(f"- {r.item_id}: inconclusive ({r.reason[:200]}): no evidence either way")
     return "\n".join(lines)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from schemas.llm.diagnosis import LAYERS, SEVERITIES
 from tasks.env.evidence import Evidence, RuntimeEvidence
 from tasks.env.judge_diagnosis import line_quote
+from tasks.env.records import CheckResult
 from tasks.env.rubric_evidence import MET, blank_drawing, item_decision
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def _simulation_layer(html: str, rt: RuntimeEvidence | None, load: dict[str, Any
     blocking = load.get("blocking", True)
     for pe in rt.page_errors:
         layer["critical" if blocking else "minor"].append(_finding(
-            f"uncaught {pe.get('name', 'Error')} during load: {pe.get('message', '')}", line_quote(html, pe.get("offset")),
+            f"uncaught {pe.name} during load: {pe.message}", line_quote(html, pe.offset),
             "headless Chromium page error" + ("" if blocking else f"; not blocking: {load['why']}")))
     status = rt.status
     if status == "load_timeout":
@@ -68,33 +69,33 @@ def _simulation_layer(html: str, rt: RuntimeEvidence | None, load: dict[str, Any
     if rt.blank_body:
         layer["major"].append(_finding("the page renders nothing visible after load", [], "headless Chromium"))
     for ce in rt.console_errors[:5]:
-        layer["minor"].append(_finding(f"console error during load: {ce.get('text', '')[:200]}",
-                                       line_quote(html, ce.get("offset")), "headless Chromium console"))
-    for br in [b for b in rt.blocked_requests if b.get("kind") != "popup"][:5]:
-        layer["minor"].append(_finding(f"the app requests {br.get('url')} ({br.get('resource_type')}), which is not "
-                                       f"served: {br.get('reason') or 'network access is not available to the app'}",
-                                       [], f"sandbox outcome: {br.get('outcome') or 'refused'}"))
+        layer["minor"].append(_finding(f"console error during load: {ce.text[:200]}",
+                                       line_quote(html, ce.offset), "headless Chromium console"))
+    for br in [b for b in rt.blocked_requests if b.kind != "popup"][:5]:
+        layer["minor"].append(_finding(f"the app requests {br.url} ({br.resource_type}), which is not "
+                                       f"served: {br.reason or 'network access is not available to the app'}",
+                                       [], f"sandbox outcome: {br.outcome or 'refused'}"))
     return layer
 
 
-def _check_finding(html: str, it: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
+def _check_finding(html: str, it: dict[str, Any], r: CheckResult) -> dict[str, Any]:
     """A failed executable check as a major rubric finding; a page error's source line is its direct anchor."""
-    quotes = [q for e in r.get("errors", []) for q in line_quote(html, e.get("offset"))][:3]
+    quotes = [q for e in r.errors for q in line_quote(html, e.offset)][:3]
     return _finding(f"executable check failed for: {it['requirement']}", list(dict.fromkeys(quotes)),
-                    f"step {r['step']} ({r['step_kind']}) in headless Chromium: {r['reason']}; observed "
-                    f"{r.get('observed')}, expected {r.get('expected')}", item_id=it["id"], scope=it["scope"])
+                    f"step {r.step} ({r.step_kind}) in headless Chromium: {r.reason}; observed "
+                    f"{r.observed}, expected {r.expected}", item_id=it["id"], scope=it["scope"])
 
 
 def _rubric_layer(html: str, items: list[dict[str, Any]], runtime: RuntimeEvidence | None = None,
-                  checks: list[dict[str, Any]] | None = None) -> tuple[dict[str, list], list[str]]:
+                  checks: list[CheckResult] | None = None) -> tuple[dict[str, list], list[str]]:
     """(layer, undecided item ids): an executable check decides first (failed: a major finding; passed: met),
     then the other evidence (``tasks/env/rubric_evidence.py``); an item nothing speaks to is undecided."""
     layer: dict[str, list] = {s: [] for s in SEVERITIES}
     undecided: list[str] = []
-    verdict = {r["item_id"]: r for r in checks or [] if r["status"] in ("passed", "failed")}
+    verdict = {r.item_id: r for r in checks or [] if r.status in ("passed", "failed")}
     for it in items:
         r = verdict.get(it["id"])
-        if r is not None and r["status"] == "failed":
+        if r is not None and r.status == "failed":
             layer["major"].append(_check_finding(html, it, r))
             continue
         decided = MET if r is not None else item_decision(it, runtime, html)

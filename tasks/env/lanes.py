@@ -7,10 +7,10 @@ probe is done with it. Read by ``tasks/env/checks.py``.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from tasks.env.page import page_error_record
 from tasks.env.pagetime import CLOCK_READ_S, PageTime, read, within
+from tasks.env.records import PageError
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page, ViewportSize
@@ -28,16 +28,14 @@ class Lane:
         self.context, self.html = context, html
         self.page: Page | None = None
         self.viewport: ViewportSize | None = None
-        self.errors: list[dict[str, Any]] = []  # page errors of the document on screen
-        self.opening: list[dict[str, Any]] = []  # of the next document the page commits (the running check's)
+        self.errors: list[PageError] = []  # page errors of the document on screen
+        self.opening: list[PageError] = []  # of the next document the page commits (the running check's)
         self.pointer_moved = False
 
     def _watch(self, page: Page) -> None:
         self.page, self.viewport = page, page.viewport_size
         page.on("framenavigated", lambda f: setattr(self, "errors", self.opening) if f == page.main_frame else None)
-        page.on("pageerror", lambda exc: self.errors.append(page_error_record(
-            self.html, getattr(exc, "name", "Error"), getattr(exc, "message", str(exc)),
-            getattr(exc, "stack", "") or "")))
+        page.on("pageerror", lambda exc: self.errors.append(PageError.thrown(self.html, exc)))
 
     async def adopt(self, page: Page) -> None:
         """Run the checks in ``page``, the app's load page once the runtime is done with it (a new tab costs
@@ -46,7 +44,7 @@ class Lane:
         self.pointer_moved = True
         await self.forget()
 
-    async def open(self, errors: list[dict[str, Any]]) -> Page:
+    async def open(self, errors: list[PageError]) -> Page:
         self.opening = errors
         if self.page is None:
             self._watch(await self.context.new_page())

@@ -26,16 +26,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from tasks.env.cdn import CdnMirror, unserved
 from tasks.env.launch import ServedFiles
 from tasks.env.page import APP_ORIGIN, APP_URL
 from tasks.env.pagetime import read
+from tasks.env.records import BlockedRequest, CdnServed
 
 if TYPE_CHECKING:
     from playwright.async_api import Frame, Page, Request, Route, WebSocketRoute
+
+    from tasks.env.evidence import RuntimeEvidence
+    from tasks.env.probe import ProbeSession
 
 POPUP_MARK = "\u0000rr-popup:"
 # Chromium's transient user activation lasts 5 s and one window.open consumes it.
@@ -76,14 +80,13 @@ APP_FILE = "the application is one HTML file: nothing else is served from its or
 CORS = {"access-control-allow-origin": "*"}
 
 
-def record(ev: Any, session: Any, url: str, resource_type: str, kind: str, outcome: str, reason: str,
+def record(ev: RuntimeEvidence, session: ProbeSession, url: str, resource_type: str, kind: str, outcome: str, reason: str,
            spec: str | None = None, checking: bool = False) -> None:
     """One entry of ``blocked_requests``, with the moment it happened: ``phase`` load, probe, or check (a request
     of the executable checks' own pages, which load the app again after the probe)."""
     phase = "check" if checking else "probe" if session.started else "load"
-    ev.blocked_requests.append({"url": url[:500], "resource_type": resource_type, "kind": kind, "outcome": outcome,
-                                "reason": reason, "spec": spec, "phase": phase,
-                                "action": None if checking else session.current_action})
+    ev.blocked_requests.append(BlockedRequest(url[:500], resource_type, kind, outcome, reason, spec, phase,
+                                              None if checking else session.current_action))
 
 
 def is_self(url: str) -> bool:
@@ -99,25 +102,25 @@ def _frame(req: Request) -> Frame | None:
         return None
 
 
-def _checking(req: Request, session: Any) -> bool:
+def _checking(req: Request, session: ProbeSession) -> bool:
     """A request made once the executable checks run (their pages share the app's context)."""
     return session.checking and _frame(req) is not None
 
 
-def _leaves_page(req: Request, session: Any) -> bool:
+def _leaves_page(req: Request, session: ProbeSession) -> bool:
     """A top-level navigation of the app's page or of a popup it opened (not of a frame, nor a check's own page)."""
     frame = _frame(req)
     return frame is None or (frame.parent_frame is None and not _checking(req, session))
 
 
-def let_reload_through(req: Request, session: Any) -> bool:
+def let_reload_through(req: Request, session: ProbeSession) -> bool:
     """The load page's first reload of itself after load and before the probe acts (no user asked for it)."""
     frame = _frame(req)
     return (session.loaded and not session.started and not session.reloaded and not session.checking
             and req.is_navigation_request() and frame is not None and frame.parent_frame is None and is_self(req.url))
 
 
-async def route_request(route: Route, html: str, ev: Any, session: Any, mirror: CdnMirror | None,
+async def route_request(route: Route, html: str, ev: RuntimeEvidence, session: ProbeSession, mirror: CdnMirror | None,
                         served: ServedFiles | None = None) -> None:
     """Answer one request of the app's context (the page, its frames and workers) and record what was not served.
     A library the mirror has goes to its server (``served``) when the request is https: the page still sees the
@@ -146,7 +149,7 @@ async def route_request(route: Route, html: str, ev: Any, session: Any, mirror: 
         return
     res = mirror.resolve(url, rtype) if mirror is not None else None
     if res is not None and res.served is not None:
-        ev.cdn_served.append({"url": url[:500], "file": os.path.relpath(res.served.file)})
+        ev.cdn_served.append(CdnServed(url[:500], os.path.relpath(res.served.file)))
         if served is not None and url.startswith("https:"):  # continue_ keeps the scheme
             await route.continue_(url=served.url(res.served.body, res.served.content_type, url[:500]))
             return
@@ -164,30 +167,30 @@ MIRROR_DOWN = "the CDN mirror's server did not answer: a failure of the environm
 _NO_SERVER = ("ERR_CONNECTION", "ERR_SSL", "ERR_CERT", "ERR_EMPTY_RESPONSE", "ERR_ADDRESS")  # not ERR_ABORTED: the page's
 
 
-def on_request_failed(req: Request, ev: Any, session: Any, served: ServedFiles | None) -> None:
+def on_request_failed(req: Request, ev: RuntimeEvidence, session: ProbeSession, served: ServedFiles | None) -> None:
     """A library the mirror's server was to answer that did not arrive because the server did not answer is an
     environment gap, recorded under the URL the app asked for: the app gets no verdict rather than a wrong one."""
     failure = req.failure or ""
     asked = served.asked_for(req.url) if served is not None else set()
-    mine = [s["url"] for s in ev.cdn_served if s["url"] in asked]
+    mine = [s.url for s in ev.cdn_served if s.url in asked]
     if mine and any(f in failure for f in _NO_SERVER):
         record(ev, session, mine[-1], req.resource_type, "request", "environment_gap", f"{MIRROR_DOWN} ({failure})",
                checking=_checking(req, session))
 
 
-async def block_websocket(ws: WebSocketRoute, ev: Any, session: Any) -> None:
+async def block_websocket(ws: WebSocketRoute, ev: RuntimeEvidence, session: ProbeSession) -> None:
     record(ev, session, ws.url, "websocket", "websocket", "refused", "a network API the app has no business calling "
            "offline")
     await ws.close(code=1008, reason="network blocked by the rubricrl sandbox")
 
 
-def on_popup(page: Page, session: Any) -> None:
+def on_popup(page: Page, session: ProbeSession) -> None:
     """A popup a gesture opened: recorded as a navigation of the action that opened it, then closed."""
     session.navigation(getattr(page, "url", "") or "popup")
     asyncio.ensure_future(page.close())
 
 
-def on_console_popup(text: str, ev: Any, session: Any) -> bool:
+def on_console_popup(text: str, ev: RuntimeEvidence, session: ProbeSession) -> bool:
     """The popup guard's report of a refused popup (the first few carry their URL); True when it was one."""
     if not text.startswith(POPUP_MARK):
         return False
@@ -200,7 +203,7 @@ def on_console_popup(text: str, ev: Any, session: Any) -> bool:
     return True
 
 
-async def count_refused_popups(page: Page, ev: Any, answer_s: float) -> None:
+async def count_refused_popups(page: Page, ev: RuntimeEvidence, answer_s: float) -> None:
     """The whole count of refused popups (past the first few the page reported), when the page answers within
     ``answer_s`` (``pagetime.answer_window_s``: a starved page's read is not a lost count)."""
     if not ev.refused_popups:
@@ -212,9 +215,9 @@ async def count_refused_popups(page: Page, ev: Any, answer_s: float) -> None:
         pass
 
 
-def reloads_before_actions(blocked: list[dict[str, Any]]) -> int:
+def reloads_before_actions(blocked: list[BlockedRequest]) -> int:
     """Times the page reloaded itself after load and before the probe acted (pure)."""
-    return sum(1 for b in blocked if b.get("kind") == "navigation" and b.get("phase") == "load" and is_self(b["url"]))
+    return sum(1 for b in blocked if b.kind == "navigation" and b.phase == "load" and is_self(b.url))
 
 
 async def self_navigations(page: Page, answer_s: float) -> int | None:
@@ -227,7 +230,7 @@ async def self_navigations(page: Page, answer_s: float) -> int | None:
     return int(n) if isinstance(n, (int, float)) else None
 
 
-def reload_loop(blocked: list[dict[str, Any]], reload_loop_after: int, attempts: int | None,
+def reload_loop(blocked: list[BlockedRequest], reload_loop_after: int, attempts: int | None,
                 reloaded: bool = False) -> bool:
     """After the settle time: whether the page kept reloading itself, so it never settled for a user. ``attempts``:
     the current document's own count (``self_navigations``); the routed reloads in ``blocked`` stand in when it has

@@ -6,7 +6,6 @@ so the probe and the checks need not import the browser machinery that imports t
 from __future__ import annotations
 
 import re
-from typing import Any
 
 # Plain http, treated as a secure context by a flag: an https page would block http subresources as mixed
 # content before our routes see them, and those attempts must be recorded like any other.
@@ -23,21 +22,16 @@ def html_offset(html: str, line: int, column: int) -> int | None:
     return sum(len(x) + 1 for x in lines[: line - 1]) + max(column - 1, 0)
 
 
+def stack_position(stack: str) -> tuple[int, int] | None:
+    """The 1-based line and column of a stack's first in-page frame (pure)."""
+    m = _STACK_POS.search(stack or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def stack_offset(html: str, stack: str) -> int | None:
     """HTML offset of the first in-page frame of a stack (pure)."""
-    m = _STACK_POS.search(stack or "")
-    return html_offset(html, int(m.group(1)), int(m.group(2))) if m else None
-
-
-def page_error_record(html: str, name: str, message: str, stack: str) -> dict[str, Any]:
-    """A page error with its first in-page stack position mapped to an HTML offset (pure)."""
-    rec: dict[str, Any] = {"name": name, "message": message, "stack": stack[:2000], "line": None, "column": None,
-                           "offset": None}
-    m = _STACK_POS.search(stack or "")
-    if m:
-        rec["line"], rec["column"] = int(m.group(1)), int(m.group(2))
-        rec["offset"] = html_offset(html, rec["line"], rec["column"])
-    return rec
+    pos = stack_position(stack)
+    return html_offset(html, *pos) if pos else None
 
 
 # True when the page renders nothing a user could see: no text, and no element that draws (a canvas, an image, a

@@ -66,10 +66,11 @@ from tasks.env.launch import ServedFiles, launch_args, sandbox_launch
 from tasks.env.load import load_app
 from tasks.env.navigation import (POPUP_JS, SELF_NAVIGATIONS_JS, block_websocket, on_popup,
                                   on_request_failed, route_request)
-from tasks.env.page import page_error_record, stack_offset
+from tasks.env.page import stack_offset
 from tasks.env.clock_install import install_controlled_clock, require_clock_hook
 from tasks.env.pagetime import Hold, answer_window_s, hard_limit, within
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, run_probe
+from tasks.env.records import PageError
 from tasks.env.shots import ScreenshotSpec, take_screenshot
 
 if TYPE_CHECKING:
@@ -301,10 +302,9 @@ class BrowserRuntime:
             if ev.status in ("ok", "page_error"):
                 ev.status = "unresponsive"
             why = hold.why() if hold else ""
-            ev.page_errors.append({"name": "TimeoutError", "message": f"hard limit of {self.cfg.hard_limit_s}s reached "
-                                   f"(the page's own time, {self.cfg.hard_limit_s * self.cfg.max_slowdown:g}s of wall "
-                                   f"time at most){': ' + why if why else ''}",
-                                   "stack": "", "line": None, "column": None, "offset": None})
+            ev.page_errors.append(PageError("TimeoutError", f"hard limit of {self.cfg.hard_limit_s}s reached (the page's "
+                                            f"own time, {self.cfg.hard_limit_s * self.cfg.max_slowdown:g}s of wall "
+                                            f"time at most){': ' + why if why else ''}"))
         except Exception as e:
             if not browser.is_connected():
                 ev = RuntimeEvidence(status="unavailable", error=f"browser disconnected: {e}")
@@ -349,8 +349,7 @@ class BrowserRuntime:
 
         def on_error(exc: Any) -> None:
             if not session.started:  # during the probe the page records errors with the action that caused them
-                ev.page_errors.append(page_error_record(html, getattr(exc, "name", "Error"),
-                                                        getattr(exc, "message", str(exc)), getattr(exc, "stack", "") or ""))
+                ev.page_errors.append(PageError.thrown(html, exc))
         listeners: dict[Any, Any]  # Any: Page.on's overloads take one literal event name each
         listeners = {"pageerror": on_error, "console": lambda msg: record_console(msg, html, ev, session),
                      "crash": lambda _p: setattr(ev, "status", "crashed"), "load": session.document_loaded,

@@ -30,6 +30,7 @@ from tasks.env.judge_diagnosis import (findings_list, layer_gates, normalize_dia
 from tasks.env.rewards import reward, rubric_score
 from tasks.env.runtime import BrowserRuntime, shared_runtime
 from tasks.env.evidence import Evidence, RuntimeEvidence
+from tasks.env.records import BlockedRequest
 from tasks.env.static import StaticEvidence, check_source
 from tasks.llm.base import LLMResult, Provider
 from tasks.progress import Progress
@@ -101,7 +102,8 @@ def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosi
         return ScoreResult(key=inp.key, query_id=inp.task.query_id, format_valid=False, source_valid=None,
                            runtime_valid=None, reward=r, reward_kind=kind, html_offset=None, findings=[],
                            evidence=ev.to_json(0, dropped), judge=judge,
-                           check_results=not_run(inp.task.rubric.checks(), "no HTML application in the response"))
+                           check_results=[c.to_dict() for c in not_run(inp.task.rubric.checks(),
+                                                                            "no HTML application in the response")])
     gates: dict[str, bool | None] = dict(layer_gates(diag)) if diag else \
         {"static_check": None, "code_simulation": None, "rubric_alignment": None}
     verdict = ev.verdict  # the runtime gate, read once
@@ -132,7 +134,7 @@ def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosi
                        missing_reason=missing_reason(r, gaps, rt), undecided=undecided)
 
 
-def missing_reason(r: float | None, gaps: list[dict[str, Any]], rt: RuntimeEvidence | None) -> str | None:
+def missing_reason(r: float | None, gaps: list[BlockedRequest], rt: RuntimeEvidence | None) -> str | None:
     """Why a reward is missing (pure): the mirror lacked a library the app needed, there was no browser, or
     the judge failed."""
     if r is not None:
@@ -156,7 +158,7 @@ def item_check_results(inp: ScoreInput, rt: RuntimeEvidence | None, ran: list[di
     why = ("env.checks.enabled is false" if not cfg.checks.enabled else "no browser (runtime skipped)"
            if rt is None or rt.status == "skipped" else f"the checks crashed: {rt.checks_error}" if rt.checks_error
            else f"the app did not load (runtime status {rt.status})")
-    return not_run(checks, why)
+    return [c.to_dict() for c in not_run(checks, why)]
 
 
 @dataclass

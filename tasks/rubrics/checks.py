@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import as_completed
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pydantic import BaseModel
@@ -32,6 +32,10 @@ from tasks.progress import Progress
 from tasks.rubrics.checks_offline import offline_checks
 from tasks.rubrics.pipeline import OK, PartCounts, PriorRows, QueryContext, StageDef, build_part, read_part
 from tasks.stages.store import StageStore
+
+if TYPE_CHECKING:
+    from tasks.env.evidence import RuntimeEvidence
+    from tasks.env.records import CheckResult
 
 EMPTY_PAGE = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title></title></head><body></body></html>"
 DRY_RUN_BATCH = 8  # checks per empty page: pages of one batch run in turn, batches in parallel
@@ -91,15 +95,15 @@ STAGE = StageDef(name="rubric_checks", section="checks", prompt="rubric_checks",
                  validation_context=_context, needs=("rubric_references",))
 
 
-def dry_run_verdict(result: dict[str, Any]) -> tuple[str, str | None]:
+def dry_run_verdict(result: CheckResult) -> tuple[str, str | None]:
     """(dry_run, problem) from a check's result on the empty page: only 'found nothing' keeps it (pure)."""
-    if result["status"] == "inconclusive" and result["reason"].startswith("locator found nothing"):
+    if result.status == "inconclusive" and result.reason.startswith("locator found nothing"):
         return "inconclusive", None
-    if result["status"] == "passed":
-        return result["status"], "passes on an empty page, so it verifies nothing"
-    if result["status"] == "failed":
-        return result["status"], f"fails on an empty page ({result['reason'][:200]}), so it does not depend on the app"
-    return "error", f"cannot run on an empty page: {result['reason'][:300]}"
+    if result.status == "passed":
+        return result.status, "passes on an empty page, so it verifies nothing"
+    if result.status == "failed":
+        return result.status, f"fails on an empty page ({result.reason[:200]}), so it does not depend on the app"
+    return "error", f"cannot run on an empty page: {result.reason[:300]}"
 
 
 def dry_run(table: pa.Table, runtime_cfg: RuntimeConfig, step_timeout_ms: int) -> pa.Table:
@@ -129,9 +133,9 @@ def dry_run(table: pa.Table, runtime_cfg: RuntimeConfig, step_timeout_ms: int) -
     return pa.Table.from_pylist(rows, schema=table.schema)
 
 
-def _dry_run_verdicts(rows: list[dict[str, Any]], batch: list[int], ev: Any) -> None:
+def _dry_run_verdicts(rows: list[dict[str, Any]], batch: list[int], ev: RuntimeEvidence) -> None:
     """Each check of ``batch`` judged by its result on the empty page (``ev``); an unsound one is dropped."""
-    results = {r["item_id"]: r for r in ev.check_results}
+    results = {r.item_id: r for r in ev.check_results}
     for i in batch:
         res = results.get(str(i))
         verdict, problem = dry_run_verdict(res) if res else ("error", f"no dry-run result (page {ev.status})")

@@ -1,0 +1,113 @@
+"""The records the browser's listeners and the checks write into an app's evidence (``RuntimeEvidence``): page
+errors, console errors, requests our routes blocked or served from the mirror, and each executable check's result.
+
+Each is frozen once written, carries HTML offsets (``tasks.env.evidence.shift_offsets`` moves them into the
+response at output) and becomes a dict only there (``to_dict``: the ``rubricrl score`` contract's keys, in order).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from tasks.env.page import html_offset, stack_position
+
+
+@dataclass(frozen=True)
+class PageError:
+    """An uncaught error of the page, with its first in-page stack position mapped to an HTML offset."""
+
+    name: str
+    message: str
+    stack: str = ""
+    line: int | None = None
+    column: int | None = None
+    offset: int | None = None
+
+    @classmethod
+    def thrown(cls, html: str, exc: Any) -> "PageError":
+        """The error a Playwright ``pageerror`` listener got (pure)."""
+        return cls.at(html, getattr(exc, "name", "Error"), getattr(exc, "message", str(exc)),
+                      getattr(exc, "stack", "") or "")
+
+    @classmethod
+    def at(cls, html: str, name: str, message: str, stack: str) -> "PageError":
+        """An error with its place in the HTML read from its stack (pure)."""
+        pos = stack_position(stack)
+        if pos is None:
+            return cls(name, message, stack[:2000])
+        return cls(name, message, stack[:2000], pos[0], pos[1], html_offset(html, *pos))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ConsoleError:
+    """An error the app logged to the console on load, with its place in the HTML when the app's page logged it."""
+
+    text: str
+    line: int | None = None
+    column: int | None = None
+    offset: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BlockedRequest:
+    """A request, navigation, websocket or popup our routes did not let through (``tasks.env.navigation``), with
+    the moment it happened: ``phase`` load, probe or check, and the probe's ``action`` then."""
+
+    url: str
+    resource_type: str
+    kind: str  # request | navigation | websocket | popup
+    outcome: str  # refused | environment_gap | ...: tasks.env.navigation
+    reason: str
+    spec: str | None = None
+    phase: str = "load"
+    action: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CdnServed:
+    """A library request the CDN mirror answered, and the file it served (relative to the working directory)."""
+
+    url: str
+    file: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One item's executable check result (``tasks.env.checks``; offsets into the HTML). ``clock``: controlled
+    (the environment's) or page (the page's own, ``clock_reason`` says why); None when the check did not run."""
+
+    item_id: str
+    status: str  # passed | failed | inconclusive
+    step: int | None = None
+    step_kind: str | None = None
+    reason: str = ""
+    observed: str | None = None
+    expected: str | None = None
+    errors: tuple[PageError, ...] = ()
+    duration_s: float = 0.0
+    clock: str | None = None
+    clock_reason: str | None = None
+
+    @classmethod
+    def of(cls, item_id: str, status: str, *, step: int | None = None, kind: str | None = None, reason: str = "",
+           observed: Any = None, expected: Any = None, errors: list[PageError] | None = None, duration_s: float = 0.0,
+           clock: str | None = None, clock_reason: str | None = None) -> "CheckResult":
+        """A result with what it reports cut to the sizes the contract keeps (pure)."""
+        short = lambda v: None if v is None else str(v)[:500]  # noqa: E731
+        return cls(item_id, status, step, kind, reason[:1000], short(observed), short(expected),
+                   tuple(list(errors or [])[:10]), round(duration_s, 3), clock, clock_reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "errors": [e.to_dict() for e in self.errors]}
