@@ -15,6 +15,7 @@ from schemas.rubric import Task
 from tasks.env.evidence import RuntimeEvidence
 from tasks.env.judge_offline import _rubric_layer
 from tasks.env.probe import ProbeRecord
+from tasks.env.records import CheckResult
 from tasks.env.rubric_evidence import blank_drawing
 
 FIX = Path(__file__).parent / "fixtures" / "env" / "drawing"
@@ -46,7 +47,7 @@ def test_an_empty_drawing_area_is_a_minor_finding_only_when_every_canvas_in_it_i
     got = blank_drawing(JUDGE_ITEM, _inter(*canvases))
     assert (got is not None and got[0] == "minor") is minor
     layer, undecided = _rubric_layer("<p></p>", [JUDGE_ITEM], RuntimeEvidence(interaction=_inter(*canvases)),
-                                     [{"item_id": "I1", "status": "passed"}])
+                                     [CheckResult("I1", "passed")])
     assert undecided == [] and [f["item_id"] for f in layer["minor"]] == (["I1"] if minor else [])
     assert layer["major"] == layer["critical"] == []
 
@@ -54,7 +55,7 @@ def test_an_empty_drawing_area_is_a_minor_finding_only_when_every_canvas_in_it_i
 def test_a_failed_check_stays_major_and_other_kinds_of_item_are_not_this_evidences():
     inter = _inter((["plot", "plot-area"], True, "2d"))
     layer, _ = _rubric_layer("<p></p>", [JUDGE_ITEM], RuntimeEvidence(interaction=inter),
-                             [{"item_id": "I1", "status": "failed", "step": 0, "step_kind": "count", "reason": "absent"}])
+                             [CheckResult("I1", "failed", 0, "count", "absent")])
     assert [f["item_id"] for f in layer["major"]] == ["I1"] and layer["minor"] == []
     control = {**JUDGE_ITEM, "evidence_kind": "control_default"}
     assert blank_drawing(control, inter) is None

@@ -131,7 +131,7 @@ document.getElementById('w').addEventListener('click', () => fetch('https://api.
 </script></body></html>"""
     first, second, key, blocked = runtime.check_many([page, page, keys, net])
     (f,) = _fails(key)
-    assert f["label"] == "p" and f["action_kind"] == "key" and keys[f["offset"]:].startswith("pause()")
+    assert f.label == "p" and f.action_kind == "key" and keys[f.offset:].startswith("pause()")
     assert blocked.runtime_valid(CFG) is True and _fails(blocked) == []
     assert [e["kind"] for e in blocked.interaction.errors] == ["rejection"]
     assert first.status == "ok" and first.runtime_valid(CFG) is True
@@ -205,7 +205,7 @@ def test_verdicts_do_not_depend_on_concurrency_with_heavy_webgl_apps():
     def verdicts(concurrency: int) -> list:
         with BrowserRuntime(tight.model_copy(update={"concurrency": concurrency})) as rt:
             evs = rt.check_many(apps)
-        return [(e.status, e.runtime_valid(CFG), sorted(f["kind"] for f in _fails(e)),
+        return [(e.status, e.runtime_valid(CFG), sorted(f.kind for f in _fails(e)),
                  sorted(c["label"] for c in (e.interaction.dead_controls if e.interaction else [])),
                  bool(e.interaction and e.interaction.liveness.get("animated"))) for e in evs]
 

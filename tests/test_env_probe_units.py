@@ -29,11 +29,11 @@ def test_only_caused_errors_hangs_and_reloads_fail():
     assert interaction_failures(inter()) == []
     assert interaction_failures(inter(errors=[{**ERR, "caused": False}])) == []  # the app's own idle error
     (f,) = interaction_failures(inter(errors=[ERR, {**ERR, "message": "x is null", "action": 0}]))  # one per signature
-    assert f["kind"] == "error" and f["label"] == "Go" and f["offset"] == 40
+    assert f.kind == "error" and f.label == "Go" and f.offset == 40
     hang = {"action": 0, "action_kind": "click", "target": "button#go", "label": "Go", "offset": 30}
-    assert [x["kind"] for x in interaction_failures(inter(hang=hang))] == ["hang"]
+    assert [x.kind for x in interaction_failures(inter(hang=hang))] == ["hang"]
     sub = lambda a: inter(actions=[{**ACT, "submit": {"form": "form#f", "action_attr": a, "offset": 5}}])  # noqa: E731
-    assert interaction_failures(sub(None))[0]["kind"] == "reload"
+    assert interaction_failures(sub(None))[0].kind == "reload"
     assert interaction_failures(sub("#")) and interaction_failures(sub("?q=1"))
     assert interaction_failures(sub("https://forms.example.org/send")) == []  # a form posting elsewhere is normal
 
@@ -267,5 +267,5 @@ def test_a_hang_outside_any_action_blocks_and_says_where():
     hang = {"action": None, "action_kind": "timer", "target": "the page, outside any action", "label": None,
             "offset": None}
     (f,) = classify_failures(inter(status="hung", hang=hang), "evidence")
-    assert f["blocking"] and f["why"] == "the page stopped responding"
+    assert f.blocking and f.why == "the page stopped responding"
     assert _observed_description(f).startswith("timer on 'the page, outside any action' makes the page stop")

@@ -10,7 +10,7 @@ from schemas.llm.diagnosis import Diagnosis
 from tasks.env.evidence import Evidence, RuntimeEvidence
 from tasks.env.judge_diagnosis import item_for_control, with_observed_findings
 from tasks.env.probe import ProbeRecord
-from tasks.env.records import PageError
+from tasks.env.records import Failure, PageError
 from tasks.env.severity import classify_failures
 
 ACTIONS = [{"i": 0, "kind": "click", "target_desc": "button.go", "target_index": 4, "tag": "button", "label": "Start"},
@@ -34,7 +34,7 @@ def inter(errors=(), hang=None, idle_rafs=0, after_rafs=None):
 
 
 def blocking(ev, rule="evidence"):
-    return [(f["label"], f["blocking"]) for f in classify_failures(ev, rule)]
+    return [(f.label, f.blocking) for f in classify_failures(ev, rule)]
 
 
 def test_an_error_in_one_controls_handler_is_confined_and_the_gate_rule_blocks_it():
@@ -46,7 +46,7 @@ def test_an_error_in_one_controls_handler_is_confined_and_the_gate_rule_blocks_i
 
 def test_failures_on_most_controls_block():
     got = classify_failures(inter([err(0, message="a"), err(1, message="b"), err(2, message="c")]), "evidence")
-    assert all(f["blocking"] for f in got) and "3 of 4" in got[0]["why"]
+    assert all(f.blocking for f in got) and "3 of 4" in got[0].why
     assert blocking(inter([err(0, message="a"), err(1, message="b")])) == [("Start", False), ("Boost", False)]  # 2 of 4
     # one message thrown by three controls (reported once) is three failing controls
     assert blocking(inter([err(0), err(1), err(2)])) == [("Start", True)]
@@ -79,7 +79,7 @@ def test_a_hang_and_an_error_that_stops_the_main_loop_block():
     hang = {"action": 1, "action_kind": "click", "target": "button#boost", "label": "Boost", "offset": 3}
     assert blocking(inter(hang=hang)) == [("Boost", True)]
     stopped = classify_failures(inter([err(1, sync=False)], idle_rafs=20, after_rafs=0), "evidence")
-    assert stopped[0]["blocking"] and "main loop stopped" in stopped[0]["why"]
+    assert stopped[0].blocking and "main loop stopped" in stopped[0].why
     # the twins: the loop still runs after it; an error raised inside the handler itself; an app with no loop
     assert blocking(inter([err(1, sync=False)], idle_rafs=20, after_rafs=18)) == [("Boost", False)]
     assert blocking(inter([err(1, sync=True)], idle_rafs=20, after_rafs=0)) == [("Boost", False)]
@@ -98,9 +98,9 @@ ITEMS = [{"id": "I1", "scope": "initial_state", "requirement": "A Boost button i
 
 
 @pytest.mark.parametrize("failure, item", [
-    ({"label": "Boost", "target": "button#boost"}, "D2"),  # named by its label (a dynamic item, not the display one)
-    ({"label": "5", "target": "input#mass-slider"}, "D3"),  # a slider's label is its value: its id's words decide
-    ({"label": "Go", "target": "button#go"}, None),  # no item speaks of it
+    (Failure("error", label="Boost", target="button#boost"), "D2"),  # named by its label (a dynamic item, not the display one)
+    (Failure("error", label="5", target="input#mass-slider"), "D3"),  # a slider's label is its value: its id's words decide
+    (Failure("error", label="Go", target="button#go"), None),  # no item speaks of it
 ])
 def test_the_item_a_control_serves(failure, item):
     got = item_for_control(ITEMS, failure)
@@ -114,15 +114,14 @@ def test_an_item_with_fields_is_matched_by_the_elements_it_names_not_its_words()
                 "requirement": "Dragging the gravity slider changes how fast the mass falls"},
                {"id": "F2", "scope": "dynamic", "evidence_kind": "operate_control", "trigger": "#mass-range",
                 "requirement": "The ball's weight follows its control"}]
-    assert item_for_control(fielded, {"label": "5", "target": "input#massSlider"})["id"] == "F2"
-    assert item_for_control(fielded, {"label": "Go", "target": "button#go"}) is None
+    assert item_for_control(fielded, Failure("error", label="5", target="input#massSlider"))["id"] == "F2"
+    assert item_for_control(fielded, Failure("error", label="Go", target="button#go")) is None
 
 
 def test_a_confined_failure_is_a_minor_simulation_finding_and_a_major_one_on_its_item():
     html = "<script>\nboost.onclick = () => {\n  out.textContent = state.speed.toFixed(2);\n};\n</script>"
-    f = {"kind": "error", "action": 1, "action_kind": "click", "target": "button#boost", "label": "Boost",
-         "name": "TypeError", "message": "toFixed of undefined", "offset": html.index("out.text"), "blocking": False,
-         "why": "confined to this control's handler"}
+    f = Failure("error", 1, "click", "button#boost", "Boost", name="TypeError", message="toFixed of undefined",
+                offset=html.index("out.text"), blocking=False, why="confined to this control's handler")
     empty = Diagnosis.model_validate({k: {"name": k} for k in ("static_check", "code_simulation", "rubric_alignment")})
     out = with_observed_findings(empty, html, [f], ITEMS)
     (sim,) = out.code_simulation.minor
@@ -135,10 +134,10 @@ def test_a_confined_failure_is_a_minor_simulation_finding_and_a_major_one_on_its
                                        "rubric_alignment": {"name": "rubric_alignment",
                                                             "minor": [{"item_id": "D2", "description": "slow"}],
                                                             "critical": [{"item_id": "D1", "description": "x"}]}})
-    again = with_observed_findings(judged, html, [f, {**f, "label": "Start", "target": "button#start"}], ITEMS)
+    again = with_observed_findings(judged, html, [f, replace(f, label="Start", target="button#start")], ITEMS)
     assert [x.item_id for x in again.rubric_alignment.major] == ["D2"] and again.rubric_alignment.minor == []
     assert [x.item_id for x in again.rubric_alignment.critical] == ["D1"]
-    blocking_one = with_observed_findings(empty, html, [{**f, "blocking": True}], ITEMS)
+    blocking_one = with_observed_findings(empty, html, [replace(f, blocking=True)], ITEMS)
     assert len(blocking_one.code_simulation.major) == 1 and blocking_one.rubric_alignment.major == []
 
 

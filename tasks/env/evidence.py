@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from schemas.config.env import RuntimeConfig
 from tasks.env.probe import ProbeRecord, summarize
-from tasks.env.records import BlockedRequest, CdnServed, CheckResult, ConsoleError, PageError
+from tasks.env.records import BlockedRequest, CdnServed, CheckResult, ConsoleError, Failure, PageError
 from tasks.env.severity import classify_failures, load_errors_verdict
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ class RuntimeVerdict:
     """The runtime gate read from one app's evidence (``RuntimeEvidence.verdict``), once."""
 
     failure: str | None  # load | interaction | None (no failure, or no verdict)
-    failures: list[dict[str, Any]]  # the probe's failures, each classified (blocking, why); [] when they cannot fail
+    failures: list[Failure]  # the probe's failures, each classified (blocking, why); [] when they cannot fail
     gaps: list[BlockedRequest]  # library requests the mirror could not serve before the app failed
     valid: bool | None  # None: no verdict (no browser, or an environment gap)
 
@@ -95,7 +95,7 @@ class RuntimeEvidence:
         else:
             self.check_results, self.checks_error = list(step.results), step.error
 
-    def verdict(self, cfg: RuntimeConfig, failures: list[dict[str, Any]] | None = None) -> "RuntimeVerdict":
+    def verdict(self, cfg: RuntimeConfig, failures: list[Failure] | None = None) -> "RuntimeVerdict":
         """The runtime gate's verdict, read once from this evidence (the severity of every interaction failure
         classified once, or ``failures`` as ``Evidence.read`` classified them): how the app failed, the
         environment gaps that void the verdict, and validity."""
@@ -109,18 +109,18 @@ class RuntimeEvidence:
         if (self.status in FAILED and not confined) or (self.blank_body and cfg.blank_body_fails) or \
                 (self.console_errors and cfg.console_errors_fail):
             failure = "load"
-        elif any(f["blocking"] for f in classified):
+        elif any(f.blocking for f in classified):
             failure = "interaction"
         gaps = self._gaps(failure, classified)
         return RuntimeVerdict(failure, classified, gaps, None if gaps else failure is None)
 
-    def _gaps(self, failure: str | None, classified: list[dict[str, Any]]) -> list[BlockedRequest]:
+    def _gaps(self, failure: str | None, classified: list[Failure]) -> list[BlockedRequest]:
         """The library requests the mirror could not serve before the app failed (none when it did not fail):
         the app may work in a user's browser, so the environment cannot judge it (paper B.4: an evaluator
         failure is a missing reward). An app that works despite such a request keeps its verdict."""
         if failure is None:
             return []
-        last = max((f.get("action") or 0 for f in classified if f["blocking"]), default=0) \
+        last = max((f.action or 0 for f in classified if f.blocking), default=0) \
             if failure == "interaction" else None
         out: dict[str, BlockedRequest] = {}  # each URL once
         for b in self.blocked_requests:
@@ -166,7 +166,7 @@ class Evidence:
 
     static: "StaticEvidence | None" = None
     runtime: RuntimeEvidence | None = None
-    failures: tuple[dict[str, Any], ...] = ()  # the probe's failures, each classified (blocking, why)
+    failures: tuple[Failure, ...] = ()  # the probe's failures, each classified (blocking, why)
     load_errors: dict[str, Any] | None = None  # whether the errors at load block (``RuntimeEvidence.load_errors``)
     verdict: RuntimeVerdict | None = None  # None: the browser did not run
 

@@ -69,18 +69,17 @@ def observed_facts(html: str, ev: Evidence, limit: int = 8) -> str:
     inter = rt.interaction
     if not inter:
         return "\n".join(lines)
-    from tasks.env.probe import summarize
+    from tasks.env.probe import interaction_failures, summarize
 
     sm = summarize(inter)
     lines.append(f"- interaction probe: {sm['actions_run']} of {sm['actions_planned']} actions run (clicks, inputs, "
                  f"keys, drags, one resize); status {sm['status']}")
-    for f in (list(ev.failures) or sm["failures"])[:limit]:  # with their severity when classified
-        what = {"error": f"throws {f.get('name')}: {str(f.get('message'))[:160]}", "hang": "makes the page stop responding",
-                "reload": "submits a form that reloads the page (state lost)"}[f["kind"]]
-        how = "" if "blocking" not in f else f"; blocking: {f['why']}" if f["blocking"] else \
-            f"; {f['why']}: a defect of the item it serves, not a blocking point"
-        lines.append(f"  - {f.get('action_kind') or 'action'} on {f.get('label') or f.get('target') or 'the page'!r} "
-                     f"{what} ({_line_of(html, f.get('offset'))}{how})")
+    for f in (list(ev.failures) or interaction_failures(inter))[:limit]:  # with their severity when classified
+        what = {"error": f"throws {f.name}: {str(f.message)[:160]}", "hang": "makes the page stop responding",
+                "reload": "submits a form that reloads the page (state lost)"}[f.kind]
+        how = "" if f.blocking is None else f"; blocking: {f.why}" if f.blocking else \
+            f"; {f.why}: a defect of the item it serves, not a blocking point"
+        lines.append(f"  - {f.action_kind or 'action'} on {f.control!r} {what} ({_line_of(html, f.offset)}{how})")
     if sm["dead_controls"]:
         lines.append("- controls whose click changed nothing observable: " + ", ".join(
             repr(c) for c in sm["dead_controls"][:limit]))

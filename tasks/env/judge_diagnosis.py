@@ -17,6 +17,7 @@ from typing import Any
 
 from schemas.llm.diagnosis import LAYERS, SEVERITIES, SEVERITY_RANK, Diagnosis, Finding, Layer
 from schemas.rubric import CompactRubric
+from tasks.env.records import Failure
 from tasks.env.rubric_evidence import item_facts, names_control
 
 OBSERVED_TAG = "[browser]"  # a finding the environment observed, not a judge's opinion
@@ -46,11 +47,11 @@ def unique_quote(html: str, offset: int | None) -> list[str]:
     return [quote] if quote and html.count(quote) == 1 else line_quote(html, offset)
 
 
-def _observed_description(f: dict[str, Any]) -> str:
-    who = f"{f.get('action_kind') or 'action'} on {f.get('label') or f.get('target') or 'the page'!r}"
-    return {"error": f"{who} throws an uncaught {f.get('name')}: {str(f.get('message'))[:200]}",
+def _observed_description(f: Failure) -> str:
+    who = f"{f.action_kind or 'action'} on {f.control!r}"
+    return {"error": f"{who} throws an uncaught {f.name}: {str(f.message)[:200]}",
             "hang": f"{who} makes the page stop responding (an endless loop or blocking work in the handler)",
-            "reload": f"{who} submits a form that reloads the page; the app's state is lost (no preventDefault)"}[f["kind"]]
+            "reload": f"{who} submits a form that reloads the page; the app's state is lost (no preventDefault)"}[f.kind]
 
 
 _STOP = set("""that this with from have will when then than them they their there these those into onto over
@@ -66,14 +67,14 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z]{3,}", spaced.lower()) if w not in _STOP}
 
 
-def item_for_control(items: list[dict[str, Any]], failure: dict[str, Any]) -> dict[str, Any] | None:
+def item_for_control(items: list[dict[str, Any]], failure: Failure) -> dict[str, Any] | None:
     """The dynamic rubric item a failing control serves: the one naming its label, else the one whose named
     elements share the most words with its label and element (none shared: None) (pure)."""
     dynamic = [i for i in items if i.get("scope") == "dynamic"]
-    named = [i for i in dynamic if names_control(item_facts(i), failure.get("label"), failure.get("target"))]
+    named = [i for i in dynamic if names_control(item_facts(i), failure.label, failure.target)]
     if named:
         return named[0]
-    words = _words(f"{failure.get('label') or ''} {re.sub(r'[#._-]', ' ', failure.get('target') or '')}")
+    words = _words(f"{failure.label or ''} {re.sub(r'[#._-]', ' ', failure.target or '')}")
     best = max(dynamic, key=lambda i: len(words & _named_words(i)), default=None)
     return best if best is not None and words & _named_words(best) else None
 
@@ -86,7 +87,7 @@ def _named_words(item: dict[str, Any]) -> set[str]:
     return _words(" ".join(item_facts(item).ids))
 
 
-def with_observed_findings(diag: Diagnosis, html: str, failures: list[dict[str, Any]],
+def with_observed_findings(diag: Diagnosis, html: str, failures: list[Failure],
                            items: list[dict[str, Any]] | None = None) -> Diagnosis:
     """The diagnosis plus what the browser saw interactions do (pure). A blocking failure (``tasks.env.severity``;
     unmarked ones block) is a code_simulation major finding; one confined to a control's handler is a minor one
@@ -98,14 +99,14 @@ def with_observed_findings(diag: Diagnosis, html: str, failures: list[dict[str, 
     major, minor, rubric_major = list(cs.major), list(cs.minor), list(ra.major)
     severe = {f.item_id for f in [*ra.critical, *ra.major] if f.item_id}
     for f in failures:
-        blocking = f.get("blocking", True)
-        quotes = unique_quote(html, f.get("offset"))
-        why = f.get("why") or "an interaction error fails the runtime gate"
+        blocking = f.blocking is not False  # unjudged: it blocks
+        quotes = unique_quote(html, f.offset)
+        why = f.why or "an interaction error fails the runtime gate"
         (major if blocking else minor).append(Finding(
             description=f"{OBSERVED_TAG} {_observed_description(f)}", code_quotes=quotes,
             explanation=f"observed in headless Chromium by the interaction probe; {'blocking' if blocking else 'not blocking'}: {why}"))
         # the control worked for its user when its effect showed before the error: the item is not failed by it
-        item = None if blocking or f.get("effect_shown") else item_for_control(items or [], f)
+        item = None if blocking or f.effect_shown else item_for_control(items or [], f)
         if item is not None and item["id"] not in severe:
             severe.add(item["id"])
             rubric_major.append(Finding(item_id=item["id"], scope=item["scope"], code_quotes=quotes,

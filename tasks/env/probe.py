@@ -47,6 +47,7 @@ from schemas.config.checks import ClockConfig
 from schemas.config.env import ProbeConfig
 from tasks.env.page import APP_URL, html_offset
 from tasks.env.pagetime import answered, clock_of, let_pass, read, within
+from tasks.env.records import Failure
 
 if TYPE_CHECKING:
     from playwright.async_api import Page, ViewportSize
@@ -169,13 +170,13 @@ def error_signature(e: dict[str, Any]) -> tuple[str, Any]:
     return (re.sub(r"\d+", "#", e.get("message") or "")[:200], e.get("offset"))
 
 
-def interaction_failures(ev: ProbeRecord | None) -> list[dict[str, Any]]:
+def interaction_failures(ev: ProbeRecord | None) -> list[Failure]:
     """Observations that fail the runtime gate (pure): errors caused by an action, a hang caused by an
     action, a form submit that reloads the app. Each carries the action and an HTML offset when known."""
     if ev is None:
         return []
     actions = ev.actions
-    out: list[dict[str, Any]] = []
+    out: list[Failure] = []
     seen: set[tuple[str, Any]] = set()
     for e in ev.errors:
         if not e.get("caused"):
@@ -185,17 +186,16 @@ def interaction_failures(ev: ProbeRecord | None) -> list[dict[str, Any]]:
             continue
         seen.add(sig)
         a = actions[e["action"]] if 0 <= e.get("action", -1) < len(actions) else {}
-        out.append({"kind": "error", "action": e.get("action"), "action_kind": a.get("kind", "resize"),
-                    "target": a.get("target_desc"), "label": a.get("label"), "name": e.get("name"), "sync": e.get("sync"),
-                    "message": e.get("message"), "offset": e.get("offset") if e.get("offset") is not None
-                    else a.get("handler_offset")})
+        out.append(Failure("error", e.get("action"), a.get("kind", "resize"), a.get("target_desc"), a.get("label"),
+                           name=e.get("name"), sync=e.get("sync"), message=e.get("message"),
+                           offset=e.get("offset") if e.get("offset") is not None else a.get("handler_offset")))
     if ev.hang:
-        out.append({"kind": "hang", **ev.hang})
+        out.append(Failure("hang", **ev.hang))
     for a in actions:
         sub = a.get("submit")
         if sub and _reloads_app(sub.get("action_attr")):
-            out.append({"kind": "reload", "action": a["i"], "action_kind": a.get("kind"), "target": a.get("target_desc"),
-                        "label": a.get("label"), "form": sub.get("form"), "offset": sub.get("offset")})
+            out.append(Failure("reload", a["i"], a.get("kind"), a.get("target_desc"), a.get("label"), form=sub.get("form"),
+                               offset=sub.get("offset")))
     return out
 
 
@@ -211,7 +211,7 @@ def summarize(ev: ProbeRecord | None) -> dict[str, Any]:
     if ev is None:
         return {}
     return {"status": ev.status, "actions_run": len(ev.actions), "actions_planned": ev.planned,
-            "failures": interaction_failures(ev), "dead_controls": [c.get("label") or c.get("target")
+            "failures": [f.to_dict() for f in interaction_failures(ev)], "dead_controls": [c.get("label") or c.get("target")
                                                                      for c in ev.dead_controls],
             "animation_frames": ev.liveness.get("rafs"), "visual_change": ev.liveness.get("visual_change"),
             "dialogs": len(ev.dialogs), "navigations": len(ev.navigations),

@@ -111,3 +111,38 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "errors": [e.to_dict() for e in self.errors]}
+
+
+# The keys each kind of failure has in the probe's summary (the ``rubricrl score`` contract), in their order.
+FAILURE_KEYS = {"error": ("kind", "action", "action_kind", "target", "label", "name", "sync", "message", "offset"),
+                "hang": ("kind", "action", "action_kind", "target", "label", "offset"),
+                "reload": ("kind", "action", "action_kind", "target", "label", "form", "offset")}
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failure an interaction caused (``probe.interaction_failures``): an uncaught error, a hang, or a submit that
+    reloads the app, with the action, its control and an HTML offset when known; ``blocking`` and ``why`` once
+    ``severity.classify_failures`` has judged it (None before)."""
+
+    kind: str  # error | hang | reload
+    action: int | None = None
+    action_kind: str | None = None
+    target: str | None = None
+    label: str | None = None
+    name: str | None = None  # an error's
+    sync: bool | None = None  # an error's: thrown inside the handler (True) or after it returned (False)
+    message: str | None = None  # an error's
+    form: str | None = None  # a reload's
+    offset: int | None = None
+    blocking: bool | None = None
+    why: str | None = None
+    effect_shown: bool = False  # thrown after the control's effect showed, outside its handler
+
+    @property
+    def control(self) -> str:
+        """The control as a person names it: its label, else its target, else the page."""
+        return self.label or self.target or "the page"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in FAILURE_KEYS[self.kind]}

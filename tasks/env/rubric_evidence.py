@@ -123,10 +123,10 @@ def evidence_decision(item: dict[str, Any], inter: "ProbeRecord | None") -> Deci
         return None
     acts = inter.actions
     for f in interaction_failures(inter):
-        if f["kind"] == "error" and not failed_the_user(f, acts):
+        if f.kind == "error" and not failed_the_user(f.sync, f.action, acts):
             continue  # thrown after the control's effect showed: the effect the item asks for is there
-        if names_control(facts, f.get("label"), f.get("target")):
-            return ("major", f"using {f['label']!r} fails ({f['kind']}: {str(f.get('message') or '')[:120]})",
+        if names_control(facts, f.label, f.target):
+            return ("major", f"using {f.label!r} fails ({f.kind}: {str(f.message or '')[:120]})",
                     f"{HEURISTIC}: the item names this control and the interaction probe saw it fail", [])
     for c in inter.dead_controls:
         if names_control(facts, c.get("label"), c.get("target")):

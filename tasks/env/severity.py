@@ -28,9 +28,11 @@ Run: ``classify_failures(interaction, "evidence")`` -> the failures, each with `
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tasks.env.probe import ANSWERS, ProbeRecord, interaction_failures
+from tasks.env.records import Failure
 
 RULES = ("gate", "evidence")
 
@@ -50,14 +52,13 @@ def controls(actions: list[dict[str, Any]]) -> dict[int, str]:
     return out
 
 
-def failed_the_user(error: dict[str, Any], actions: list[dict[str, Any]]) -> bool:
+def failed_the_user(sync: bool | None, i: int | None, actions: list[dict[str, Any]]) -> bool:
     """An error failed the user of its control when the handler itself threw (``sync``), or when the action showed
     nothing (no change of ``ANSWERS``). A deferred helper that throws after the control's effect showed (a
     ``setTimeout`` or promise after the handler returned) is a defect of that control, not a dead one, so it does not
     count toward "most controls failing" (pure)."""
-    if error.get("sync") is not False:
+    if sync is not False:
         return True
-    i = error.get("action")
     a = actions[i] if isinstance(i, int) and 0 <= i < len(actions) else {}
     return not set(a.get("changed") or ()) & set(ANSWERS)
 
@@ -69,40 +70,40 @@ def main_loop_stopped(inter: ProbeRecord) -> bool:
     return ran and bool(after) and not after.get("rafs") and not after.get("draws")
 
 
-def classify_failures(inter: ProbeRecord | None, rule: str) -> list[dict[str, Any]]:
+def classify_failures(inter: ProbeRecord | None, rule: str) -> list[Failure]:
     """The failures the probe caused (``probe.interaction_failures``), each with ``blocking`` and ``why``."""
     if rule not in RULES:
         raise ValueError(f"env.runtime.probe.error_rule={rule!r}; choose one of {', '.join(RULES)}")
     failures = interaction_failures(inter)
     if rule == "gate" or not failures or inter is None:
-        return [{**f, "blocking": True, "why": "an interaction error fails the runtime gate"} for f in failures]
+        return [replace(f, blocking=True, why="an interaction error fails the runtime gate") for f in failures]
     acts = inter.actions
     ctl = controls(acts)
     # every caused error counts, not only the first of each message: two buttons throwing alike are two controls
     failing = {ctl[i] for i in [e.get("action") for e in inter.errors if e.get("caused")
-                                and failed_the_user(e, acts)]
-               + [f.get("action") for f in failures if f["kind"] != "error" or failed_the_user(f, acts)] if i in ctl}
+                                and failed_the_user(e.get("sync"), e.get("action"), acts)]
+               + [f.action for f in failures if f.kind != "error" or failed_the_user(f.sync, f.action, acts)] if i in ctl}
     used = set(ctl.values())
     most = bool(used) and len(failing) * 2 > len(used)
     stopped = main_loop_stopped(inter)
     out = []
     for f in failures:
-        if f["kind"] == "hang":
+        if f.kind == "hang":
             why = "the page stopped responding"
-        elif f["kind"] == "reload":
+        elif f.kind == "reload":
             why = "the submit reloads the page: the whole app's state is lost"
-        elif stopped and not f.get("sync"):
+        elif stopped and not f.sync:
             why = "the app's main loop stopped after this error"
         elif most:
             why = f"failures on most controls ({len(failing)} of {len(used)} used)"
-        elif f["kind"] == "error" and not failed_the_user(f, acts):
-            out.append({**f, "blocking": False, "effect_shown": True,
-                        "why": "thrown after this control's effect showed, outside its handler"})
+        elif f.kind == "error" and not failed_the_user(f.sync, f.action, acts):
+            out.append(replace(f, blocking=False, effect_shown=True,
+                               why="thrown after this control's effect showed, outside its handler"))
             continue
         else:
-            out.append({**f, "blocking": False, "why": "confined to this control's handler"})
+            out.append(replace(f, blocking=False, why="confined to this control's handler"))
             continue
-        out.append({**f, "blocking": True, "why": why})
+        out.append(replace(f, blocking=True, why=why))
     return out
 
 
