@@ -17,9 +17,6 @@ GOLDEN = FIX / "score_golden" / "score.json"
 CFG = RuntimeConfig(concurrency=4)
 # the machine's time, not the app's: how long a step took in wall time
 VOLATILE = frozenset({"duration_s"})
-# records kept in the order the browser reported them: requests of one moment (a fetch and a WebSocket at load) and
-# the findings made from them arrive in either order
-UNORDERED = frozenset({"blocked_requests", "findings"})
 pytestmark = [pytest.mark.skipif(not Path(CFG.executable_path).exists(),
                                  reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh"),
               pytest.mark.skipif(not CFG.cdn_root().is_dir(), reason="npm ci --prefix vendor/cdn --ignore-scripts")]
@@ -39,9 +36,10 @@ def _apps() -> list[tuple[str, Task, str]]:
 
 
 def _stable(value):
+    # every list as the environment ordered it: requests of one moment reach the route in either order, and the
+    # evidence keeps them in one order (``BlockedRequest.order``), so the findings made from them keep one too
     if isinstance(value, dict):
-        return {k: sorted(_stable(v), key=lambda x: json.dumps(x, sort_keys=True)) if k in UNORDERED and
-                isinstance(v, list) else _stable(v) for k, v in value.items() if k not in VOLATILE}
+        return {k: _stable(v) for k, v in value.items() if k not in VOLATILE}
     if isinstance(value, list):
         return [_stable(v) for v in value]
     return value

@@ -122,3 +122,21 @@ def test_a_starved_page_still_loading_gets_its_own_time_and_one_that_lived_it_do
     # the twin lived the hard limit less settle and probe (10 - 0.5 - 1.5 s) on its own clock: no more waiting
     page = _LoadingPage(read_s=0.0, step_ms=1000, loads_at=0)
     assert _still_loading(page) is False and page.lived == 8000
+
+
+def test_requests_blocked_at_one_moment_are_kept_in_one_order_whichever_reached_the_route_first():
+    from tasks.env.navigation import record
+    from tasks.env.probe import ProbeSession
+
+    asked = [("https://api.example.com/counter", "fetch", "request"), ("http://203.0.113.7/pixel.gif", "image", "request"),
+             ("wss://example.org/live", "websocket", "websocket")]
+    kept = []
+    for arrival in (asked, asked[::-1], asked[1:] + asked[:1]):
+        ev, session = RuntimeEvidence(), ProbeSession()
+        for url, rtype, kind in arrival:
+            record(ev, session, url, rtype, kind, "refused", "r")
+        session.started, session.current_action = True, 0
+        record(ev, session, "https://api.example.com/late", "fetch", "request", "refused", "r")
+        kept.append(ev.blocked_requests)
+    assert kept[0] == kept[1] == kept[2]
+    assert [b.url for b in kept[0]][-1] == "https://api.example.com/late"  # the probe's after the load's

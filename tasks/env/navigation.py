@@ -24,6 +24,7 @@ Run: the runtime calls ``route_request`` from its context route and ``reload_loo
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import os
 from typing import TYPE_CHECKING
@@ -85,8 +86,9 @@ def record(ev: RuntimeEvidence, session: ProbeSession, url: str, resource_type: 
     """One entry of ``blocked_requests``, with the moment it happened: ``phase`` load, probe, or check (a request
     of the executable checks' own pages, which load the app again after the probe)."""
     phase = "check" if checking else "probe" if session.started else "load"
-    ev.blocked_requests.append(BlockedRequest(url[:500], resource_type, kind, outcome, reason, spec, phase,
-                                              None if checking else session.current_action))
+    rec = BlockedRequest(url[:500], resource_type, kind, outcome, reason, spec, phase,
+                         None if checking else session.current_action)
+    bisect.insort(ev.blocked_requests, rec, key=lambda b: b.order)
 
 
 def is_self(url: str) -> bool:

@@ -54,6 +54,9 @@ class ConsoleError:
         return asdict(self)
 
 
+PHASES = ("load", "probe", "check")  # the moments of an app's session, in order
+
+
 @dataclass(frozen=True)
 class BlockedRequest:
     """A request, navigation, websocket or popup our routes did not let through (``tasks.env.navigation``), with
@@ -67,6 +70,14 @@ class BlockedRequest:
     spec: str | None = None
     phase: str = "load"
     action: int | None = None
+
+    @property
+    def order(self) -> tuple[int, int, str, str, str, str]:
+        """Where it stands among an app's blocked requests: by moment and action, then by what was asked. Requests
+        of one moment reach the route in any order (a fetch and a websocket at load), and the evidence, the findings
+        made from it and their tokens' weights must not depend on which came first."""
+        return (PHASES.index(self.phase), -1 if self.action is None else self.action, self.url, self.kind,
+                self.resource_type, self.outcome)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

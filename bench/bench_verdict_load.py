@@ -1,0 +1,84 @@
+"""Whether the development apps' verdicts move with load: every app of an evaluated data directory (real apps other
+models wrote, e.g. the InteractScience development set that ``bench_official.py --keep DIR`` kept) scored twice by
+the environment as it is now (offline judge, the default configuration), once on a quiet CPU and once with Chromium
+starving every page ``--rate`` times over (``tasks/env/throttle.py``, the load ``bench_checks.py --load-noise``
+puts on its fixtures), and the verdicts compared app by app: the gates, the reward, and each rubric item's
+evidence (its check's status, the finding's severity, undecided). Prints every app whose verdict changed, with
+what changed; asserts nothing.
+
+Run: ``.venv/bin/python bench/bench_verdict_load.py --keep DIR [--models M ...] [--rate 8]``. Report ``uptime``
+beside the figures (the quiet arm is quiet only for the pages: the machine's own load is the same in both arms).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _safe  # noqa: E402,F401 - first of our imports: API keys removed, no paid call by accident
+from _cpu import tree_cpu_s  # noqa: E402
+from realapps_devset import read_rows  # noqa: E402
+
+
+def verdicts(data: Path, rows: list[dict[str, Any]], rate: float) -> dict[str, tuple[Any, ...]]:
+    """eval_id -> (format, source, runtime validity, reward, each item's evidence) of each app scored with its
+    pages throttled ``rate`` times (1: not throttled)."""
+    from schemas.config import load_config
+    from tasks.env.score import ScoreInput, score_batch
+    from tasks.env.throttle import ThrottledRuntime
+    from tasks.llm.offline import OfflineProvider
+    from tasks.rubrics import load_tasks
+    from tasks.stages.store import StageStore
+
+    cfg = load_config(None)
+    tasks = {t.query_id: t for t in load_tasks(StageStore(data), sorted({r["query_id"] for r in rows}))}
+    with ThrottledRuntime(cfg.env.runtime, rate=rate) as rt:
+        results = score_batch([ScoreInput(r["eval_id"], tasks[r["query_id"]], r["response"] or "") for r in rows],
+                              provider=OfflineProvider(), runtime=rt, cfg=cfg.env)
+    out = {}
+    for res in results:
+        items = {c["item_id"]: c["status"] for c in res.check_results}
+        for f in res.findings:
+            if f.get("item_id"):
+                items[f["item_id"]] = f"{items.get(f['item_id'], '-')}/{f.get('severity')}"
+        why = tuple(f"{f['severity']}: {f['description'][:160]} | {(f.get('explanation') or '')[:200]}"
+                    for f in res.findings if f["layer"] == "code_simulation")
+        out[res.key] = (res.format_valid, res.source_valid, res.runtime_valid, res.reward,
+                        res.evidence.get("runtime_status"), tuple(sorted(items.items())), tuple(sorted(res.undecided)),
+                        why)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--keep", type=Path, required=True, help="an evaluated data directory (eval_results)")
+    ap.add_argument("--models", nargs="*", default=None, help="only these models' apps (default: all)")
+    ap.add_argument("--rate", type=float, default=8.0, help="how many times over Chromium starves each page")
+    a = ap.parse_args()
+    rows = [r for r in read_rows(a.keep) if a.models is None or r["model"] in a.models]
+    arms: dict[str, dict[str, tuple[Any, ...]]] = {}
+    seconds, cpu = {}, {}
+    for name, rate in (("quiet", 1.0), ("throttled", a.rate)):
+        t0, c0 = time.perf_counter(), tree_cpu_s()
+        arms[name] = verdicts(a.keep, rows, rate)
+        seconds[name], cpu[name] = round(time.perf_counter() - t0, 1), round(tree_cpu_s() - c0, 1)
+    fields = ("format_valid", "source_valid", "runtime_valid", "reward", "runtime_status", "items", "undecided",
+              "code_simulation")
+    changed = {}
+    for key, quiet in arms["quiet"].items():
+        loud = arms["throttled"][key]
+        diff = {f: [q, t] for f, q, t in zip(fields, quiet, loud) if q != t}
+        if diff and diff.keys() != {"code_simulation"}:  # the same verdict: findings' wording alone is no change
+            changed[key] = diff
+    print(json.dumps({"bench": "verdict_load", "data": str(a.keep), "apps": len(rows), "rate": a.rate,
+                      "changed": len(changed), "which": changed, "seconds": seconds, "cpu_s": cpu,
+                      "loadavg_1m": round(os.getloadavg()[0], 2)}, indent=1, default=str), flush=True)
+
+
+if __name__ == "__main__":
+    main()
