@@ -22,6 +22,8 @@ LEVEL_LETTER = {"core_module": "C", "correct_rule": "R", "rendering_effect": "E"
 # (schemas import nothing of ours; ``tasks/rubrics/offline_items.py`` maps its roles onto these).
 EvidenceKind = Literal["control_default", "output_text", "drawing_present", "shown_on_load", "labelled_present",
                        "operate_control", "press_key", "readout", "motion_by_itself", "answers_input",
+                       # each line of the display ``element`` has the parts its stated line format sets apart
+                       "output_format",
                        # a synthesized query's capability (``tasks/rubrics/capabilities.py``): a control named by
                        # ``element`` takes its stated bounds; operating the control named ``trigger`` changes
                        # ``effect`` ("no_error": using it throws no uncaught error); a drag reorders the listed

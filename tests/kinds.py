@@ -110,6 +110,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_official_judge.py": ("wire",),
     "test_official_pft.py": ("browser",),
     "test_open_judge_vllm.py": ("flows", "vllm"),
+    "test_output_format.py": ("browser",),
     "test_paid_keys.py": ("unit",),
     "test_probe_records.py": ("unit",),
     "test_probe_time.py": ("browser",),

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config.env import EnvConfig, RuntimeConfig
+from schemas.config.env import RuntimeConfig
 from schemas.rubric import Task
 from tasks.env.evidence import RuntimeEvidence
 from tasks.env.judge_offline import _rubric_layer
 from tasks.env.probe import ProbeRecord
 from tasks.env.records import CheckResult
 from tasks.env.rubric_evidence import blank_drawing
+from tests.fixtures.env_inputs import score_fixture_apps
 
 FIX = Path(__file__).parent / "fixtures" / "env" / "drawing"
 CHECK = {"version": "1", "steps": [{"expect": "count", "target": {"css": "#plot-area", "canvas": False,
@@ -64,15 +65,7 @@ def test_a_failed_check_stays_major_and_other_kinds_of_item_are_not_this_evidenc
 
 @pytest.fixture(scope="module")
 def scored():
-    from tasks.env.runtime import BrowserRuntime
-    from tasks.env.score import ScoreInput, score_batch
-    from tasks.llm import get_provider
-
-    names = ("drawn.html", "blank.html", "webgl.html")
-    with BrowserRuntime(CFG) as rt:
-        res = score_batch([ScoreInput(n, TASK, (FIX / n).read_text()) for n in names],
-                          provider=get_provider("offline"), runtime=rt, cfg=EnvConfig(runtime=CFG))
-    return {r.key: r for r in res}
+    return score_fixture_apps(TASK, FIX, ("drawn.html", "blank.html", "webgl.html"), CFG)
 
 
 @needs_browser

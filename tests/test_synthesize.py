@@ -32,7 +32,7 @@ def test_candidates_are_deterministic_and_independent_of_chunking():
     parts = (synthesize_chunk(list(range(4)), 5, personas, 2, 4, OfflineProvider(), 1).to_pylist()
              + synthesize_chunk(list(range(4, 10)), 5, personas, 2, 4, OfflineProvider(), 1).to_pylist())
     assert whole == parts
-    assert all(r["provider"] == "offline" and r["model"] == "offline-rules-v5" for r in whole)
+    assert all(r["provider"] == "offline" and r["model"] == "offline-rules-v6" for r in whole)
 
 
 def test_candidate_traceability():

@@ -50,7 +50,7 @@ def default_prices() -> dict[str, Prices]:
         "gpt-4.1": Prices(input=2.0, output=8.0, cache_read=0.5, cache_write=2.0),
         "gpt-4.1-mini": Prices(input=0.4, output=1.6, cache_read=0.1, cache_write=0.4),
         # The embedded default and a self-hosted judge cost nothing per token.
-        "offline-rules-v5": free,
+        "offline-rules-v6": free,
         "local": free,
     }
 

@@ -14,6 +14,8 @@ control it names by ``#id`` (or label) are found in the query's spec by that nam
 - a display the plan pairs with a slider (``slider-length`` / ``length-value``, said to show a value): it shows
   a number equal to the slider's value on load, and again once the slider is moved to a bound (both read from
   the page, within half a step or the display's rounding to one decimal place fewer);
+- a display with a line format the plan states: every line of its text has as many parts set apart by whitespace
+  as the format has words (``prompt_formats.line_pattern``);
 - motion: the canvas a moment apart; a short request's input: a click, a drag, Space and an arrow key on
   its canvas (a request names no other);
 - an element a sentence names by label: a button of that name, a field of that label;
@@ -41,6 +43,7 @@ from tasks.rubrics import text as T
 from tasks.rubrics.capabilities import NO_ERROR_EFFECT, Checkable, clause_evidence
 from tasks.rubrics.offline_items import DRAWING_EFFECT, MOTION_EFFECT, TEXT_EFFECT, items_by_requirement
 from tasks.rubrics.prompt_controls import Control
+from tasks.rubrics.prompt_formats import line_pattern
 from tasks.rubrics.prompt_spec import Spec, read_spec
 from tasks.rubrics.vocab import CHECK_PAIR_KIND_WORDS, is_number, shares_subject
 
@@ -100,6 +103,15 @@ def text_shows(loc: dict[str, Any], value: str) -> dict[str, Any]:
     if is_number(value.strip()):
         return {"expect": "text", "target": loc, "matches": number_pattern(value)}
     return {"expect": "text", "target": loc, "matches": _GAP.join(re.escape(w) for w in value.split())}
+
+
+def format_check(spec: Spec, display: str) -> list[dict[str, Any]] | None:
+    """Each line of the display has the parts its stated line format sets apart (``prompt_formats``)."""
+    stated = next((f for f in spec.formats if f.element == display), None)
+    # Lines a script writes into child elements may be set apart by CSS, which their text does not show: such a
+    # display is not read (the check finds nothing: no verdict), so a gap only the layout makes is never a finding.
+    loc = by_id(display, ":not(:has(*))")
+    return None if stated is None else [{"expect": "text", "target": loc, "matches": line_pattern(stated.template)}]
 
 
 def control_check(c: Control) -> list[dict[str, Any]]:
@@ -234,6 +246,8 @@ def item_steps(item: dict[str, Any], spec: Spec, drawn: dict[str, Any] | None) -
         return control_check(element)
     if kind == "output_text" and element is not None and element.default:
         return [text_shows(by_id(element.id), element.default)]
+    if kind == "output_format" and element is not None:
+        return format_check(spec, element.id)
     if kind == "drawing_present" and element is not None:
         return [present(by_id(element.id))]
     if kind == "operate_control":

@@ -5,8 +5,8 @@ its label) with the stated default, range and options; a behaviour item names wh
 should change; a motion item says it is motion over time. ``query_evidence`` is a verbatim span of the
 query (the line that declares the element or states the behaviour). At most ``max_items`` items, in this
 order of priority: each control and then what operating it does and the display showing its value; outputs with a stated initial value;
-drawing areas; keys; motion. A short request gets what is drawn, what moves by itself and what answers
-input, since it names nothing else. A request in sentences gets one item per sentence; a sentence the offline
+the line formats stated for displays (``prompt_formats``); drawing areas; keys; motion. A short request gets what
+is drawn, what moves by itself and what answers input, since it names nothing else. A request in sentences gets one item per sentence; a sentence the offline
 rules wrote (a synthesized query's capability, closer or default) takes its structure, or the reason no check
 decides it, from the spec it was written from (``capabilities``).
 
@@ -24,12 +24,14 @@ from dataclasses import dataclass, replace
 from tasks.rubrics import text as T
 from tasks.rubrics.capabilities import ClauseSpec, Uncheckable, clause_evidence
 from tasks.rubrics.prompt_controls import Control
+from tasks.rubrics.prompt_formats import LineFormat
 from tasks.rubrics.prompt_spec import Behaviour, Named, Spec, read_spec
 
 # role -> (scope, rubric_level, requirement_type, module name, module kind)
 ROLES: dict[str, tuple[str, str, str, str, str]] = {
     "control": ("initial_state", "core_module", "state", "Controls and their defaults", "state_system"),
     "output": ("initial_state", "correct_rule", "calculation", "Displayed values", "output_mechanism"),
+    "format": ("initial_state", "rendering_effect", "output", "Displayed values", "output_mechanism"),
     "area": ("initial_state", "rendering_effect", "output", "Drawing areas", "output_mechanism"),
     "scene": ("initial_state", "core_module", "output", "What is drawn", "output_mechanism"),
     "named": ("initial_state", "core_module", "state", "Named controls", "state_system"),
@@ -47,8 +49,8 @@ ROLES: dict[str, tuple[str, str, str, str, str]] = {
 # so it carries none and its readers read its words (``tasks/env/rubric_evidence.py``).
 EVIDENCE_OF_ROLE: dict[str, str] = {
     "control": "control_default", "output": "output_text", "area": "drawing_present", "scene": "shown_on_load",
-    "named": "labelled_present", "behaviour": "operate_control", "key": "press_key", "readout": "readout",
-    "motion": "motion_by_itself", "request_motion": "motion_by_itself", "input": "answers_input"}
+    "named": "labelled_present", "format": "output_format", "behaviour": "operate_control", "key": "press_key",
+    "readout": "readout", "motion": "motion_by_itself", "request_motion": "motion_by_itself", "input": "answers_input"}
 # What an effect names besides an output's id: the drawing, the page's text, motion (``Behaviour.motion``).
 DRAWING_EFFECT, TEXT_EFFECT, MOTION_EFFECT = "drawing", "text", "motion"
 KIND_WORDS = {"range": "slider", "number": "number input", "text": "text input", "checkbox": "checkbox",
@@ -157,6 +159,13 @@ def output_item(c: Control) -> SpecItem:
                     f"Load the page and read the text of #{c.id}.", c.evidence, control=c, element=f"#{c.id}")
 
 
+def format_item(f: LineFormat) -> SpecItem:
+    """A display's lines set its values apart in the columns the plan states (``prompt_formats``)."""
+    return SpecItem("format", f'Each line of the display #{f.element} sets its values apart as the plan states: '
+                    f'"{f.template}".', f"Load the page and read the lines of #{f.element}: the values on each are set "
+                    "apart by whitespace, as many as the stated format has.", f.evidence, element=f"#{f.element}")
+
+
 def area_item(c: Control) -> SpecItem:
     return SpecItem("area", f"The {KIND_WORDS[c.kind]} #{c.id} is visible when the page loads.",
                     f"Load the page and look for #{c.id} on screen.", c.evidence, control=c, element=f"#{c.id}")
@@ -173,6 +182,7 @@ def _plan_items(spec: Spec) -> list[SpecItem]:
             if c.id in spec.readouts:
                 out.append(readout_item(c, spec.readouts[c.id]))
     out += [output_item(c) for c in spec.controls if c.kind == "output" and c.default]
+    out += [format_item(f) for f in spec.formats]
     out += [area_item(c) for c in spec.controls if c.kind in ("canvas", "area")]
     out += [behaviour_item(b) for b in spec.behaviours if b.key is not None]
     out += [SpecItem("motion", "The drawing moves by itself over time.", "Load the page, do nothing, and compare "

@@ -3,7 +3,8 @@
 Two shapes, both from the query as written:
 - a **plan** (headings, lists: InteractScience's implementation plans): the elements it declares by id
   (``prompt_controls``), the behaviours its lines give them (a line naming a control with what then changes:
-  an output it names, the drawing, a text), keys it names, and motion it says happens by itself;
+  an output it names, the drawing, a text), keys it names, motion it says happens by itself, and the line
+  formats it states for a display's text (``prompt_formats``);
 - a **request** in a sentence or a few (``"a bouncing DVD logo"``): what is drawn, what moves by itself,
   what answers input, and the UI elements its clauses name ("a Start button", "a seed field").
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 
 from tasks.rubrics import text as T
 from tasks.rubrics.prompt_controls import Control, controls, mentions
+from tasks.rubrics.prompt_formats import LineFormat, stated_formats
 from tasks.rubrics.prompt_outline import Node, Outline, outline, plain, span
 from tasks.rubrics.vocab import (MOTION, NO_EFFECT, PLAN_MOTION, PLAN_PROMPTED, PLAN_TRIGGER, QUERY_BY_ITSELF,
                                  REQUEST_ANSWERS_INPUT, SHOWS_VALUE_WORDS, id_shape, id_stem, id_words, says_start,
@@ -102,6 +104,7 @@ class Spec:
     constraints: list[str] = field(default_factory=list)  # format constraints seen (never items)
     first_line: str | None = None  # a plan's first line that is not a heading (what it is about)
     readouts: dict[str, Control] = field(default_factory=dict)  # slider id -> the display showing its value
+    formats: list[LineFormat] = field(default_factory=list)  # the line formats the plan states for its displays
 
 
 def readouts(ctrls: list[Control], query: str) -> dict[str, Control]:
@@ -263,8 +266,9 @@ def read_spec(query: str) -> Spec:
         ctrls = controls(ol, query)
         shown = readouts(ctrls, query)
         first = next((span(n.text) for n in ol.nodes if n.kind != "heading" and not FORMAT.search(n.text)), None)
+        displays = {c.id for c in ctrls if not c.is_control and c.kind != "canvas"}
         return Spec(True, None, ctrls, behaviours(ol, ctrls, shown) + keys(ol), motions(ol, None, ctrls),
-                    constraints=constraints, first_line=first, readouts=shown)
+                    constraints=constraints, first_line=first, readouts=shown, formats=stated_formats(query, displays))
     clauses = T.clauses_of(text)
     sentences = [c for c in clauses if not FORMAT.search(c.evidence)]
     named = named_ui(sentences)
