@@ -73,6 +73,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_env_openenv_trl.py": ("browser", "training"),
     "test_env_package_openenv.py": ("browser",),
     "test_env_package_skyrl.py": ("browser",),
+    "test_env_package_trl.py": ("browser", "training"),
     "test_env_package_verifiers.py": ("browser", "wire"),
     "test_env_pipelined.py": ("browser",),
     "test_env_probe_units.py": ("unit",),
