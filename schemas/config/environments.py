@@ -1,9 +1,10 @@
-"""Configuration of the environment as the RL stacks load it (``rubricrl.environments``): a verifiers
-environment and the OpenEnv server ``rubricrl serve-openenv`` (docs/environments.md).
+"""Configuration of ``rubricrl serve-openenv`` (``rubricrl.environments.serve_openenv``: the package's OpenEnv
+server, environments/rubricrl_webapp, run in .envs/openenv; docs/environments.md).
 
-Scoring is the reward service's (``service``: in-process, or ``service.url``), under its bounds; this
-section holds only what an episode adds: how many apps the policy may write, how long one app may take
-to score before its reward counts as missing, and how many OpenEnv sessions one server holds.
+Scoring is the reward service's (a running ``rubricrl serve-env`` at ``service.url``, else ``service.host`` and
+``service.port``), under its bounds; this section holds only what an episode adds: how many apps the policy may
+write, how long one app may take to score before its reward counts as missing, and how many OpenEnv sessions
+one server holds. The other stacks take the same settings as their own options (docs/environments.md).
 Overrides follow the usual ``RUBRICRL_ENVIRONMENTS__MAX_TURNS=3`` / ``--set environments.max_turns=3`` rules.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ SPLITS = ("rl_queries", "all")
 
 
 class EnvironmentsConfig(Section):
-    """Episodes in the verifiers environment and the OpenEnv server."""
+    """Episodes in ``rubricrl serve-openenv``."""
 
     max_turns: int = Field(1, ge=1, le=16, description="Apps the policy may write in one episode; after each "
                                                         "but the last it reads what the environment found")

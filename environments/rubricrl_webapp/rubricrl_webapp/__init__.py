@@ -1,6 +1,7 @@
-"""rubricrl's web-app environment for verifiers v1 (``vf-eval rubricrl-webapp``) and skyrl-gym
-(``rubricrl_webapp.skyrl``); README.md. The verifiers classes load on first use, so the skyrl-gym environment
-runs where verifiers is not installed."""
+"""rubricrl's web-app environment for verifiers v1 (``vf-eval rubricrl-webapp``), skyrl-gym
+(``rubricrl_webapp.skyrl``), OpenEnv (``rubricrl_webapp.openenv``) and TRL's ``environment_factory``
+(``rubricrl_webapp.trl``); README.md. The verifiers classes load on first use, so the other stacks' modules run
+where verifiers is not installed."""
 from typing import Any
 
 __all__ = ["WebAppEnv", "WebAppTaskset"]

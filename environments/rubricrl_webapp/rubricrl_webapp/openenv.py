@@ -24,11 +24,12 @@ from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 
-from rubricrl_webapp.service import RewardMissing, score_app_sync, url_from_env
+from rubricrl_webapp.service import SAMPLE_TIMEOUT_S, RewardMissing, score_app_sync, url_from_env
 from rubricrl_webapp.tasks_file import TASKS, read_tasks
 
 ENV_NAME = "rubricrl-webapp"
 SPLIT = "all"
+MAX_SESSIONS = 64  # WebSocket sessions (episodes) one server holds at once
 
 
 class AppAction(Action):
@@ -47,7 +48,7 @@ class WebAppEnvironment(Environment[AppAction, AppObservation, State]):
     SUPPORTS_CONCURRENT_SESSIONS = True
 
     def __init__(self, rows: list[dict[str, Any]], url: str, token: str | None, max_turns: int = 1,
-                 timeout_s: float = 900.0) -> None:
+                 timeout_s: float = SAMPLE_TIMEOUT_S) -> None:
         super().__init__()
         self.rows, self.url, self.token, self.max_turns, self.timeout_s = rows, url, token, max_turns, timeout_s
         self.row: dict[str, Any] | None = None
@@ -96,11 +97,12 @@ class WebAppEnvironment(Environment[AppAction, AppObservation, State]):
 
 
 def build_app(rows: list[dict[str, Any]], url: str, token: str | None, max_turns: int = 1,
-              server_token: str | None = None) -> Any:
+              server_token: str | None = None, timeout_s: float = SAMPLE_TIMEOUT_S,
+              max_sessions: int = MAX_SESSIONS) -> Any:
     """The OpenEnv FastAPI app over ``rows`` (``rubricrl export-tasks`` lines); ``server_token``: asked of
-    every request as ``Authorization: Bearer``."""
-    app = create_app(lambda: WebAppEnvironment(rows, url, token, max_turns), AppAction, AppObservation,
-                     env_name=ENV_NAME, max_concurrent_envs=64)
+    every request as ``Authorization: Bearer``; ``timeout_s``: one app's scoring, past it the reward is missing."""
+    app = create_app(lambda: WebAppEnvironment(rows, url, token, max_turns, timeout_s), AppAction, AppObservation,
+                     env_name=ENV_NAME, max_concurrent_envs=max_sessions)
     if server_token:
         from starlette.middleware.base import BaseHTTPMiddleware
         from starlette.responses import JSONResponse
@@ -116,10 +118,14 @@ def build_app(rows: list[dict[str, Any]], url: str, token: str | None, max_turns
 
 def app_from_env() -> Any:
     """``build_app`` from the environment: ``RUBRICRL_TASKS`` (default: the shipped tasks),
-    ``RUBRICRL_SERVICE__URL``, ``RUBRICRL_SERVICE_TOKEN``, ``RUBRICRL_MAX_TURNS``, ``RUBRICRL_OPENENV_TOKEN``."""
-    rows = read_tasks(Path(os.environ.get("RUBRICRL_TASKS") or TASKS))
-    return build_app(rows, url_from_env(), os.environ.get("RUBRICRL_SERVICE_TOKEN"),
-                     int(os.environ.get("RUBRICRL_MAX_TURNS") or 1), os.environ.get("RUBRICRL_OPENENV_TOKEN"))
+    ``RUBRICRL_SERVICE__URL``, ``RUBRICRL_SERVICE_TOKEN``, ``RUBRICRL_MAX_TURNS``, ``RUBRICRL_OPENENV_TOKEN``,
+    ``RUBRICRL_SAMPLE_TIMEOUT_S``, ``RUBRICRL_MAX_SESSIONS`` (``rubricrl serve-openenv`` sets them all)."""
+    get = os.environ.get
+    rows = read_tasks(Path(get("RUBRICRL_TASKS") or TASKS))
+    return build_app(rows, url_from_env(), get("RUBRICRL_SERVICE_TOKEN"), int(get("RUBRICRL_MAX_TURNS") or 1),
+                     get("RUBRICRL_OPENENV_TOKEN"),
+                     float(get("RUBRICRL_SAMPLE_TIMEOUT_S") or SAMPLE_TIMEOUT_S),
+                     int(get("RUBRICRL_MAX_SESSIONS") or MAX_SESSIONS))
 
 
 class WebAppClient(EnvClient[AppAction, AppObservation, State]):

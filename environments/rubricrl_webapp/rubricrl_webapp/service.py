@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 
 DEFAULT_URL = "http://127.0.0.1:8765"  # rubricrl serve-env's default address (its service.host, service.port)
+# one app's scoring, at most, before its reward counts as missing: above the service's own limit on a request
+SAMPLE_TIMEOUT_S = 900.0
 
 
 class RewardMissing(RuntimeError):

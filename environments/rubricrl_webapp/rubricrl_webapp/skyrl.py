@@ -23,7 +23,7 @@ from typing import Any
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 from skyrl_gym.envs.registration import register as skyrl_register
 
-from rubricrl_webapp.service import answer_metrics, score_app_sync, url_from_env
+from rubricrl_webapp.service import SAMPLE_TIMEOUT_S, answer_metrics, score_app_sync, url_from_env
 
 ENV_ID = "rubricrl-webapp"
 
@@ -36,7 +36,7 @@ class WebAppTextEnv(BaseTextEnv):
         self.max_turns = int(extras.get("max_turns") or cfg.get("max_turns") or 1)
         self.url = cfg.get("service_url") or url_from_env()
         self.token = os.environ.get(cfg.get("token_env") or "RUBRICRL_SERVICE_TOKEN")
-        self.timeout_s = float(cfg.get("sample_timeout_s") or 900.0)
+        self.timeout_s = float(cfg.get("sample_timeout_s") or SAMPLE_TIMEOUT_S)
         self.answers: list[dict[str, Any]] = []
 
     def step(self, action: str) -> BaseTextEnvStepOutput:

@@ -12,7 +12,7 @@ from typing import Any
 import verifiers.v1 as vf
 from pydantic import Field
 
-from rubricrl_webapp.service import RewardMissing, score_app, url_from_env
+from rubricrl_webapp.service import SAMPLE_TIMEOUT_S, RewardMissing, score_app, url_from_env
 from rubricrl_webapp.tasks_file import TASKS, read_tasks
 
 
@@ -26,7 +26,7 @@ class WebAppTaskConfig(vf.TaskConfig):
     """The environment variable holding the service's bearer token (unset: none is sent)."""
     max_turns: int = Field(1, ge=1)
     """Apps per episode: after each, the policy reads what the environment found and may revise."""
-    sample_timeout_s: float = Field(900.0, gt=0)
+    sample_timeout_s: float = Field(SAMPLE_TIMEOUT_S, gt=0)
     """One app's scoring time limit; past it the reward is missing (the episode fails, never a 0)."""
 
 
