@@ -149,6 +149,8 @@ def capability_html(spec: Spec) -> str:
     if any(e.kind == "reproduces_by_seed" for e in ev):
         parts.append('<label>Seed <input type="number" value="1"></label>')
     saves = any(e.kind == "restores_on_reload" for e in ev)
+    if saves and "save" not in labels and "save" not in names:  # a state to save needs something that changes it
+        parts.append("<button>Save</button>")
     return "".join(parts) + (f"<p data-status{' data-saves' if saves else ''}>ready</p>" if found else "")
 
 
