@@ -1,9 +1,9 @@
 """The check language (version 1): executable checks of rubric items, run in the browser.
 
 A check is JSON validated by these pydantic models. It holds no JavaScript: only ``steps``, each
-either an action (``do``: click, dblclick, fill, select, press, drag, hover, wait, resize, and
+either an action (``do``: click, dblclick, fill, select, press, drag, hover, wait, resize, reload, and
 ``remember``, which reads a text, number or canvas picture for later comparison) or an expectation
-(``expect``: visible, hidden, text, text_changes, number_changes, number_relation, count,
+(``expect``: visible, hidden, text, text_changes, text_same, number_changes, number_relation, count,
 canvas_changes, no_error, value, enabled, disabled).
 
 Checks are written from the expanded query before any implementation exists, so targets are
@@ -178,6 +178,13 @@ class Resize(_Step):
     height: int = Field(ge=VIEWPORT_LIMITS[0], le=VIEWPORT_LIMITS[1])
 
 
+class Reload(_Step):
+    """Load the app's document again in the same page: what it stored in the page's storage stays, what it
+    remembered in memory does not (the check's own remembered readings do)."""
+
+    do: Literal["reload"]
+
+
 class Remember(_Step):
     """Read the target now (text, the number in it, or a canvas picture) under ``name``."""
 
@@ -242,6 +249,14 @@ class TextMatches(_Step):
 
 class TextChanges(_Step):
     expect: Literal["text_changes"]
+    target: Locator
+    since: str = Field(description="Name of a remember step on this target")
+
+
+class TextSame(_Step):
+    """The target shows the text remembered under ``since`` (a run reproduced, a state restored)."""
+
+    expect: Literal["text_same"]
     target: Locator
     since: str = Field(description="Name of a remember step on this target")
 
@@ -314,9 +329,9 @@ class Disabled(_Step):
 
 
 ACTIONS = {get_args(c.model_fields["do"].annotation)[0]: c
-           for c in (Click, DblClick, Fill, Select, Press, Drag, Hover, Wait, Resize, Remember)}
+           for c in (Click, DblClick, Fill, Select, Press, Drag, Hover, Wait, Resize, Reload, Remember)}
 EXPECTATIONS = {get_args(c.model_fields["expect"].annotation)[0]: c
-                for c in (Visible, Hidden, TextMatches, TextChanges, NumberChanges, NumberRelation, Count,
+                for c in (Visible, Hidden, TextMatches, TextChanges, TextSame, NumberChanges, NumberRelation, Count,
                           CanvasChanges, NoError, Value, Enabled, Disabled)}
 
 
@@ -328,9 +343,9 @@ def _kind(v: Any) -> str | None:
 
 
 if TYPE_CHECKING:  # the union below, spelled out: a type checker cannot read one built from ACTIONS at run time
-    Step = Union[Click, DblClick, Fill, Select, Press, Drag, Hover, Wait, Resize, Remember, Visible, Hidden,
-                 TextMatches, TextChanges, NumberChanges, NumberRelation, Count, CanvasChanges, NoError, Value,
-                 Enabled, Disabled]
+    Step = Union[Click, DblClick, Fill, Select, Press, Drag, Hover, Wait, Resize, Reload, Remember, Visible,
+                 Hidden, TextMatches, TextChanges, TextSame, NumberChanges, NumberRelation, Count, CanvasChanges,
+                 NoError, Value, Enabled, Disabled]
 else:
     Step = Annotated[Union[tuple(Annotated[c, Tag(f"do:{k}")] for k, c in ACTIONS.items()) +
                            tuple(Annotated[c, Tag(f"expect:{k}")] for k, c in EXPECTATIONS.items())],

@@ -28,8 +28,10 @@ EvidenceKind = Literal["control_default", "output_text", "drawing_present", "sho
                        # ``element`` takes its stated bounds; operating the control named ``trigger`` changes
                        # ``effect`` ("no_error": using it throws no uncaught error); a drag reorders the listed
                        # ``element``; typing in a search box filters them; the first button clicked again and again
-                       # throws no uncaught error
-                       "takes_range", "operate_named", "reorder_by_drag", "filter_by_typing", "repeat_no_error"]
+                       # throws no uncaught error; the app reloaded after the first button is used throws none (what it
+                       # saved is read back); the seed field filled alike before and after a reload shows the same page
+                       "takes_range", "operate_named", "reorder_by_drag", "filter_by_typing", "repeat_no_error",
+                       "restores_on_reload", "reproduces_by_seed"]
 EVIDENCE_KINDS: tuple[str, ...] = get_args(EvidenceKind)
 
 

@@ -48,6 +48,11 @@ PANEL = (125, "in_toggle_panel", _throws("Settings"))
 REPEAT_TWIN = ((_CLICK, "else if (S.n > 0) S.x.y; else changed(b.id, S.n + 1);"),)
 RAPID = (15, "er_rapid_input", REPEAT_TWIN)
 EDGE_CASES = (12, "hard", REPEAT_TWIN)  # the closer "Handle edge cases such as empty input and repeated actions."
+# the state saved in a form the app cannot read back: its reload throws
+PERSIST = (67, "sm_persist_local", (("JSON.stringify(S.v)", "String(S.v)"),))
+# randomness the seed leaves out (the check pages seed Math.random alike, not crypto): a reload shows another run
+SEEDED = (0, "si_random_seed", (("e.textContent = 'update ' + S.n;",
+                                 "e.textContent = 'update ' + crypto.getRandomValues(new Uint32Array(1))[0];"),))
 # each case's capability -> the item kind (and effect) its check is built from
 KIND_OF = {"si_speed_control": ("takes_range", None), "in_drag_reorder": ("reorder_by_drag", None),
            "ta_stopwatch": ("operate_named", "text"), "wf_multi_step_wizard": ("operate_named", "text"),
@@ -55,7 +60,8 @@ KIND_OF = {"si_speed_control": ("takes_range", None), "in_drag_reorder": ("reord
            "si_step_run_pause": ("operate_named", "no_error"), "er_reset_everything": ("operate_named", "no_error"),
            "sm_mode_switch": ("operate_named", "no_error"), "er_rapid_input": ("repeat_no_error", None),
            "hard": ("repeat_no_error", None), "pr_theme_toggle": ("operate_named", "no_error"),
-           "in_toggle_panel": ("operate_named", "no_error")}
+           "in_toggle_panel": ("operate_named", "no_error"), "sm_persist_local": ("restores_on_reload", None),
+           "si_random_seed": ("reproduces_by_seed", None)}
 
 
 def _query(index: int) -> str:
@@ -141,7 +147,7 @@ def test_the_capability_checks_pass_on_the_teachers_app_and_fail_on_its_broken_t
 
     apps, plans, kinds = [], [], []
     for index, cap, breaks in (SPEED, REORDER, STOPWATCH, WIZARD, FILTER, STEP, RESET, MODES, THEME, PANEL,
-                               RAPID, EDGE_CASES):
+                               RAPID, EDGE_CASES, PERSIST, SEEDED):
         mine, app = _case_check(index, cap)
         twin = app
         for good, bad in breaks:
@@ -192,3 +198,40 @@ def test_the_no_error_checks_do_not_fail_a_correct_app_written_another_way():
     # modes as radio buttons, the first button's dialog covering it again: the checks cannot act there, and say
     # so; Step, Reset, Dark mode and Settings work
     assert got == ["passed", "passed", "inconclusive", "passed", "passed", "inconclusive"], got
+
+
+# Correct apps written otherwise than the teacher's: one saves a list only when Add is clicked and shows what it
+# restored; one runs its simulation only from a Run button, with a seed in a text field labelled "Random seed", and
+# shows the page time since it loaded. Neither reload check may fail them.
+SAVES = """<!DOCTYPE html><html><body><button id="add">Add</button><ul id="l"></ul><p id="t"></p>
+<script>const items = JSON.parse(localStorage.getItem('items') || '[]');
+const show = () => { document.getElementById('l').innerHTML = items.map((x) => '<li>' + x + '</li>').join(''); };
+document.getElementById('add').onclick = () => { items.push('item ' + (items.length + 1));
+  localStorage.setItem('items', JSON.stringify(items)); show(); };
+show(); setInterval(() => { document.getElementById('t').textContent = 'now ' + new Date().toISOString(); }, 250);
+</script></body></html>"""
+SEEDS = """<!DOCTYPE html><html><body><label for="s">Random seed</label> <input id="s" type="text" value="7">
+<button id="run">Run</button><p id="out">not run yet</p><p id="clock"></p>
+<script>const t0 = performance.now();
+function rng(a) { return () => { a = (a + 0x6D2B79F5) >>> 0; let t = Math.imul(a ^ (a >>> 15), a | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return ((t ^ (t >>> 14)) >>> 0) / 4294967296; }; }
+function run() { const r = rng(Number(document.getElementById('s').value) || 0); const xs = [];
+  for (let i = 0; i < 5; i++) xs.push(Math.floor(r() * 100)); document.getElementById('out').textContent = xs.join(' '); }
+document.getElementById('run').onclick = run; document.getElementById('s').addEventListener('input', run);
+setInterval(() => { document.getElementById('clock').textContent = ((performance.now() - t0) / 1000).toFixed(1) + ' s'; }, 100);
+</script></body></html>"""
+
+
+@pytest.mark.browser
+@needs_browser
+def test_the_reload_checks_do_not_fail_correct_apps_written_another_way():
+    from tasks.env.checks import CheckPlan
+    from tasks.env.runtime import BrowserRuntime
+
+    (persist,), (seed,) = _case_check(*PERSIST[:2])[0], _case_check(*SEEDED[:2])[0]
+    with BrowserRuntime(RT) as rt:
+        evs = rt.check_many([SAVES, SEEDS], checks=[CheckPlan([persist, seed], ChecksConfig(step_timeout_ms=1000))] * 2)
+    got = [[(r.status, r.reason) for r in ev.check_results] for ev in evs]
+    print("correct apps:", got)
+    # the list app has no seed field (inconclusive); the seeded app's Run button is its first, and it saves nothing
+    assert [[s for s, _ in g] for g in got] == [["passed", "inconclusive"], ["passed", "passed"]], got

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config.llm import LLMConfig, Prices, RetryConfig
+from schemas.config.llm import OFFLINE_MODEL, LLMConfig, Prices, RetryConfig
 from tasks.llm import get_provider
 from tasks.llm.base import Usage
 from tasks.llm.cache import CallStore, cache_key
@@ -173,7 +173,7 @@ def test_dry_run_uses_ledger_history_and_skips_cached(tmp_path: Path) -> None:
     store = CallStore(tmp_path / "llm.sqlite")
     p = get_provider("offline", config=LLMConfig(provider="offline"), store=store)
     p.complete_many([request(i) for i in range(3)], concurrency=1)
-    est = estimate([request(i) for i in range(10)], "offline-rules-v6", store=store, provider="offline")
+    est = estimate([request(i) for i in range(10)], OFFLINE_MODEL, store=store, provider="offline")
     assert "ledger mean output" in est.basis and est.output_tokens > 0 and est.usd == 0
     # offline calls are never cached, so nothing counts as cached here
     assert est.cached_calls == 0 and est.calls == 10

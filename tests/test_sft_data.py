@@ -3,6 +3,7 @@ chat-format Parquet that `datasets` reads as is."""
 import pytest
 
 from schemas.config.env import EnvConfig
+from schemas.config.llm import OFFLINE_MODEL
 from schemas.rubric import CompactItem, CompactRubric, Task
 from tasks.llm.base import Provider, RawReply
 from tasks.llm.offline import OfflineProvider
@@ -58,7 +59,7 @@ def test_gates_mark_rejections_and_export_keeps_only_accepted(tmp_path):
 
 def test_offline_teacher_answers_pass_every_gate_and_say_offline():
     tasks = [_task("q1"), _task("q2")]
-    table = answer_chunk(tasks, {}, {"offline-rules-v6": OfflineProvider()}, env=EnvConfig(), judge=None,
+    table = answer_chunk(tasks, {}, {OFFLINE_MODEL: OfflineProvider()}, env=EnvConfig(), judge=None,
                          max_tokens=512, temperature=0.0, concurrency=1)
     rows = table.to_pylist()
     assert all(r["provider"] == "offline" for r in rows)

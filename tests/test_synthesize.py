@@ -1,5 +1,6 @@
 import pytest
 
+from schemas.config.llm import OFFLINE_MODEL
 from tasks.queries.dedup import exact_jaccard, near_duplicates
 from tasks.llm.offline import OfflineProvider
 from tasks.queries.synthesize import candidate_spec, load_taxonomy, sample_personas, synthesize_chunk
@@ -32,7 +33,7 @@ def test_candidates_are_deterministic_and_independent_of_chunking():
     parts = (synthesize_chunk(list(range(4)), 5, personas, 2, 4, OfflineProvider(), 1).to_pylist()
              + synthesize_chunk(list(range(4, 10)), 5, personas, 2, 4, OfflineProvider(), 1).to_pylist())
     assert whole == parts
-    assert all(r["provider"] == "offline" and r["model"] == "offline-rules-v6" for r in whole)
+    assert all(r["provider"] == "offline" and r["model"] == OFFLINE_MODEL for r in whole)
 
 
 def test_candidate_traceability():

@@ -37,6 +37,10 @@ class Prices(Section):
         return cls(input=input, output=output, cache_read=round(input * 0.1, 6), cache_write=round(input * 1.25, 6),
                    min_cacheable_tokens=min_cacheable_tokens)
 
+# The offline rules' version (``tasks/llm/offline.py``): stage rows made by other rules are never re-used. Owned
+# here, where the prices read it, since the schemas import nothing of the tasks.
+OFFLINE_MODEL = "offline-rules-v7"
+
 
 def default_prices() -> dict[str, Prices]:
     """List prices at the time of writing; override per deployment in ``llm.prices``. Minimum cacheable
@@ -50,7 +54,7 @@ def default_prices() -> dict[str, Prices]:
         "gpt-4.1": Prices(input=2.0, output=8.0, cache_read=0.5, cache_write=2.0),
         "gpt-4.1-mini": Prices(input=0.4, output=1.6, cache_read=0.1, cache_write=0.4),
         # The embedded default and a self-hosted judge cost nothing per token.
-        "offline-rules-v6": free,
+        OFFLINE_MODEL: free,
         "local": free,
     }
 

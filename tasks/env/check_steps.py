@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import io
 import re
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, cast
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from schemas.checks import (Arith, CanvasChanges, Click, Const, Count, DblClick, Disabled, Drag, Enabled, Fill,
-                            Hidden, Hover, Locator, NoError, NumberChanges, NumberRelation, Press, Read, Ref, Remember,
-                            Resize, Select, TextChanges, TextMatches, Value, Visible, Wait, step_kind)
+from schemas.checks import (MAX_STEP_TIMEOUT_MS, Arith, CanvasChanges, Click, Const, Count, DblClick, Disabled, Drag,
+                            Enabled, Fill, Hidden, Hover, Locator, NoError, NumberChanges, NumberRelation, Press, Read,
+                            Ref, Reload, Remember, Resize, Select, TextChanges, TextMatches, TextSame, Value, Visible,
+                            Wait, step_kind)
 from schemas.config.checks import ChecksConfig
+from tasks.env.locate import matches
+from tasks.env.page import APP_URL
 from tasks.env.pagetime import HAD_TIME, STARVED, Limit, OutOfTime, PageTime
 from tasks.env.records import PageError
 
@@ -271,6 +274,10 @@ class StepRun:
             if isinstance(s, Wait):
                 await self.time.wait(s.ms)
                 return
+            if isinstance(s, Reload):  # the same page, so what the app stored stays; settled as a check's first load
+                await p.goto(APP_URL, wait_until="load", timeout=self.act_timeout(MAX_STEP_TIMEOUT_MS))
+                await self.time.settle(self.cfg.settle_ms)
+                return
             elif isinstance(s, Resize):
                 await p.set_viewport_size({"width": s.width, "height": s.height})
             elif isinstance(s, Press):
@@ -361,7 +368,7 @@ class StepRun:
             await self.poll_value(t, matches(self.page, s.target).count, lambda v: v >= s.at_least,
                                   f">= {s.at_least}")
             return
-        if isinstance(s, (TextChanges, NumberChanges, CanvasChanges)):
+        if isinstance(s, (TextChanges, TextSame, NumberChanges, CanvasChanges)):
             await self.expect_change(el, s, t)
             return
         probes: dict[type, tuple[Callable[[], Awaitable[Any]], Callable[[Any], bool], str]] = {
@@ -408,9 +415,12 @@ class StepRun:
             await self.poll_value(t, read, lambda v: v >= s.min_changed, f">= {s.min_changed:.3%} of pixels changed",
                                   pictures=True)
             return
-        if isinstance(s, TextChanges):
-            await self.poll_value(t, lambda: self.text_of(el), lambda v: v != before.get("text"),
-                                  f"a text other than {str(before.get('text'))[:100]!r}")
+        if isinstance(s, (TextChanges, TextSame)):
+            same, old = isinstance(s, TextSame), before.get("text")
+            if same and old is None:
+                raise Inconclusive(f"no text was read into {s.since!r}")
+            await self.poll_value(t, lambda: self.text_of(el), lambda v: (v == old) == same,
+                                  f"{'the' if same else 'a'} text {'' if same else 'other than '}{str(old)[:100]!r}")
             return
         old = before.get("number")
         if old is None:
@@ -426,22 +436,3 @@ class StepRun:
                 "down": lambda v: v is not None and v < old}[s.direction]
         await self.poll_value(t, now, want, f"{s.direction} from {old:g}")
 
-
-def matches(page: Page, loc: Locator, visible: bool = True) -> PwLocator:
-    """Every element ``loc`` finds (visible ones only unless ``visible`` is False); patterns ignore case."""
-    p, flags = page, re.I
-    if loc.role is not None:  # one of ROLES (schemas/checks.py), all of them Playwright's role names
-        b = p.get_by_role(cast(Any, loc.role), name=re.compile(loc.name, flags) if loc.name else None)
-    elif loc.text is not None:
-        b = p.get_by_text(re.compile(loc.text, flags))
-    elif loc.label is not None:
-        b = p.get_by_label(re.compile(loc.label, flags))
-    elif loc.placeholder is not None:
-        b = p.get_by_placeholder(re.compile(loc.placeholder, flags))
-    elif loc.css is not None:
-        b = p.locator(loc.css)
-    elif loc.drawing:
-        b = p.locator("canvas, svg")
-    else:
-        b = p.locator("canvas")
-    return b.filter(visible=True) if visible else b

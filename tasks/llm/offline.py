@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 
+from schemas.config.llm import OFFLINE_MODEL
 from tasks.llm.base import LLMRequest, Provider, RawReply, Usage
 from tasks.llm.replies import is_text_output
 
-OFFLINE_MODEL = "offline-rules-v6"  # the rules' version: stage rows made by other rules are never re-used
 
 
 class OfflineProvider(Provider):

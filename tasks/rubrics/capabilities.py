@@ -33,6 +33,7 @@ class Checkable:
     bounds: tuple[float, float] | None = None  # a takes_range slider's stated (min, max)
     others: tuple[str, ...] = ()  # the buttons the query names beside ``trigger`` (the teacher writes them all)
     needs: tuple[str, ...] = ()
+    clashes: tuple[str, ...] = ()  # capabilities or sentences beside which a check could fail a correct app
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,6 @@ QUALITY = Uncheckable("whether an explanation is right and clear is a judgement 
 DOMAIN = Uncheckable("the domain's rules are not stated in the query, so a check has nothing to compare with")
 STARTS = Uncheckable("whether it starts on load or behind a control is the app's choice, so waiting for it could "
                      "fail a correct app")
-RELOAD = Uncheckable("it needs a reload of the page and a comparison of two runs, which the check language lacks "
-                     "(no reload step, no 'unchanged' expectation)")
 CONSTRAINT = Uncheckable("a format constraint: the format gate decides it, not a rubric check")
 SPEED_CLASH = Uncheckable("another slider of the query is named for a speed too, so a check could operate the "
                           "wrong one")
@@ -65,6 +64,14 @@ NO_ERROR_EFFECT = "no_error"  # an item's effect: using the control throws no un
 # The first button clicked several times in a row throws no uncaught error: a repeated action a correct app
 # handles; an app with no button leaves it inconclusive.
 REPEATS = Checkable("repeat_no_error")
+# What the app saved is read back on a reload without an uncaught error, once the first button has changed something
+# to save (what a restored page shows is the app's choice: a timer, a status line need not come back).
+RESTORES = Checkable("restores_on_reload")
+# The seed field filled with the same seed before and after a reload shows the same page: a run reproduced (every
+# document of a check starts with the same seeded Math.random, so this misses an app that ignores its seed for
+# Math.random, and fails one whose randomness the seed leaves out). An app that also saves its data may show what
+# the first run saved after the reload: no check there.
+SEEDED = Checkable("reproduces_by_seed", element="seed")
 
 
 def _uses(name: str, others: tuple[str, ...] = ()) -> Checkable:
@@ -77,6 +84,7 @@ def _table() -> dict[str, Checkable | Uncheckable]:
     from tasks.queries import synthesize as S
     from tasks.rubrics import vocab as X
 
+    seeded = replace(SEEDED, clashes=("sm_persist_local", "sm_history_log", X.SAVED_DEFAULT))
     return {
         # taxonomy capabilities (tasks/data/taxonomy.json), by id
         "er_guarded_empty_state": FLOW, "er_reset_everything": _uses("reset"), "er_rapid_input": REPEATS,
@@ -92,7 +100,7 @@ def _table() -> dict[str, Checkable | Uncheckable]:
         "wf_multi_step_wizard": Checkable("operate_named", trigger="next", effect=("text",)),
         "wf_round_loop": FLOW, "wf_summary_screen": FLOW, "wf_checklist_progress": FLOW, "wf_restart_session": FLOW,
         "wf_submit_confirm": FLOW,
-        "sm_persist_local": RELOAD, "sm_derived_totals": FLOW, "sm_filter_views": FLOW, "sm_history_log": FLOW,
+        "sm_persist_local": RESTORES, "sm_derived_totals": FLOW, "sm_filter_views": FLOW, "sm_history_log": FLOW,
         "sm_multi_counter": NO_LOCATOR,
         "sm_mode_switch": _uses("hard", ("easy", "medium")),
         "dl_scoring_rules": FLOW, "dl_unit_conversion": UNSTATED_RESULT, "dl_rule_evaluation": DOMAIN,
@@ -103,7 +111,7 @@ def _table() -> dict[str, Checkable | Uncheckable]:
         "ip_export_json": Uncheckable("a download and a file upload, which the check language cannot do"),
         "ip_tag_filter": FLOW,
         "si_step_run_pause": _uses("step", ("run", "pause")), "si_speed_control": _SPEED, "si_parameter_effect": UNSTATED_RESULT,
-        "si_physics_motion": STARTS, "si_population_rules": STARTS, "si_random_seed": RELOAD,
+        "si_physics_motion": STARTS, "si_population_rules": STARTS, "si_random_seed": seeded,
         # a theme toggle: that it works (the colours, and remembering the choice, are not asked)
         "pr_responsive_grid": LAYOUT, "pr_theme_toggle": _uses("dark"), "pr_visual_feedback": FLOW,
         "pr_status_badges": STYLE,
@@ -124,7 +132,7 @@ def _table() -> dict[str, Checkable | Uncheckable]:
         S.SIMPLE_CLOSER: LAYOUT, S.ONE_SCREEN_CLOSER: LAYOUT, S.HELP_TEXT_CLOSER: QUALITY, S.GROUPED_CLOSER: LAYOUT,
         S.EDGE_CASES_CLOSER: REPEATS,  # "repeated actions": which other edge cases, and how, is left to the app
         S.IMMEDIATE_CLOSER: Uncheckable("it says how every change shows, not one change a check could make"),
-        X.SCORE_DEFAULT: FLOW, X.TIMER_DEFAULT: STARTS, X.ACCURACY_DEFAULT: FLOW, X.SAVED_DEFAULT: RELOAD,
+        X.SCORE_DEFAULT: FLOW, X.TIMER_DEFAULT: STARTS, X.ACCURACY_DEFAULT: FLOW, X.SAVED_DEFAULT: RESTORES,
     }
 
 
@@ -176,6 +184,9 @@ def _resolved(ev: Checkable | Uncheckable, subject: tuple[str, ...], keys: set[s
         return ev
     if any(n not in keys for n in ev.needs):
         return Uncheckable(f"sound only where the query also asks for {', '.join(ev.needs)} (it does not)")
+    if any(c in keys for c in ev.clashes):
+        return Uncheckable(f"the query also asks for {', '.join(c for c in ev.clashes if c in keys)}, so what it "
+                           "keeps could make a correct app's pages differ")
     if ev.kind == "takes_range" and sum(ev.element in p for p in phrases) > 1:
         return SPEED_CLASH
     objs = subject[1] if len(subject) > 1 else ""

@@ -23,7 +23,8 @@ control it names by ``#id`` (or label) are found in the query's spec by that nam
   holds it; clicking the button named ``trigger`` changes the page's text (or, where the query does not say
   what it changes on a page just loaded, throws no uncaught error); the first draggable item dropped on the third
   is no longer first; typing what names nothing in the search box changes the page's text; the first button
-  clicked several times in a row throws no uncaught error.
+  clicked several times in a row throws no uncaught error; the first button used and the page reloaded, it throws
+  none (what was saved is read back); the seed field filled alike before and after a reload shows the same page.
 
 A presence check counts matches, so an element that is there but hidden leaves it inconclusive, never
 failed; whether a named element is missing is the judge's call (``tasks/env/rubric_evidence.py``). Items
@@ -66,6 +67,7 @@ BOUND_TOLERANCE = 0.01  # a slider moved to a stated bound holds it exactly (the
 DRAGGABLE = '[draggable="true"]'
 MATCHES_NOTHING = "zqxjv"  # a search no item's name matches
 REPEAT_CLICKS = 4  # "clicks quickly many times in a row"
+SEED_VALUE = "42"  # any seed: the same one is typed before and after the reload
 
 
 def by_id(cid: str, suffix: str = "") -> dict[str, str]:
@@ -295,6 +297,21 @@ def repeat_check() -> list[dict[str, Any]]:
     return [{"do": "click", "target": {"role": "button"}}] * REPEAT_CLICKS + [{"expect": "no_error"}]
 
 
+def restore_check() -> list[dict[str, Any]]:
+    """The first button used (the app has something to save), the page reloaded: reading back what it saved throws
+    no uncaught error (an app with no button leaves it inconclusive)."""
+    return [{"do": "click", "target": {"role": "button"}}, {"do": "reload"}, {"expect": "no_error"}]
+
+
+def seed_check(element: str) -> list[dict[str, Any]]:
+    """The field named for ``element`` filled with one seed, the page read; reloaded and filled alike, it shows
+    the same page (a page without the field leaves it inconclusive)."""
+    field = {"label": _WORD_EDGE + re.escape(element)}
+    fill = {"do": "fill", "target": field, "value": SEED_VALUE}
+    return [fill, {"do": "remember", "target": PAGE_TEXT, "name": "run"}, {"do": "reload"}, fill,
+            {"expect": "text_same", "target": PAGE_TEXT, "since": "run"}]
+
+
 def reorder_check() -> list[dict[str, Any]]:
     """Dragging the first draggable item onto the third changes which item is first (HTML drag and drop marks
     what can be dragged; an app that reorders another way leaves it inconclusive)."""
@@ -325,6 +342,10 @@ def capability_steps(item: dict[str, Any], spec: Spec) -> list[dict[str, Any]] |
         return works_check(item["trigger"])
     if kind == "repeat_no_error":
         return repeat_check()
+    if kind == "restores_on_reload":
+        return restore_check()
+    if kind == "reproduces_by_seed" and item.get("element"):
+        return seed_check(item["element"])
     if kind == "reorder_by_drag":
         return reorder_check()
     if kind == "filter_by_typing":

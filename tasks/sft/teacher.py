@@ -40,7 +40,7 @@ function draw() {
 }
 function changed(id, value) {
   S.v[id] = value; S.n += 1;
-  %(status)s
+  %(status)s%(save)s
   %(outputs)s.forEach(([o, src]) => { const e = $(o); if (e) e.textContent = src && src in S.v ? String(S.v[src]) : 'update ' + S.n; });
   draw();
 }
@@ -51,11 +51,14 @@ document.querySelectorAll('button').forEach((b) => b.addEventListener('click', (
 document.addEventListener('keydown', (ev) => changed('key', ev.key));
 if (cv) cv.addEventListener('pointerdown', (ev) => changed('pointer', ev.offsetX + ',' + ev.offsetY));
 function tick() { if (S.moving) { S.t += 1; draw(); } requestAnimationFrame(tick); }
-draw(); requestAnimationFrame(tick);
+%(restore)sdraw(); requestAnimationFrame(tick);
 %(items)s"""
 # What only an app with the capabilities' controls carries (capability_html), so the other apps stay as short as the
 # demo's generation length needs: the status line a named button changes, the list to drag and to search
 _STATUS_JS = "document.querySelectorAll('[data-status]').forEach((e) => { e.textContent = 'update ' + S.n; });"
+# what an app that saves its data adds: the state saved on every change, read back on load
+_SAVE_JS = "localStorage.setItem('app-state', JSON.stringify(S.v));"
+_RESTORE_JS = "const saved = localStorage.getItem('app-state'); if (saved) Object.assign(S.v, JSON.parse(saved));\n"
 _ITEMS_JS = """let dragged = null;
 document.querySelectorAll('[data-item]').forEach((li) => {
   li.addEventListener('dragstart', () => { dragged = li; });
@@ -128,7 +131,8 @@ def _paired(output: Control, spec: Spec) -> str | None:
 
 def capability_html(spec: Spec) -> str:
     """What the capabilities of a synthesized request put on the page (``capabilities``: the spec they were written
-    from): a slider with its stated bounds, a button the query names, a list of items to drag and search."""
+    from): a slider with its stated bounds, a button the query names, a list of items to drag and search, a seed
+    field, and a status line (marked when the app saves its state)."""
     found = [f for f in clause_evidence(spec.clauses) if f is not None]
     ev = [f.evidence for f in found if isinstance(f.evidence, Checkable)]
     labels = {n.label.lower() for n in spec.named if n.kind == "button"}
@@ -142,7 +146,12 @@ def capability_html(spec: Spec) -> str:
     if found and any(e.kind in ("reorder_by_drag", "filter_by_typing") for e in ev):
         parts.append("<ul>" + "".join(f'<li draggable="true" data-item>{html.escape(obj)} {k + 1}</li>'
                                       for k in range(LIST_ITEMS)) + "</ul>")
-    return "".join(parts) + ("<p data-status>ready</p>" if found else "")
+    if any(e.kind == "reproduces_by_seed" for e in ev):
+        parts.append('<label>Seed <input type="number" value="1"></label>')
+    saves = any(e.kind == "restores_on_reload" for e in ev)
+    if saves and "save" not in labels and "save" not in names:  # a state to save needs something that changes it
+        parts.append("<button>Save</button>")
+    return "".join(parts) + (f"<p data-status{' data-saves' if saves else ''}>ready</p>" if found else "")
 
 
 def _body(spec: Spec) -> str:
@@ -175,6 +184,8 @@ def offline_app(task: Task) -> str:
     script = _SCRIPT % {"moving": "true" if spec.motions else "false", "outputs": json.dumps(outputs),
                         "starts": json.dumps(starts), "stops": json.dumps(stops),
                         "status": _STATUS_JS if "data-status" in body else "",
+                        "save": _SAVE_JS if "data-saves" in body else "",
+                        "restore": _RESTORE_JS if "data-saves" in body else "",
                         "items": _ITEMS_JS if "data-item" in body else ""}
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>App</title><style>canvas{{border:1px solid #ccc}}</style></head>
