@@ -111,6 +111,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_output_format.py": ("browser",),
     "test_paid_keys.py": ("unit",),
     "test_probe_records.py": ("unit",),
+    "test_probe_cut.py": ("browser",),
     "test_probe_time.py": ("browser",),
     "test_progress.py": ("unit",),
     "test_prompt_html.py": ("unit",),

@@ -140,3 +140,13 @@ def test_requests_blocked_at_one_moment_are_kept_in_one_order_whichever_reached_
         kept.append(ev.blocked_requests)
     assert kept[0] == kept[1] == kept[2]
     assert [b.url for b in kept[0]][-1] == "https://api.example.com/late"  # the probe's after the load's
+
+
+def test_a_probe_cut_at_the_wall_time_cap_is_a_verdict_load_could_have_made():
+    from tasks.env.probe import ProbeRecord
+
+    cut = RuntimeEvidence(status="ok", interaction=ProbeRecord(status="ok", cut="wall"))
+    assert cut.timed_out and cut.load_bound == "probe_cut"  # checked again alone in a batch
+    whole = RuntimeEvidence(status="ok", interaction=ProbeRecord(status="ok"))
+    assert not whole.timed_out and whole.load_bound is None
+    assert RuntimeEvidence(status="ok", interaction=ProbeRecord(status="hung", cut="wall")).load_bound == "probe_hung"

@@ -151,9 +151,22 @@ class RuntimeEvidence:
         return self.verdict(cfg).valid
 
     @property
+    def load_bound(self) -> str | None:
+        """Why load on the machine could have made this verdict (checked again alone before it stands): the load
+        timed out or stopped answering, the probe found the page hung, or its actions were cut at the wall-time cap
+        (fewer controls used, so "most controls failing" is decided on another count); None when nothing was."""
+        if self.status in ("load_timeout", "unresponsive"):
+            return self.status
+        if self.interaction is not None and self.interaction.status == "hung":
+            return "probe_hung"
+        if self.interaction is not None and self.interaction.cut == "wall":
+            return "probe_cut"
+        return None
+
+    @property
     def timed_out(self) -> bool:
-        """A verdict that load on the machine could have caused: checked again alone before it stands."""
-        return self.status in ("load_timeout", "unresponsive") or (self.interaction is not None and self.interaction.status == "hung")
+        """A verdict that load on the machine could have caused (``load_bound``)."""
+        return self.load_bound is not None
 
 
 @dataclass(frozen=True)

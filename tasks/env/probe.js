@@ -290,10 +290,12 @@
     const rand = rng(seed);
     const t0 = performance.now(), r0 = realNow();
     const log = [];
+    let cut = null;
     for (let i = 0; i < actions.length; i++) {
       // the budget is page time; wallMs bounds it in wall time too, so a scene too heavy for the machine to
-      // draw at page speed runs fewer actions instead of running into the hang limit
-      if (performance.now() - t0 > budgetMs || realNow() - r0 > wallMs) break;
+      // draw at page speed runs fewer actions instead of running into the hang limit (said: cut, a load's mark)
+      if (performance.now() - t0 > budgetMs) break;
+      if (realNow() - r0 > wallMs) { cut = 'wall'; break; }
       const a = actions[i];
       const before = state(), nErr = R.errors.length;
       R.action = i;
@@ -312,7 +314,7 @@
     }
     await settleRequests(requestWaitMs);
     R.action = -2;  // after the run: errors from here on are not any action's
-    return {log, elapsed_ms: performance.now() - t0};
+    return {log, elapsed_ms: performance.now() - t0, cut};
   };
   // A visual sample without a screenshot (a screenshot costs the renderer a full frame and an encode):
   // canvas pixels, DOM mutations (JS-driven motion writes styles or text) and running CSS/Web animations.

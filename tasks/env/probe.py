@@ -108,6 +108,7 @@ class ProbeRecord:
     error: str | None = None
     clock: str | None = None  # controlled (the environment's clock) | page (the page's own, clock_reason says why)
     clock_reason: str | None = None
+    cut: str | None = None  # wall: the wall-time cap stopped the actions before the plan's end (the machine's load)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -291,7 +292,7 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
         await page.set_viewport_size(viewport)
         got = await answered(page, page.evaluate("() => { window.__rrProbe.action = %d; "
                                                  "return window.__rrProbe.collect(); }" % AFTER), grace, session.answer_s, session.deadline)
-        ev.actions = _actions(html, plan, run["log"], stack_offset)
+        ev.actions, ev.cut = _actions(html, plan, run["log"], stack_offset), run.get("cut")
         ev.listeners = _listeners(html, plan, stack_offset)
         ev.dialogs = got["dialogs"]
         _errors(ev, html, got["errors"], n, stack_offset)

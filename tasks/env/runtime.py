@@ -231,7 +231,7 @@ class BrowserRuntime:
                     again = await self._check_guarded(htmls[i], plans[i])
                 if crashed and again.status not in ("crashed", "unavailable"):
                     again = RuntimeEvidence(status="unavailable", error=CRASHED_BESIDE_OTHERS)
-                again.rechecked_from = ev.status if ev.status != "ok" else "probe_hung"
+                again.rechecked_from = ev.load_bound or ev.status
                 return again
             return ev
 
