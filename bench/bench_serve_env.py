@@ -9,8 +9,8 @@ billed), or the offline judge (``--judge offline``); the browser off by default 
 2. ``--clients`` threads send ``--requests`` requests in all (1 to 3 items each, drawn from the pool), each
    within ``--max-seconds``. Checked per request: answered once with 200, one answer per item in item
    order, each answer equal to the same response scored alone (``engine.verdict``: measured times aside).
-3. SIGTERM with ``--clients`` requests in flight: how many finished with a whole answer, how many were
-   refused (a connection refused after the signal), the exit code.
+3. SIGTERM with ``--clients`` requests in flight: how long until the listener refused new connections, how
+   many finished with a whole answer, whether a request sent after that was refused, the exit code.
 
 Prints requests, items, wall time, throughput, request latency p50 / p99, lost / answered twice / wrong,
 the judge's peak calls in flight as the fake API saw them and as the service counted them against
@@ -210,6 +210,23 @@ def metric(text: str, name: str) -> float:
     return float("nan")
 
 
+def listener_closed_after(url: str, max_seconds: float) -> float:
+    """Seconds from now until a new connection to the service is refused. The signal's handler runs when the
+    service's event loop next turns, which on a loaded machine is later than any fixed wait (a request sent
+    0.3 s after the signal was once accepted and answered), so the late request waits for this instead."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    start = time.monotonic()
+    while time.monotonic() - start < max_seconds:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+        except ConnectionRefusedError:
+            return round(time.monotonic() - start, 3)
+        except OSError:
+            pass
+        time.sleep(0.02)
+    raise RuntimeError(f"the service still accepted connections {max_seconds:g} s after SIGTERM")
+
+
 def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, str]], args: argparse.Namespace
                       ) -> dict[str, Any]:
     """SIGTERM once the service is handling all ``args.clients`` requests and scoring their items (each the pool,
@@ -248,14 +265,14 @@ def sigterm_in_flight(proc: subprocess.Popen, url: str, pairs: list[tuple[str, s
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
-    time.sleep(0.3)
-    late = threading.Thread(target=send)
+    closed_after_s = listener_closed_after(url, max_seconds)
+    late = threading.Thread(target=send)  # a request that comes after the listener closed
     late.start()
     for t in [*threads, late]:
         t.join()
     code = proc.wait(timeout=max_seconds)
     return {"sent": len(outcomes), "items_in_flight_at_signal": in_flight, "requests_at_signal": handling,
-            "finished": outcomes.count("finished"),
+            "listener_closed_after_s": closed_after_s, "finished": outcomes.count("finished"),
             "refused": outcomes.count("refused"),
             "other": [o for o in outcomes if o not in ("finished", "refused")], "exit_code": code}
 
@@ -323,7 +340,8 @@ def report(f: dict[str, Any], args: argparse.Namespace) -> None:
           f"service; env.judge.concurrency {f['judge_limit']}; calls {f['judge_calls_api']}")
     s = f["sigterm"]
     print(f"  SIGTERM with {args.clients} requests sent ({s['items_in_flight_at_signal']:g} items in flight): "
-          f"{s['finished']} finished whole, {s['refused']} refused after it, other {s['other']}; "
+          f"listener closed after {s['listener_closed_after_s']:g} s; {s['finished']} finished whole, "
+          f"{s['refused']} refused after it, other {s['other']}; "
           f"exit code {s['exit_code']}")
 
 
