@@ -7,13 +7,20 @@ response at output) and becomes a dict only there (``to_dict``: the ``rubricrl s
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 from tasks.env.page import html_offset, stack_position
 
 
+class Record:
+    """A record whose dict is its fields in order (the contract's keys)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(cast(Any, self))  # every subclass is a dataclass
+
+
 @dataclass(frozen=True)
-class PageError:
+class PageError(Record):
     """An uncaught error of the page, with its first in-page stack position mapped to an HTML offset."""
 
     name: str
@@ -37,12 +44,9 @@ class PageError:
             return cls(name, message, stack[:2000])
         return cls(name, message, stack[:2000], pos[0], pos[1], html_offset(html, *pos))
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class ConsoleError:
+class ConsoleError(Record):
     """An error the app logged to the console on load, with its place in the HTML when the app's page logged it."""
 
     text: str
@@ -50,15 +54,12 @@ class ConsoleError:
     column: int | None = None
     offset: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 PHASES = ("load", "probe", "check")  # the moments of an app's session, in order
 
 
 @dataclass(frozen=True)
-class BlockedRequest:
+class BlockedRequest(Record):
     """A request, navigation, websocket or popup our routes did not let through (``tasks.env.navigation``), with
     the moment it happened: ``phase`` load, probe or check, and the probe's ``action`` then."""
 
@@ -79,19 +80,13 @@ class BlockedRequest:
         return (PHASES.index(self.phase), -1 if self.action is None else self.action, self.url, self.kind,
                 self.resource_type, self.outcome)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class CdnServed:
+class CdnServed(Record):
     """A library request the CDN mirror answered, and the file it served (relative to the working directory)."""
 
     url: str
     file: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
