@@ -12,6 +12,12 @@ import pytest
 _HOME = tempfile.mkdtemp(prefix="rubricrl-prefect-")
 os.environ.setdefault("PREFECT_HOME", _HOME)
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+# The test server keeps what the tests read (flow runs, artifacts, logs). The services that turn every task run's
+# events into rows and triggers take a quarter of its CPU on a flows test and nothing reads them here; the
+# deployment tests run the full server as users do (`rubricrl serve`).
+SERVICES_OFF = tuple(f"PREFECT_SERVER_SERVICES_{s}_ENABLED" for s in ("EVENT_PERSISTER", "TASK_RUN_RECORDER", "TRIGGERS"))
+for _name in SERVICES_OFF:
+    os.environ.setdefault(_name, "false")
 from tasks.llm.paid import drop_paid_keys  # noqa: E402
 
 drop_paid_keys()  # tests never reach a real API (a test that needs a key sets a dummy one for a local fake)

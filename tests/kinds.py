@@ -89,7 +89,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_fake_latency.py": ("wire",),
     "test_flow_evaluate.py": ("flows", "browser", "training", "deepspeed"),
     "test_flow_official.py": ("flows", "browser"),
-    "test_flow_select.py": ("flows",),
+    "test_flow_select.py": ("flows", "training", "deepspeed"),
     "test_flow_synthesize.py": ("flows",),
     "test_flow_train_rl.py": ("flows", "training", "deepspeed"),
     "test_flow_train_sft.py": ("flows", "training", "deepspeed"),

@@ -17,6 +17,7 @@ import pytest
 
 from tasks.stages.store import StageStore
 from fakes.policy_data import build_references
+from tests.conftest import SERVICES_OFF
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -68,7 +69,8 @@ class Served:
         self.data = root / "data"  # the worker's data directory: the demo deployment writes here
         # The synthesis run makes 60 queries; the nightly runs the full profile, here it probes 4 candidates x 2
         # short samples of the tiny model.
-        self.env = dict(os.environ, PREFECT_HOME=str(root / "prefect"), RUBRICRL_DATA_DIR=str(self.data),
+        full = {k: v for k, v in os.environ.items() if k not in SERVICES_OFF}  # every service, as users run it
+        self.env = dict(full, PREFECT_HOME=str(root / "prefect"), RUBRICRL_DATA_DIR=str(self.data),
                         PREFECT_API_URL=f"http://127.0.0.1:{port}/api", RUBRICRL_SYNTH__N_QUERIES="60",
                         RUBRICRL_SELECTION__MAX_CANDIDATES="4", RUBRICRL_SELECTION__PROBE_SAMPLES="2",
                         RUBRICRL_SELECTION__PROBE_MAX_NEW_TOKENS="16",
