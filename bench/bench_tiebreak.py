@@ -22,12 +22,17 @@ pairs the reward ties. Asserts nothing; changes nothing.
 default configuration, as ``realapps_devset.item_verdicts`` does), and the pairs are ordered by that reward beside
 the stored one: ties broken, right and wrong, and, per kind of finding the change adds (``--finding TEXT``, a
 substring of its description), the pairs it decides (the two apps' counts of it differ) and how many right.
+``--new-items DIR``: the same per kind of evidence (``evidence_kind``) of the rubric items the rubrics scored have
+and DIR's rubrics do not (by requirement text: DIR holds the rubrics the rules built before a change): the pairs
+that the findings on those items decide, and how many as the labels order them.
 
-Run: ``.venv/bin/python bench/bench_tiebreak.py --keep DIR [--keep DIR2] --models M ... [--rescore --finding T]``.
+Run: ``.venv/bin/python bench/bench_tiebreak.py --keep DIR [--keep DIR2] --models M ... [--rescore --finding T
+--new-items DIR]``.
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import re
 import sys
@@ -135,6 +140,7 @@ def main() -> None:
     ap.add_argument("--settle", type=float, default=1.5)
     ap.add_argument("--rescore", action="store_true")
     ap.add_argument("--finding", action="append", default=[])
+    ap.add_argument("--new-items", type=Path, default=None)
     args = ap.parse_args()
     from tasks.stages.store import StageStore
 
@@ -158,7 +164,7 @@ def main() -> None:
              "items": sorted(items.get(r["query_id"], ()))} for r in rows
             if labels.get(r["model"], {}).get(r["query_id"]) is not None]
     if args.rescore:
-        return rescore(apps, labels, args.finding, [Path(k) for k in args.keep])
+        return rescore(apps, labels, args.finding, [Path(k) for k in args.keep], args.new_items)
     t0 = time.perf_counter()
     got = measure(apps, args.settle)
     wall = time.perf_counter() - t0
@@ -189,7 +195,44 @@ def main() -> None:
                   f"{a['reward']}, {v}")
 
 
-def rescore(apps: list[dict], labels: dict, findings: list[str], keeps: list[Path]) -> None:
+def decided_pairs(name: str, count: dict, old: list, labels: dict, apps: list[dict], by: dict) -> None:
+    """The label-differing pairs a kind of finding decides (``count``: (model, task) -> how many the app has): the
+    two apps' counts differ; right when the app with fewer has the higher label; and among the stored ties."""
+    dec = right = tdec = tright = 0
+    for p in old:
+        ca, cb = count.get((p.a.model, p.task), 0), count.get((p.b.model, p.task), 0)
+        if ca == cb:
+            continue
+        ok = (ca < cb) == (p.a.label > p.b.label)
+        dec, right = dec + 1, right + ok
+        tdec, tright = tdec + (p.verdict == "tie"), tright + (ok and p.verdict == "tie")
+    print(f"{name}: apps with it {sum(1 for v in count.values() if v)} of {len(by)}; label-differing "
+          f"pairs it decides {dec}, right {right}; among the stored reward's ties {tdec}, right {tright}")
+    for k, v in count.items():
+        if v:
+            print(f"    {k[0]}/{k[1]}: {v} finding(s), label {labels[k[0]][k[1]]:.2f}, reward stored "
+                  f"{next(a['reward'] for a in apps if (a['model'], a['query_id']) == k):.3f}, now {by[k].reward:.3f}")
+
+
+def new_item_kinds(base_dir: Path, tasks: dict) -> dict[tuple[str, str], str]:
+    """(query_id, item id) -> evidence kind of each item of the rescored rubrics that ``base_dir``'s rubric for that
+    query does not have (by requirement), or has without the check it now has ("... newly checked")."""
+    from tasks.stages.store import StageStore
+
+    base: dict[tuple[str, str], bool] = {}
+    for r in StageStore(base_dir).read("rubric_items", columns=["query_id", "requirement", "check"]).to_pylist():
+        base[(r["query_id"], r["requirement"])] = r["check"] is not None
+    out = {}
+    for q, t in tasks.items():
+        for it in t.rubric.initial_state + t.rubric.dynamic:
+            had = base.get((q, it.requirement))
+            if had is None or (not had and it.check is not None):
+                out[(q, it.id)] = (it.evidence_kind or "none") + ("" if had is None else " (newly checked)")
+    return out
+
+
+def rescore(apps: list[dict], labels: dict, findings: list[str], keeps: list[Path],
+            new_items: Path | None = None) -> None:
     """The pairs ordered by the reward scored again now, beside the stored reward, and each finding's pairs."""
     from schemas.config import load_config
     from tasks.env.score import ScoreInput, score_batch
@@ -223,20 +266,14 @@ def rescore(apps: list[dict], labels: dict, findings: list[str], keeps: list[Pat
     by = {(a["model"], a["query_id"]): res[a["eval_id"]] for a in apps}
     for text in findings:
         count = {k: sum(text in (f.get("description") or "") for f in r.findings) for k, r in by.items()}
-        dec = right = tdec = tright = 0
-        for p in old:
-            ca, cb = count[(p.a.model, p.task)], count[(p.b.model, p.task)]
-            if ca == cb:
-                continue
-            ok = (ca < cb) == (p.a.label > p.b.label)
-            dec, right = dec + 1, right + ok
-            tdec, tright = tdec + (p.verdict == "tie"), tright + (ok and p.verdict == "tie")
-        print(f"finding {text!r}: apps with it {sum(1 for v in count.values() if v)} of {len(count)}; label-differing "
-              f"pairs it decides {dec}, right {right}; among the stored reward's ties {tdec}, right {tright}")
-        for k, v in count.items():
-            if v:
-                print(f"    {k[0]}/{k[1]}: label {labels[k[0]][k[1]]:.2f}, reward stored "
-                      f"{next(a['reward'] for a in apps if (a['model'], a['query_id']) == k):.3f}, now {by[k].reward:.3f}")
+        decided_pairs(f"finding {text!r}", count, old, labels, apps, by)
+    if new_items is not None:
+        kinds = new_item_kinds(new_items, tasks)
+        print(f"new items: {len(kinds)} in {len({q for q, _ in kinds})} tasks, by kind "
+              f"{dict(sorted(collections.Counter(kinds.values()).items()))}")
+        for kind in sorted(set(kinds.values())):
+            count = {k: sum(kinds.get((k[1], f.get("item_id"))) == kind for f in r.findings) for k, r in by.items()}
+            decided_pairs(f"new items of kind {kind!r}", count, old, labels, apps, by)
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_checks_time.py": ("browser",),
     "test_cli_readme.py": ("flows", "wire"),
     "test_config.py": ("unit",),
+    "test_control_tables.py": ("unit", "browser"),
     "test_cost.py": ("unit",),
     "test_demo_output.py": ("flows",),
     "test_deployment.py": ("flows",),

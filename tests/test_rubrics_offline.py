@@ -56,10 +56,15 @@ def test_plan_items_name_its_controls_with_defaults_ranges_and_behaviour():
     assert json.loads(items[0]["row"]["reference_json"])["initial_state"][0]["query_evidence"] in PLAN
 
 
-def test_max_items_keeps_the_first_in_priority_order():
+def test_max_items_keeps_what_checks_compare_first_in_the_plans_order():
     reqs = [i["requirement"] for i in _items(PLAN, max_items=3)]
-    assert len(reqs) == 3
-    assert reqs[0].startswith("The slider #slider-length") and any(r.startswith("Moving the slider") for r in reqs)
+    assert [r.split(" (")[0] for r in reqs] == ["Moving the slider #slider-length", "The display #length-value shows "
+                                                "the value of the slider #slider-length", "Choosing another option in "
+                                                "#select-planet"]
+    reqs = [i["requirement"] for i in _items(PLAN, max_items=8)]  # then the stated defaults; nothing only looked for
+    assert reqs[0].startswith("The slider #slider-length") and any(r.startswith("The checkbox #checkbox-trail")
+                                                                    for r in reqs)
+    assert not any(r.endswith(("is on the page.", "is visible when the page loads.")) for r in reqs), reqs
 
 
 @pytest.mark.parametrize("query, expect", [

@@ -27,8 +27,8 @@ class RubricsConfig(Section):
     max_queries: int | None = Field(None, ge=1, description="Build references for the first N query ids only")
     evidence_min_chars: int = Field(3, ge=1, description="Shorter query_evidence cannot support an item")
     max_items: int = Field(OFFLINE_MAX_ITEMS, ge=1, le=200, description="Rubric items per query the offline rules build, at most "
-                                                         "(the first in their order of priority: controls and what "
-                                                         "operating them does, displayed values, drawing areas, motion)")
+                                                         "(kept by rank: what a check compares, then a control's "
+                                                         "stated default or range, then presence; offline_items.cap_rank)")
     prompt_dir: str | None = Field(None, description="Folder of rubric_*.md prompts; None = tasks/prompts/")
     concurrency: int | None = Field(None, ge=1, le=1024, description="Parallel calls per part; None = llm.concurrency")
     expansion: StageSettings = Field(default_factory=lambda: StageSettings(max_tokens=3000))

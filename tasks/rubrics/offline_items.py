@@ -3,9 +3,11 @@
 Each item names the UI element it is about the way the query does (``#id`` when the query gives an id, else
 its label) with the stated default, range and options; a behaviour item names what triggers it and what
 should change; a motion item says it is motion over time. ``query_evidence`` is a verbatim span of the
-query (the line that declares the element or states the behaviour). At most ``max_items`` items, in this
-order of priority: each control and then what operating it does and the display showing its value; outputs with a stated initial value;
-the line formats stated for displays (``prompt_formats``); drawing areas; keys; motion. A short request gets what
+query (the line that declares the element or states the behaviour). Items come in this order: each control and
+then what operating it does and the display showing its value; outputs with a stated initial value; the line
+formats stated for displays (``prompt_formats``); drawing areas; keys; motion. At most ``max_items`` are kept: by
+``cap_rank`` first (what a check compares, then a control's stated default or range, then what is only looked
+for), so that every control the plan names gets its compared items before any gets a presence item. A short request gets what
 is drawn, what moves by itself and what answers input, since it names nothing else. A request in sentences gets one item per sentence; a sentence the offline
 rules wrote (a synthesized query's capability, closer or default) takes its structure, or the reason no check
 decides it, from the spec it was written from (``capabilities``).
@@ -51,6 +53,12 @@ EVIDENCE_OF_ROLE: dict[str, str] = {
     "control": "control_default", "output": "output_text", "area": "drawing_present", "scene": "shown_on_load",
     "named": "labelled_present", "format": "output_format", "behaviour": "operate_control", "key": "press_key",
     "readout": "readout", "motion": "motion_by_itself", "request_motion": "motion_by_itself", "input": "answers_input"}
+# The cap on items per query (``spec_items``' ``max_items``) keeps items by rank, lowest first: a check that compares
+# what a user does or sees (operating a control, a readout, a stated text, format or motion) decides more between
+# working apps than a stated default, and that more than finding an element there (evidence kinds that only look
+# for an element, or none: ``PRESENCE_KINDS``).
+CAP_RANK = {"compared": 0, "stated": 1, "present": 2}
+PRESENCE_KINDS = frozenset({"control_default", "drawing_present", "labelled_present", "shown_on_load", None})
 # What an effect names besides an output's id: the drawing, the page's text, motion (``Behaviour.motion``).
 DRAWING_EFFECT, TEXT_EFFECT, MOTION_EFFECT = "drawing", "text", "motion"
 KIND_WORDS = {"range": "slider", "number": "number input", "text": "text input", "checkbox": "checkbox",
@@ -107,7 +115,8 @@ def control_item(c: Control) -> SpecItem:
     if c.kind == "select" and c.options:
         parts.append("offering " + ", ".join(c.options[:6]))
     if c.default is not None:
-        parts.append({"checkbox": "checked at first", "radio": "selected at first"}.get(c.kind, f"set to {c.default}")
+        parts.append({"checkbox": "checked at first", "radio": "selected at first", "button": "active at first"}.get(
+                     c.kind, f"set to {c.default}")
                      if c.default != "unchecked" else "not selected at first")
     if c.min is not None and c.max is not None:
         parts.append(f"with a range of {_fmt(c.min)} to {_fmt(c.max)}")
@@ -241,13 +250,27 @@ def _sentence_items(spec: Spec) -> list[SpecItem]:
     return out + [behaviour_item(b) for b in spec.behaviours if b.key is not None]
 
 
+def cap_rank(item: SpecItem) -> int:
+    """Which items the cap keeps first (``CAP_RANK``): 0, a check compares what a user does or sees with what the
+    query states; 1, a control's stated default or range (``Control.states_value``); 2, only looked for."""
+    kind = item.structure()["evidence_kind"]
+    if kind not in PRESENCE_KINDS:
+        return CAP_RANK["compared"]
+    stated = kind == "control_default" and item.control is not None and item.control.states_value
+    return CAP_RANK["stated" if stated else "present"]
+
+
 def spec_items(spec: Spec, max_items: int | None = None) -> list[SpecItem]:
-    """The query's items, duplicates (same requirement) dropped, at most ``max_items`` (see the docstring)."""
+    """The query's items, duplicates (same requirement) dropped, at most ``max_items``: the first by ``cap_rank``,
+    then the query's order; those kept stay in the query's order (see the docstring)."""
     items = _plan_items(spec) if spec.structured else _request_items(spec) if spec.request is not None else \
         _sentence_items(spec)
     seen: set[str] = set()
     out = [i for i in items if not (T.normalise(i.requirement) in seen or seen.add(T.normalise(i.requirement)))]
-    return out[:max_items] if max_items is not None else out
+    if max_items is None or len(out) <= max_items:
+        return out
+    kept = sorted(sorted(range(len(out)), key=lambda n: (cap_rank(out[n]), n))[:max_items])
+    return [out[n] for n in kept]
 
 
 def items_by_requirement(spec: Spec | str) -> dict[str, SpecItem]:

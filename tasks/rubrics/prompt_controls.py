@@ -6,6 +6,8 @@ by ``id="..."`` (in inline code, a code block or plain text). Its kind comes fro
 (``slider-``, ``btn-``), else from the words around it ("slider", "dropdown"); its label from ``<label for=...>``,
 the button's text or a ``label: "..."`` line; its default, bounds and options from the lines that speak of it
 alone (the list item naming it and what is nested under it, and the item above when that names no other element).
+A plan's table of controls (``prompt_tables``: ``| ID | Type | Default Value | Min | Max | Step |``) states them for
+the element alone: its row is read after the HTML's own attributes and before those lines.
 
 Kinds: range, number, text, checkbox, radio, select, button, canvas, output (text the app displays),
 area (a drawing or plot container), container (layout only: never an item).
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from tasks.rubrics.prompt_html import Html, Tag, line_starts, read_html
 from tasks.rubrics.prompt_outline import Node, Outline, plain, span
+from tasks.rubrics.prompt_tables import TableRow, stated_default, table_rows
 from tasks.rubrics.vocab import HOLDS_DRAWING, ID_KIND_AFFIXES, NUMBER, is_number
 
 ID_DECL = re.compile(r"""\bid\s*=\s*\\?["']([A-Za-z][\w\-:.]{0,60})\\?["']""")
@@ -81,6 +84,9 @@ _OPTIONS_SAID = re.compile(r"\boptions?\s*(?:are|:)\s*(.+)", re.I)
 _QUOTED_OPTION = re.compile(r"[\"“']([^\"”'\n]{1,40})[\"”']")
 _OPTION_SEP = re.compile(r",|\bor\b|\band\b")
 CONTROL_KINDS = ("range", "number", "text", "checkbox", "radio", "select", "button")
+# A table's Type cell -> the kind (an input's type, a tag, or a word: "slider", "dropdown")
+_TABLE_KIND = {**{t: k for t, k in _TYPE_KIND.items() if t}, **{t: k for t, k in _TAG_KIND.items() if k != "container"},
+               "slider": "range", "dropdown": "select"}
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,17 @@ class Control:
     @property
     def is_control(self) -> bool:
         return self.kind in CONTROL_KINDS
+
+    @property
+    def states_value(self) -> bool:
+        """The query states a value of it that its control check compares (``checks_offline.control_check``): a
+        slider's or number input's default or bounds, whether a checkbox or radio is checked, a text input's text
+        (a dropdown's options are not visible to a check, a button's state is not read)."""
+        if self.kind in ("range", "number"):
+            return self.default is not None or (self.min is not None and self.max is not None)
+        if self.kind in ("checkbox", "radio"):
+            return self.default in ("checked", "unchecked")
+        return self.kind == "text" and bool(self.default)
 
 
 @dataclass
@@ -160,13 +177,15 @@ def html_facts(text: str) -> dict[str, _Facts]:
     return out
 
 
-def _kind(cid: str, facts: _Facts, near_text: str, far_text: str) -> str:
+def _kind(cid: str, facts: _Facts, near_text: str, far_text: str, row: TableRow | None = None) -> str:
     if facts.tag == "input":
         return _TYPE_KIND.get(facts.attrs.get("type", "").lower(), "text")
     if facts.tag in _TAG_KIND:  # a layout tag holds what it is for; _area tells drawing areas apart
         return _TAG_KIND[facts.tag]
     if facts.tag is not None:
         return "container"
+    if row is not None and row.kind in _TABLE_KIND:
+        return _TABLE_KIND[row.kind]
     for kind, pat in _PREFIX_KIND:
         if pat.search(cid):
             return kind
@@ -201,14 +220,17 @@ def _number(pattern: re.Pattern[str], text: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def _default(kind: str, ctx: str, f: _Facts) -> str | None:
-    """The stated default of an element of ``kind`` in its context text (plain) and HTML facts."""
+def _default(kind: str, ctx: str, f: _Facts, said: str | None = None) -> str | None:
+    """The stated default of an element of ``kind`` in its HTML facts, its table row (``said``), its context text
+    (plain), in that order."""
     if kind == "button":
-        on = _BUTTON_ON.search(ctx)
+        on = said or _BUTTON_ON.search(ctx)
         return "checked" if on else None
     if kind in ("checkbox", "radio"):
         if "checked" in f.attrs:
             return "checked"
+        if said is not None:
+            return said
         m = _CHECKED_SAID.search(ctx)
         if not m:
             return None
@@ -217,18 +239,18 @@ def _default(kind: str, ctx: str, f: _Facts) -> str | None:
         return "unchecked" if neg else "checked"
     if kind == "select":
         m = _OPTION_SAID.search(ctx)
-        return f.selected or (m.group(1).strip() if m else None)
+        return f.selected or said or (m.group(1).strip() if m else None)
     if kind in ("range", "number"):
         if f.attrs.get("value") and is_number(f.attrs["value"]):
             return f.attrs["value"]
         m = _NUMBER_SAID.search(ctx)
-        return m.group(1) if m else None
+        return said or (m.group(1) if m else None)
     if kind == "text":
         m = _TEXT_SAID.search(ctx)
-        return f.attrs.get("value") or (m.group(1) if m else None)
+        return f.attrs.get("value") or said or (m.group(1) if m else None)
     if kind == "output":
         m = _OUTPUT_TEXT_SAID.search(ctx) or _OUTPUT_NUMBER_SAID.search(ctx)
-        return m.group(1) if m else None
+        return said or (m.group(1) if m else None)
     return None
 
 
@@ -243,11 +265,14 @@ def _label(ctx: str, f: _Facts) -> str | None:
     return None
 
 
-def _bounds(ctx: str, f: _Facts) -> tuple[float | None, float | None, float | None]:
-    attr = lambda k: float(f.attrs[k]) if is_number(f.attrs.get(k, "")) else None  # noqa: E731
-    lo = attr("min") if attr("min") is not None else _number(_BOUND_SAID["min"], ctx)
-    hi = attr("max") if attr("max") is not None else _number(_BOUND_SAID["max"], ctx)
-    step = attr("step") if attr("step") is not None else _number(_BOUND_SAID["step"], ctx)
+def _bounds(ctx: str, f: _Facts, row: TableRow | None = None) -> tuple[float | None, float | None, float | None]:
+    """min, max and step: the HTML's attributes, else the table row's, else the context text's."""
+    def said(k: str) -> float | None:
+        attr = float(f.attrs[k]) if is_number(f.attrs.get(k, "")) else None
+        tabled = getattr(row, k) if row is not None else None
+        return attr if attr is not None else tabled if tabled is not None else _number(_BOUND_SAID[k], ctx)
+
+    lo, hi, step = said("min"), said("max"), said("step")
     if lo is None or hi is None:
         m = _RANGE_SAID.search(ctx)
         if m:
@@ -272,7 +297,7 @@ def _options(ctx: str, f: _Facts) -> tuple[str, ...]:
 
 def controls(ol: Outline, query: str) -> list[Control]:
     """Every element the query declares by id, in the order first declared, with what it states about it."""
-    facts = html_facts(query)
+    facts, rows = html_facts(query), table_rows(query)
     order: list[str] = []
     for m in ID_DECL.finditer(query):
         if m.group(1) not in order:
@@ -285,13 +310,14 @@ def controls(ol: Outline, query: str) -> list[Control]:
         decl = next((n for n in hits if ID_DECL.search(n.text) and cid in n.text), hits[0] if hits else None)
         near = plain(decl.text) if decl else ""
         far = " ".join(plain(a.text) for a in decl.ancestors() if a.kind == "item") if decl else ""
-        kind = _kind(cid, f, near, far)
+        row = rows.get(cid)
+        kind = _kind(cid, f, near, far, row)
         ctx = "\n".join(plain(line) for n in hits for line in _context(n, cid, ids).splitlines())
-        lo, hi, step = _bounds(ctx, f) if kind in ("range", "number") else (None, None, None)
+        lo, hi, step = _bounds(ctx, f, row) if kind in ("range", "number") else (None, None, None)
         evidence = decl.text if decl else next(m.group(0) for m in ID_DECL.finditer(query) if m.group(1) == cid)
         label = _label(ctx, f) if kind in CONTROL_KINDS else None
-        out.append(Control(cid, kind, span(evidence), label, _default(kind, ctx, f), lo, hi, step,
-                           _options(ctx, f) if kind == "select" else (), f.tag))
+        out.append(Control(cid, kind, span(evidence), label, _default(kind, ctx, f, stated_default(kind, row)),
+                           lo, hi, step, _options(ctx, f) if kind == "select" else (), f.tag))
     return [_area(c) for c in out]
 
 

@@ -178,8 +178,10 @@ def behaviours(ol: Outline, ctrls: list[Control], shown: dict[str, Control] | No
                    _INTERACTION_SECTION.search(n.section)]
     out = []
     for c in ctrls:
-        # operating these changes nothing on a page just loaded: a reset, a pause, the option already chosen
-        if not c.is_control or c.default == "checked" or NO_EFFECT.search(f"{c.id} {c.label or ''}"):
+        # operating these changes nothing on a page just loaded: a reset, a pause, the option already chosen (a
+        # checkbox checked at first is not: a click unchecks it)
+        chosen = c.default == "checked" and c.kind != "checkbox"
+        if not c.is_control or chosen or NO_EFFECT.search(f"{c.id} {c.label or ''}"):
             continue
         # what is said of "any slider" holds for the sliders, of "all controls" for every control
         global_nodes = [n for n, m in said_of_all if c.kind == "range" or not m.group("what").lower().startswith("slider")]
