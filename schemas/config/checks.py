@@ -29,7 +29,8 @@ class ClockConfig(Section):
                                          "process, whose cost the renderer's max_lag cannot see")
     max_lag: float = Field(8.0, ge=1.0, le=50.0,
                            description="The load page's timers and frames may take this many times their page time "
-                                       "to run (real time in the renderer, not counting the environment's round trips); "
+                                       "to run (real time in the renderer, not counting the environment's round trips, "
+                                       "over its steps less the slowest: one stall of a busy machine is forgiven); "
                                        "past that it leaves the controlled clock (its frames then drop, as in a "
                                        "browser on a busy machine) instead of running into the hard limit")
 

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 BEAT_MS = 20  # the page clock's beat: a gap longer than two beats counts as two (the renderer was starved)
 CLOCK_READ_S = 2.0  # a page that cannot answer a one-line evaluate in this long is not living either
-LOAD_STEP_MS = 100  # the load page's clock moves this far per step, so a page too heavy to keep up is seen early
+LOAD_STEP_MS = 50  # the load page's clock moves this far per step: a page too heavy to keep up is seen after two
 _LIVED_JS = "() => window.__rrTime ? window.__rrTime.lived() : null"
 # What a limit says once it has passed (limit_passed, Limit.step): the page had its time, so a verdict may stand;
 # or the machine starved it past max_slowdown, so there is none. Words of their own: "page" names a clock.
@@ -60,7 +60,8 @@ class OutOfTime(Exception):
 async def let_pass(page: Page, ms: float, clock: ClockConfig) -> None:
     """Let ``ms`` of page time pass on a loaded page: its controlled clock advanced a step at a time in the page while
     its timers and frames take at most ``clock.max_lag`` times their page time to run (real time measured in the
-    renderer, not the machine's); a page that cannot, or runs on its own clock, gets the rest as wall time."""
+    renderer, not the machine's, over the page's steps less its slowest: one stall of a busy machine is not the
+    page's); a page that cannot, or runs on its own clock, gets the rest as wall time."""
     try:
         state = await page.evaluate("([ms, step, lag]) => window.__rrTime ? window.__rrTime.pass(ms, step, lag) : null",
                                     [ms, LOAD_STEP_MS, clock.max_lag])
