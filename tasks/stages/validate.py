@@ -22,6 +22,8 @@ SAMPLE = 5
 
 @dataclass
 class ExpectationOutcome:
+    """One expectation's result. The bad rows (``unexpected_count``, ``sample_rows``) are read only for a frame
+    that failed: a passed expectation counts none (with ``mostly`` below 1 it may have had some)."""
     frame: str
     expectation: str
     column: str | None
@@ -87,8 +89,11 @@ def run_suites(stage: str, table: pa.Table, suites: list[FrameSuite], report_dir
         df = fs.build(table)
         asset = source.add_dataframe_asset(fs.frame)
         batch = asset.add_batch_definition_whole_dataframe("all").get_batch(batch_parameters={"dataframe": df})
-        result = batch.validate(fs.suite, result_format={"result_format": "COMPLETE",
-                                                         "unexpected_index_column_names": fs.id_columns})
+        # the verdict alone first (about 0.6x the time); the bad rows are fetched only for a frame that failed
+        result = batch.validate(fs.suite, result_format={"result_format": "BOOLEAN_ONLY"})
+        if not result.success:
+            result = batch.validate(fs.suite, result_format={"result_format": "COMPLETE",
+                                                             "unexpected_index_column_names": fs.id_columns})
         for r in result.results:
             res = r.result or {}
             sample = res.get("unexpected_index_list") or res.get("partial_unexpected_list") or []
