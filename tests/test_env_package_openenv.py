@@ -123,6 +123,14 @@ def test_rubricrl_serve_openenv_runs_the_package_server_over_the_published_queri
                 time.sleep(0.3)
         listed = httpx.post(base + "/rubricrl-webapp/tasks", json={"split": "all"}).json()["tasks"]
         assert {t["query_id"] for t in listed} == {t.query_id for t in fixture_tasks()}
+        # OpenEnv's own CLI judges the running server by its HTTP profile (its `serve` is not implemented in
+        # 0.10, and validating the package directory builds a Docker image: docs/environments.md)
+        said = subprocess.run([str(STACKS / "openenv" / "bin" / "openenv"), "validate", "--url", base, "--json"],
+                              capture_output=True, text=True, timeout=120)
+        report = json.loads(said.stdout)
+        assert report["passed"] and not report["summary"]["failed_criteria"], said.stdout
+        meta = httpx.get(base + "/metadata").json()
+        assert meta["name"] == "rubricrl-webapp" and "rubric" in meta["description"], meta
         step = in_stack("openenv", STEP, [base, BROKEN])
         broken = alone(svc.engine.project, TASK, BROKEN, get_provider("offline"))["reward"]
         assert step["reward"] == pytest.approx(broken) and not step["done"] and "TypeError" in step["feedback"]

@@ -22,7 +22,7 @@ from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import Action, Observation, State
+from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 
 from rubricrl_webapp.service import SAMPLE_TIMEOUT_S, RewardMissing, score_app_sync, url_from_env
 from rubricrl_webapp.tasks_file import TASKS, read_tasks
@@ -53,6 +53,13 @@ class WebAppEnvironment(Environment[AppAction, AppObservation, State]):
         self.rows, self.url, self.token, self.max_turns, self.timeout_s = rows, url, token, max_turns, timeout_s
         self.row: dict[str, Any] | None = None
         self._state = State(step_count=0)
+
+    def get_metadata(self) -> EnvironmentMetadata:  # GET /metadata, which `openenv validate --url` reads
+        from importlib.metadata import version
+        return EnvironmentMetadata(name=ENV_NAME, version=version("rubricrl-webapp"),
+                                   description="Write a single-file HTML/CSS/JavaScript web app for a user's "
+                                               "request; rubricrl's reward service scores it in a browser "
+                                               "against the request's rubric, and its findings are the next turn")
 
     # the Task API (discovery only)
     def list_splits(self) -> list[str]:
