@@ -42,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _safe  # noqa: E402,F401 - the repo on sys.path
 from realapps_devset import official_labels, read_rows  # noqa: E402
-from realapps_pairs import App, within_pairs  # noqa: E402
+from realapps_pairs import App, group_spread, within_pairs  # noqa: E402
 
 CANDIDATES = ("named_missing", "named_zero", "h_overflow", "cut_off", "overlap", "blank_canvas", "blank_canvas_2d",
               "item_hidden", "item_cut", "item_covered")
@@ -249,11 +249,14 @@ def rescore(apps: list[dict], labels: dict, findings: list[str], keeps: list[Pat
     print(f"{len(apps)} apps scored again in {time.perf_counter() - t0:.0f} s wall, this process "
           f"{time.process_time() - c0:.0f} CPU-s (uptime {os.popen('uptime').read().strip()})")
     lab = lambda a: labels[a["model"]][a["query_id"]]  # noqa: E731
-    old = within_pairs(App(a["query_id"], a["model"], a["reward"], lab(a)) for a in apps)
-    new = within_pairs(App(a["query_id"], a["model"], res[a["eval_id"]].reward, lab(a)) for a in apps)
-    for name, ps in (("stored reward", old), ("scored again", new)):
+    old_apps = [App(a["query_id"], a["model"], a["reward"], lab(a)) for a in apps]
+    new_apps = [App(a["query_id"], a["model"], res[a["eval_id"]].reward, lab(a)) for a in apps]
+    old, new = within_pairs(old_apps), within_pairs(new_apps)
+    for name, ps, group in (("stored reward", old, old_apps), ("scored again", new, new_apps)):
         right, ties = sum(p.verdict == "right" for p in ps), sum(p.verdict == "tie" for p in ps)
-        print(f"{name}: {len(ps)} label-differing pairs, right {right}, ties {ties}, wrong {len(ps) - right - ties}")
+        gs = group_spread(group)
+        print(f"{name}: {len(ps)} label-differing pairs, right {right}, ties {ties}, wrong {len(ps) - right - ties}; "
+              f"groups {gs.groups}, with no reward spread {gs.flat} (labels differ in {gs.flat_labels_differ})")
     for name, rw in (("stored reward", lambda a: a["reward"]), ("scored again", lambda a: res[a["eval_id"]].reward)):
         none = [rw(a) for a in apps if lab(a) == 0.0 and rw(a) is not None]
         top = [rw(a) for a in apps if lab(a) >= 0.8 and rw(a) is not None]

@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from realapps_pairs import App, Pair, figures, official_label, order_pairs, within_pairs
+from realapps_pairs import App, Pair, figures, group_spread, official_label, order_pairs, within_pairs
 
 Labels = dict[str, dict[str, float]]  # model -> query id -> label
 Dropped = list[tuple[str, str, str]]  # (model, query id, why it has no label)
@@ -116,7 +116,10 @@ def devset_section(rows: list[dict[str, Any]], model_of: dict[str, str], labels:
     g, unscored = order_pairs(pairs, scores)
     print(f"the benchmark's VLM judge on the same pairs: {g.right}/{g.pairs} = {_rate(g)} (its ties {g.ties}; "
           f"non-tied {_untied(g)}); pairs it has no score for: {unscored}")
-    out = {"pairs": f, "vlm": g, "vlm_unscored": unscored, "strict": fs, "dropped": len(dropped)}
+    gs = group_spread(_apps(rows, model_of, labels))
+    print(f"groups (a task's labelled apps, as GRPO's group of one prompt): {gs.groups}; with no reward spread "
+          f"{gs.flat}, of which labels differ in {gs.flat_labels_differ}; with no label spread {gs.labels_flat}")
+    out = {"pairs": f, "vlm": g, "vlm_unscored": unscored, "strict": fs, "dropped": len(dropped), "groups": gs}
     if misordered:
         misordered_section(pairs, rows, model_of, scores, data, sets)
     return out

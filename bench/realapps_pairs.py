@@ -15,7 +15,7 @@ time limit (``timedOut``: on a loaded machine the runner's clock, not the app, m
 an app with no judged test gets no label, with the reason.
 
 Run: ``pairs = within_pairs([App(task, model, reward, label), ...]); figures(pairs)``;
-``order_pairs(pairs, {(model, task): score})``; ``official_label(detail, note)``.
+``order_pairs(pairs, {(model, task): score})``; ``group_spread(apps)``; ``official_label(detail, note)``.
 """
 from __future__ import annotations
 
@@ -84,6 +84,29 @@ def within_pairs(apps: Iterable[App], eps: float = EPS) -> list[Pair]:
             if abs(a.label - b.label) > eps:
                 out.append(Pair(task, a, b, order(a.reward, b.reward, a.label, b.label, eps)))
     return out
+
+
+@dataclass(frozen=True)
+class Groups:
+    """A task's labelled, rewarded apps as one GRPO group: how many groups there are, how many the reward leaves
+    with no spread at all (every app the same reward: zero advantage, nothing learnt), how many the labels do,
+    and how many of the reward's flat groups have labels that differ (a gradient the reward throws away)."""
+    groups: int
+    flat: int
+    labels_flat: int
+    flat_labels_differ: int
+
+
+def group_spread(apps: Iterable[App], eps: float = EPS) -> Groups:
+    """The groups of ``apps`` (a task's apps with both a reward and a label; a group needs two)."""
+    by_task: dict[str, list[App]] = defaultdict(list)
+    for app in apps:
+        if app.reward is not None and app.label is not None:
+            by_task[app.task].append(app)
+    groups = [g for g in by_task.values() if len(g) > 1]
+    flat_r = [max(a.reward for a in g) - min(a.reward for a in g) <= eps for g in groups]  # type: ignore[type-var,operator]
+    flat_l = [max(a.label for a in g) - min(a.label for a in g) <= eps for g in groups]  # type: ignore[type-var,operator]
+    return Groups(len(groups), sum(flat_r), sum(flat_l), sum(r and not lab for r, lab in zip(flat_r, flat_l)))
 
 
 def figures(pairs: Iterable[Pair]) -> Figures:

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 import interactscience  # noqa: E402
 from realapps_devset import read_official_labels  # noqa: E402
-from realapps_pairs import App, figures, official_label, order_pairs, within_pairs  # noqa: E402
+from realapps_pairs import App, Groups, figures, group_spread, official_label, order_pairs, within_pairs  # noqa: E402
 
 from schemas.contracts.evaluation import EVAL_RESULTS_SCHEMA, STAGE  # noqa: E402
 from tasks.evaluation.agreement import pairwise_within  # noqa: E402
@@ -45,6 +45,24 @@ def test_pair_figures(name, apps, pairs, right, ties, rate, untied):
     # the same count as the bench's own pairwise figure (tasks.evaluation.agreement)
     old = pairwise_within([(t, r, lab) for t, _, r, lab in apps])
     assert (old.agree, old.pairs, old.reward_ties) == (got.right, got.pairs, got.ties)
+
+
+# (apps as (task, model, reward, label), groups, no reward spread, no label spread, flat reward but labels differ)
+GROUP_TABLE = [
+    ("spread", [("t", "a", 0.9, 1.0), ("t", "b", 0.2, 0.5)], 1, 0, 0, 0),
+    ("reward flat, labels differ", [("t", "a", 1.0, 1.0), ("t", "b", 1.0, 0.5)], 1, 1, 0, 1),
+    ("both flat", [("t", "a", 1.0, 1.0), ("t", "b", 1.0, 1.0)], 1, 1, 1, 0),
+    ("labels flat only", [("t", "a", 0.9, 1.0), ("t", "b", 0.4, 1.0)], 1, 0, 1, 0),
+    ("a lone app is no group; unlabelled and unrewarded apps are in none",
+     [("t", "a", 1.0, 1.0), ("u", "a", 1.0, 1.0), ("u", "b", 0.2, None), ("u", "c", None, 0.0)], 0, 0, 0, 0),
+    ("groups per task", [("t", "a", 1.0, 1.0), ("t", "b", 1.0, 0.0), ("u", "a", 0.5, 1.0), ("u", "b", 0.1, 0.0)],
+     2, 1, 0, 1),
+]
+
+
+@pytest.mark.parametrize("name,apps,groups,flat,labels_flat,differ", GROUP_TABLE, ids=[r[0] for r in GROUP_TABLE])
+def test_group_spread(name, apps, groups, flat, labels_flat, differ):
+    assert group_spread(App(*a) for a in apps) == Groups(groups, flat, labels_flat, differ)
 
 
 def test_the_other_judge_orders_the_same_pairs():
