@@ -12,7 +12,7 @@ from tests.fixtures.kill import kill_after_parts
 from tests.fixtures.rubrics.support import offline_items, publish_queries
 
 REPO = Path(__file__).resolve().parent.parent
-N, CHUNK = 600, 10
+N, CHUNK = 200, 4
 
 
 def _texts() -> dict[str, str]:
