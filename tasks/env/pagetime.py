@@ -59,9 +59,8 @@ class OutOfTime(Exception):
 
 async def let_pass(page: Page, ms: float, clock: ClockConfig) -> None:
     """Let ``ms`` of page time pass on a loaded page: its controlled clock advanced a step at a time in the page while
-    its timers and frames take at most ``clock.max_lag`` times their page time to run (real time measured in the
-    renderer, not the machine's, over the page's steps less its slowest: one stall of a busy machine is not the
-    page's); a page that cannot, or runs on its own clock, gets the rest as wall time."""
+    its timers and frames take at most ``clock.max_lag`` times their page time (renderer time, over its steps less the
+    slowest: one stall of a busy machine is not the page's); one that cannot, or on its own clock, gets wall time."""
     try:
         state = await page.evaluate("([ms, step, lag]) => window.__rrTime ? window.__rrTime.pass(ms, step, lag) : null",
                                     [ms, LOAD_STEP_MS, clock.max_lag])
