@@ -3,7 +3,7 @@ our own gate (on load, or by a blocking interaction failure), the library reques
 before it failed (an environment gap: no verdict), and whether the verdict could be the machine's load.
 
 An app's session (``BrowserRuntime._session``) is a sequence of steps, each returning a typed record: the load
-(``LoadRecord``: load, settle, the page as loaded), the probe (``ProbeRecord``, ``tasks.env.probe``) and the checks
+(``LoadRecord``: load, settle, the page as loaded), the probe (``ProbeRecord``, ``tasks.env.probe_records``) and the checks
 (``CheckRecord``); ``RuntimeEvidence.record`` keeps each in the app's evidence, beside what the route and the
 page's listeners record for the whole session (requests, errors, console), and ``RuntimeEvidence.verdict`` reads
 the gate from them once."""
@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from schemas.config.env import RuntimeConfig
-from tasks.env.probe import ProbeRecord, summarize
+from tasks.env.probe import summarize
+from tasks.env.probe_records import ProbeRecord
 from tasks.env.records import BlockedRequest, CdnServed, CheckResult, ConsoleError, Failure, PageError
 from tasks.env.severity import classify_failures, load_errors_verdict
 

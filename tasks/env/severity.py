@@ -31,7 +31,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from tasks.env.probe import ANSWERS, ProbeRecord, interaction_failures
+from tasks.env.probe import ANSWERS, interaction_failures
+from tasks.env.probe_records import Action, ProbeRecord
 from tasks.env.records import Failure
 
 RULES = ("gate", "evidence")
@@ -40,34 +41,33 @@ RULES = ("gate", "evidence")
 NATIVE_CONTROLS = ("button", "a", "input", "select", "textarea", "summary", "label")
 
 
-def controls(actions: list[dict[str, Any]]) -> dict[int, str]:
+def controls(actions: list[Action]) -> dict[int, str]:
     """Action index -> the control it used, for the actions that used one: keys are one control (the keyboard);
     an element is one when it is a native control or has a click or drag listener (a bare canvas is not)."""
     out = {}
     for a in actions:
-        if a.get("kind") == "key":
-            out[a["i"]] = "keyboard"
-        elif a.get("kind") in ("fill", "select") or a.get("tag") in NATIVE_CONTROLS or a.get("handled"):
-            out[a["i"]] = f"{a.get('kind')}:{a.get('target_index', a.get('target_desc'))}"
+        if a.kind == "key":
+            out[a.i] = "keyboard"
+        elif a.kind in ("fill", "select") or a.tag in NATIVE_CONTROLS or a.handled:
+            out[a.i] = f"{a.kind}:{a.target_index}"
     return out
 
 
-def failed_the_user(sync: bool | None, i: int | None, actions: list[dict[str, Any]]) -> bool:
+def failed_the_user(sync: bool | None, i: int | None, actions: list[Action]) -> bool:
     """An error failed the user of its control when the handler itself threw (``sync``), or when the action showed
     nothing (no change of ``ANSWERS``). A deferred helper that throws after the control's effect showed (a
     ``setTimeout`` or promise after the handler returned) is a defect of that control, not a dead one, so it does not
     count toward "most controls failing" (pure)."""
     if sync is not False:
         return True
-    a = actions[i] if isinstance(i, int) and 0 <= i < len(actions) else {}
-    return not set(a.get("changed") or ()) & set(ANSWERS)
+    a = actions[i] if isinstance(i, int) and 0 <= i < len(actions) else None
+    return a is None or not set(a.changed) & set(ANSWERS)
 
 
 def main_loop_stopped(inter: ProbeRecord) -> bool:
     """The app drew frames by itself before any action and drew none after the probe (pure)."""
     before, after = inter.liveness, inter.loop_after
-    ran = bool(before.get("rafs")) or bool(before.get("draws"))
-    return ran and bool(after) and not after.get("rafs") and not after.get("draws")
+    return before is not None and before.looped and after is not None and not after.looped
 
 
 def classify_failures(inter: ProbeRecord | None, rule: str) -> list[Failure]:
@@ -80,8 +80,8 @@ def classify_failures(inter: ProbeRecord | None, rule: str) -> list[Failure]:
     acts = inter.actions
     ctl = controls(acts)
     # every caused error counts, not only the first of each message: two buttons throwing alike are two controls
-    failing = {ctl[i] for i in [e.get("action") for e in inter.errors if e.get("caused")
-                                and failed_the_user(e.get("sync"), e.get("action"), acts)]
+    failing = {ctl[i] for i in [e.action for e in inter.errors
+                                if e.caused and failed_the_user(e.sync, e.action, acts)]
                + [f.action for f in failures if f.kind != "error" or failed_the_user(f.sync, f.action, acts)] if i in ctl}
     used = set(ctl.values())
     most = bool(used) and len(failing) * 2 > len(used)
@@ -121,14 +121,13 @@ def load_errors_verdict(inter: ProbeRecord | None, rule: str) -> dict[str, Any]:
         return {"blocking": True, "why": "the app could not be used after the error"}
     acts = inter.actions
     ctl = controls(acts)
-    answered = {ctl[a["i"]] for a in acts if a.get("i") in ctl and a.get("outcome") == "ok"
-                and set(a.get("changed") or ()) & set(ANSWERS)}
+    answered = {ctl[a.i] for a in acts if a.i in ctl and a.outcome == "ok" and set(a.changed) & set(ANSWERS)}
     if ctl:
         n = len(set(ctl.values()))
         if answered:
             return {"blocking": False, "why": f"the app still answers input after the error: {len(answered)} of "
                                               f"{n} controls used changed the page"}
         return {"blocking": True, "why": f"none of the {n} controls used changed the page after the error"}
-    if inter.liveness.get("animated"):
+    if inter.liveness is not None and inter.liveness.animated:
         return {"blocking": False, "why": "the app has no control to use and still moves by itself after the error"}
     return {"blocking": True, "why": "after the error nothing on the page answers input or moves"}
