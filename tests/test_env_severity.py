@@ -10,7 +10,7 @@ from schemas.llm.diagnosis import Diagnosis
 from tasks.env.evidence import Evidence, RuntimeEvidence
 from tasks.env.judge_diagnosis import item_for_control, with_observed_findings
 from tasks.env.probe_records import Action, Liveness, ProbeError, ProbeRecord
-from tasks.env.records import Failure, PageError
+from tasks.env.records import Failure, LoadErrorsVerdict, PageError
 from tasks.env.severity import classify_failures
 
 ACTIONS = [{"i": 0, "kind": "click", "target_desc": "button.go", "target_index": 4, "tag": "button", "label": "Start"},
@@ -167,18 +167,18 @@ def test_an_error_at_load_blocks_only_when_nothing_answers_after_it():
     from tasks.env.severity import load_errors_verdict
 
     # a control that changed the DOM or a canvas answers; the probe's own fill changes values ('v'), which does not
-    assert load_errors_verdict(acted({1: ["m"]}), "evidence") == {
-        "blocking": False, "why": "the app still answers input after the error: 1 of 4 controls used changed the page"}
-    assert not load_errors_verdict(acted({5: ["m"], 0: ["c"]}), "evidence")["blocking"]
+    assert load_errors_verdict(acted({1: ["m"]}), "evidence") == LoadErrorsVerdict(
+        False, "the app still answers input after the error: 1 of 4 controls used changed the page")
+    assert not load_errors_verdict(acted({5: ["m"], 0: ["c"]}), "evidence").blocking
     dead = load_errors_verdict(acted({2: ["v"], 0: ["s"]}), "evidence")
-    assert dead == {"blocking": True, "why": "none of the 4 controls used changed the page after the error"}
+    assert dead == LoadErrorsVerdict(True, "none of the 4 controls used changed the page after the error")
     # no control: motion by itself decides; a hang or no probe run blocks; the gate rule always blocks
     bare = replace(acted({}), actions=acts([ACTIONS[5]]))
-    assert load_errors_verdict(replace(bare, liveness=Liveness(animated=True)), "evidence")["blocking"] is False
-    assert load_errors_verdict(bare, "evidence")["blocking"] is True
-    assert load_errors_verdict(acted({1: ["m"]}, status="hung"), "evidence")["blocking"] is True
-    assert load_errors_verdict(None, "evidence")["blocking"] is True
-    assert load_errors_verdict(acted({1: ["m"]}), "gate")["blocking"] is True
+    assert load_errors_verdict(replace(bare, liveness=Liveness(animated=True)), "evidence").blocking is False
+    assert load_errors_verdict(bare, "evidence").blocking is True
+    assert load_errors_verdict(acted({1: ["m"]}, status="hung"), "evidence").blocking is True
+    assert load_errors_verdict(None, "evidence").blocking is True
+    assert load_errors_verdict(acted({1: ["m"]}), "gate").blocking is True
     with pytest.raises(ValueError, match="load_error_rule"):
         load_errors_verdict(None, "strict")
 
@@ -190,11 +190,11 @@ def test_an_error_at_load_that_does_not_block_is_a_minor_simulation_finding_and_
     html = "<html>\n<script>\nconst c = color(1);\n</script></html>"
     rt = RuntimeEvidence(status="page_error", interaction=acted({1: ["m"]}), page_errors=[
         PageError("ReferenceError", "color is not defined", offset=html.index("color"))])
-    answers = {"blocking": False, "why": "the app still answers input after the error: 1 of 4 controls used changed the page"}
+    answers = LoadErrorsVerdict(False, "the app still answers input after the error: 1 of 4 controls used changed the page")
     layer = _simulation_layer(html, rt, answers)
     assert layer["critical"] == [] and "not blocking: the app still answers" in layer["minor"][0]["explanation"]
     assert layer["minor"][0]["code_quotes"] == ["const c = color(1);"]
-    assert len(_simulation_layer(html, rt, {"blocking": True, "why": "x"})["critical"]) == 1
+    assert len(_simulation_layer(html, rt, LoadErrorsVerdict(True, "x"))["critical"]) == 1
     assert len(_simulation_layer(html, rt)["critical"]) == 1  # unmarked errors block
     facts = observed_facts(html, Evidence(runtime=rt, load_errors=answers))
     assert "load in headless Chromium: page_error (not blocking: the app still answers input" in facts

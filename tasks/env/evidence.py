@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from schemas.config.env import RuntimeConfig
 from tasks.env.probe import summarize
 from tasks.env.probe_records import ProbeRecord
-from tasks.env.records import BlockedRequest, CdnServed, CheckResult, ConsoleError, Failure, PageError
+from tasks.env.records import (BlockedRequest, CdnServed, CheckResult, ConsoleError, Failure, LoadErrorsVerdict,
+                               PageError)
 from tasks.env.severity import classify_failures, load_errors_verdict
 
 if TYPE_CHECKING:
@@ -105,7 +106,8 @@ class RuntimeEvidence:
         if failures is None:
             failures = classify_failures(self.interaction, cfg.probe.error_rule)
         classified = failures if cfg.probe.errors_fail else []
-        confined = self.status == "page_error" and not (self.load_errors(cfg) or {}).get("blocking", True)
+        load = self.load_errors(cfg)
+        confined = self.status == "page_error" and load is not None and not load.blocking
         failure = None
         if (self.status in FAILED and not confined) or (self.blank_body and cfg.blank_body_fails) or \
                 (self.console_errors and cfg.console_errors_fail):
@@ -136,7 +138,7 @@ class RuntimeEvidence:
         ``tasks.env.severity``), or None (no failure, or no verdict)."""
         return self.verdict(cfg).failure
 
-    def load_errors(self, cfg: RuntimeConfig) -> dict[str, Any] | None:
+    def load_errors(self, cfg: RuntimeConfig) -> LoadErrorsVerdict | None:
         """Whether the uncaught errors at load block the app (``severity.load_errors_verdict``); None without any."""
         if self.status != "page_error":
             return None
@@ -181,7 +183,7 @@ class Evidence:
     static: "StaticEvidence | None" = None
     runtime: RuntimeEvidence | None = None
     failures: tuple[Failure, ...] = ()  # the probe's failures, each classified (blocking, why)
-    load_errors: dict[str, Any] | None = None  # whether the errors at load block (``RuntimeEvidence.load_errors``)
+    load_errors: LoadErrorsVerdict | None = None  # whether the errors at load block (``RuntimeEvidence.load_errors``)
     verdict: RuntimeVerdict | None = None  # None: the browser did not run
 
     @classmethod

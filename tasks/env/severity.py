@@ -24,16 +24,15 @@ with no control to use, nothing moves by itself. An app that still answers keeps
 code_simulation finding, and the items it broke are decided by their own checks and evidence.
 
 Run: ``classify_failures(interaction, "evidence")`` -> the failures, each with ``blocking`` and ``why``;
-``load_errors_verdict(interaction, "evidence")`` -> ``{"blocking": ..., "why": ...}``.
+``load_errors_verdict(interaction, "evidence")`` -> a ``LoadErrorsVerdict`` (``blocking``, ``why``).
 """
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from tasks.env.probe import ANSWERS, interaction_failures
 from tasks.env.probe_records import Action, ProbeRecord
-from tasks.env.records import Failure
+from tasks.env.records import Failure, LoadErrorsVerdict
 
 RULES = ("gate", "evidence")
 
@@ -107,27 +106,27 @@ def classify_failures(inter: ProbeRecord | None, rule: str) -> list[Failure]:
     return out
 
 
-def load_errors_verdict(inter: ProbeRecord | None, rule: str) -> dict[str, Any]:
+def load_errors_verdict(inter: ProbeRecord | None, rule: str) -> LoadErrorsVerdict:
     """Whether the uncaught errors at load block the app, from what the probe saw after them (pure): ``blocking``
     and ``why``. The form controls' values and the scroll do not count as an answer: the probe's own fill and
     scroll change them."""
     if rule not in RULES:
         raise ValueError(f"env.runtime.probe.load_error_rule={rule!r}; choose one of {', '.join(RULES)}")
     if rule == "gate":
-        return {"blocking": True, "why": "an uncaught error at load fails the runtime gate"}
+        return LoadErrorsVerdict(True, "an uncaught error at load fails the runtime gate")
     if inter is not None and inter.status == "hung":
-        return {"blocking": True, "why": "the page stopped responding when used after the error"}
+        return LoadErrorsVerdict(True, "the page stopped responding when used after the error")
     if inter is None or inter.status not in ("ok", "navigated"):
-        return {"blocking": True, "why": "the app could not be used after the error"}
+        return LoadErrorsVerdict(True, "the app could not be used after the error")
     acts = inter.actions
     ctl = controls(acts)
     answered = {ctl[a.i] for a in acts if a.i in ctl and a.outcome == "ok" and set(a.changed) & set(ANSWERS)}
     if ctl:
         n = len(set(ctl.values()))
         if answered:
-            return {"blocking": False, "why": f"the app still answers input after the error: {len(answered)} of "
-                                              f"{n} controls used changed the page"}
-        return {"blocking": True, "why": f"none of the {n} controls used changed the page after the error"}
+            return LoadErrorsVerdict(False, f"the app still answers input after the error: {len(answered)} of {n} "
+                                            "controls used changed the page")
+        return LoadErrorsVerdict(True, f"none of the {n} controls used changed the page after the error")
     if inter.liveness is not None and inter.liveness.animated:
-        return {"blocking": False, "why": "the app has no control to use and still moves by itself after the error"}
-    return {"blocking": True, "why": "after the error nothing on the page answers input or moves"}
+        return LoadErrorsVerdict(False, "the app has no control to use and still moves by itself after the error")
+    return LoadErrorsVerdict(True, "after the error nothing on the page answers input or moves")
