@@ -2,6 +2,8 @@
 rubric items (heuristic), quotes that anchor one position, offsets moved into the response, observed facts."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from schemas.config.env import ProbeConfig, RuntimeConfig
@@ -11,7 +13,7 @@ from tasks.env.judge import build_judge_request, observed_facts
 from tasks.env.judge_diagnosis import unique_quote, with_observed_findings
 from tasks.env.evidence import Evidence, RuntimeEvidence, shift_offsets
 from tasks.env.probe import interaction_failures, liveness
-from tasks.env.probe_records import ProbeRecord
+from tasks.env.probe_records import ProbeRecord, Sample
 from tasks.env.records import CheckResult, PageError
 from tasks.env.rubric_evidence import evidence_decision
 
@@ -88,10 +90,11 @@ def test_offsets_move_into_the_response_and_liveness_counts_motion():
     d = {"failures": [{"offset": 3, "label": "x"}], "actions": [{"handler_offset": None}, {"handler_offset": 2}]}
     assert shift_offsets(d, 10) == {"failures": [{"offset": 13, "label": "x"}],
                                     "actions": [{"handler_offset": None}, {"handler_offset": 12}]}
-    a = {"rafs": 5, "draws": 0, "mutations": 2, "canvas": 7, "animations": 0}
-    assert liveness(a, dict(a), 0.3).animated is False
-    assert liveness(a, {**a, "rafs": 9}, 0.3).animated is True
-    assert liveness(a, {**a, "animations": 1}, 0.3).visual_change is True
+    a = Sample(rafs=5, draws=0, mutations=2, canvas=7, animations=0)
+    assert liveness(a, a, 0.3).animated is False and liveness(a, a, 0.3).gap_s == 0.3
+    assert liveness(a, replace(a, rafs=9), 0.3).animated is True
+    assert liveness(a, replace(a, animations=1), 0.3).visual_change is True
+    assert liveness(replace(a, t=1000.0), replace(a, t=1250.0), 0.3).gap_s == 0.25  # the page's clock, when it says
 
 
 def test_judge_prompt_gets_the_observed_facts():

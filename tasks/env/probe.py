@@ -48,7 +48,7 @@ from schemas.config.env import ProbeConfig
 from tasks.env.page import APP_URL, html_offset
 from tasks.env.pagetime import answered, clock_of, let_pass, read, within
 from tasks.env.probe_records import (Action, AnsweredDialog, Canvas, DeadControl, Hang, Listener, Liveness,
-                                     Navigation, ProbeError, ProbeRecord, Submit)
+                                     Navigation, ProbeError, ProbeRecord, Sample, Submit)
 from tasks.env.records import Failure
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class ProbeSession:
         self.reloaded = False  # the page's one reload at load was let through (navigation.let_reload_through)
         self.new_documents = 0  # load events of the load page since that reload
         self.started = False  # after this, page errors belong to the probe, not the load
-        self.idle: tuple[dict[str, Any], float] | None = None  # the liveness sample taken while the app settled
+        self.idle: tuple[Sample, float] | None = None  # the liveness sample taken while the app settled
         self.checking = False  # after this, the executable checks open pages and navigate: not the app's doing
         self.current_action: int | None = None
         self.navigations: list[Navigation] = []
@@ -186,24 +186,24 @@ def summarize(ev: ProbeRecord | None) -> dict[str, Any]:
             "clock": ev.clock, "clock_reason": ev.clock_reason}
 
 
-def liveness(a: dict[str, Any], b: dict[str, Any], wall_gap_s: float) -> Liveness:
+def liveness(a: Sample, b: Sample, wall_gap_s: float) -> Liveness:
     """Motion between two in-page samples (pure), ``gap_s`` apart in the page's time (``t``, the controlled
     clock's where the page runs on it; else ``wall_gap_s``). ``visual_change``: canvas pixels, the DOM, or a
     running CSS/Web animation; ``animated`` also counts animation frames and WebGL draws."""
-    gap_s = round((b["t"] - a["t"]) / 1000, 3) if "t" in a and "t" in b else wall_gap_s
-    rafs, draws, mutations = b["rafs"] - a["rafs"], b["draws"] - a["draws"], b["mutations"] - a["mutations"]
-    canvas_change, running = a["canvas"] != b["canvas"], b.get("animations", 0)
+    gap_s = round((b.t - a.t) / 1000, 3) if a.t is not None and b.t is not None else wall_gap_s
+    rafs, draws, mutations = b.rafs - a.rafs, b.draws - a.draws, b.mutations - a.mutations
+    canvas_change, running = a.canvas != b.canvas, b.animations
     visual = bool(canvas_change or mutations or running)
     return Liveness(rafs, draws, mutations, canvas_change, running, gap_s, visual, bool(visual or rafs or draws))
 
 
 # -- the run --------------------------------------------------------------------------------------------
-async def idle_sample(page: Page, cfg: ProbeConfig) -> tuple[dict[str, Any], float] | None:
+async def idle_sample(page: Page, cfg: ProbeConfig) -> tuple[Sample, float] | None:
     """The first liveness sample, right after load (errors from here on are tagged idle)."""
     try:
         snap = await read(page, "() => { window.__rrProbe.action = %d; return window.__rrProbe.snapshot(); }" % IDLE,
                           cfg.hang_grace_s)
-        return snap, time.perf_counter()
+        return Sample.from_dict(snap), time.perf_counter()
     except Exception:  # a page that does not answer now is judged by the load checks that follow
         return None
 
@@ -219,7 +219,7 @@ def dead_controls(actions: list[Action], navigations: list[Navigation]) -> list[
 
 
 async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSession, stack_offset: Any,
-                    viewport: ViewportSize, idle: tuple[dict[str, Any], float] | None,
+                    viewport: ViewportSize, idle: tuple[Sample, float] | None,
                     clock: ClockConfig) -> ProbeRecord:
     """Exercise a loaded page; never raises for the app's behaviour (a hang is evidence)."""
     ev = session.evidence
@@ -236,7 +236,7 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
                                                          "canvases()]"), grace, session.answer_s, session.deadline)
         ev.canvases = [Canvas.from_dict(c) for c in canvases]
         if idle is not None:
-            ev.liveness = liveness(idle[0], b, round(time.perf_counter() - idle[1], 3))
+            ev.liveness = liveness(idle[0], Sample.from_dict(b), round(time.perf_counter() - idle[1], 3))
         try:
             # the actions stop at budget_s of page time, or half the grace past it in wall time (heavy frames)
             run = await answered(page, page.evaluate("([a, b, s, w, r]) => window.__rrProbe.run(a, b, s, w, r)",
@@ -284,10 +284,10 @@ async def _loop_after(page: Page, cfg: ProbeConfig, clock: ClockConfig) -> Liven
     """Motion across ``liveness_gap_s`` of page time after the run (two samples, as the idle liveness check takes
     them). The gap passes on the page's clock: a wall-clock sleep leaves a controlled clock paused, so no frame
     could run and every animated app whose action threw would look stopped."""
-    a = await read(page, "() => window.__rrProbe.snapshot()", cfg.hang_grace_s)
+    a = Sample.from_dict(await read(page, "() => window.__rrProbe.snapshot()", cfg.hang_grace_s))
     t0 = time.perf_counter()
     await within(let_pass(page, cfg.liveness_gap_s * 1000, clock), cfg.liveness_gap_s + cfg.hang_grace_s)
-    b = await read(page, "() => window.__rrProbe.snapshot()", cfg.hang_grace_s)
+    b = Sample.from_dict(await read(page, "() => window.__rrProbe.snapshot()", cfg.hang_grace_s))
     return liveness(a, b, round(time.perf_counter() - t0, 3))
 
 

@@ -1,6 +1,6 @@
 """The interaction probe's evidence (``ProbeRecord``) and the records it holds: the actions the probe ran, the
 errors the page threw, the listeners it registered, the dialogs it opened, the navigations it tried, the controls
-that did nothing, its motion (``Liveness``), its canvases and the hang that stopped it.
+that did nothing, its motion (``Liveness``, from two ``Sample``), its canvases and the hang that stopped it.
 
 Each is built once from probe.js's JSON where the probe collects it (``tasks.env.probe``), read by attribute, and
 becomes a dict again only at output (``to_dict``: the ``interaction.record`` of ``rubricrl score``, its keys in
@@ -134,6 +134,20 @@ class DeadControl(ProbeItem):
     target: str | None = None
     label: str | None = None
     has_handler: bool = False
+
+
+@dataclass(frozen=True)
+class Sample(ProbeItem):
+    """One in-page look at motion (probe.js ``snapshot``): animation frames, draw calls and DOM mutations counted
+    since load, a hash of the canvas pixels, the CSS/Web animations running, and the page's clock (``t``, ms: the
+    controlled one where the page runs on it). Only ``Liveness`` is kept: two samples' difference."""
+
+    rafs: int = 0
+    draws: int = 0
+    mutations: int = 0
+    canvas: int = 0
+    animations: int = 0
+    t: float | None = None
 
 
 @dataclass(frozen=True)
