@@ -114,7 +114,7 @@ def test_a_library_the_mirror_lacks_is_a_missing_reward_with_the_url(scored):
     assert gap.gates["browser"] is None and gap.evidence["runtime_status"] == "page_error"  # it threw: no verdict
     assert [g["url"] for g in gap.evidence["environment_gaps"]] == [url] and gap.evidence["environment_gaps"][0]["spec"] == "p5@1.10.0"
     assert gap.to_json()["missing_reason"] == "environment_gap"
-    assert gap.judge["provider"] is None and "environment gap" in gap.judge["error"]  # no judge call paid for it
+    assert gap.judge.provider is None and "environment gap" in gap.judge.error  # no judge call paid for it
     row = judgment_row(gap)
     assert row["environment_gaps"] == [url] and json.loads(row["evidence_json"])["environment_gaps"][0]["url"] == url
     assert reward_row(gap, "h")["tier"] == "missing" and reward_row(gap, "h")["tier_cause"] == "environment_gap"

@@ -79,7 +79,7 @@ def test_undecided_items_leave_the_rubric_score_weights():
 def test_the_judgment_row_lists_the_undecided_items():
     (r,) = score_batch([ScoreInput("k", TASK, CLEAN)], provider=OfflineProvider(), cfg=NO_BROWSER)
     ids = [i.id for i in TASK.rubric.initial_state + TASK.rubric.dynamic]
-    assert r.judge["provider"] == "offline" and r.undecided == ids and r.to_json()["undecided"] == ids
+    assert r.judge.provider == "offline" and r.undecided == ids and r.to_json()["undecided"] == ids
     assert judgment_row(r)["undecided_item_ids"] == ids
 
 
