@@ -61,7 +61,7 @@ class Action(ProbeItem):
     tag: str | None = None
     handled: bool = False  # the element has a click or drag listener
     key: str | None = None
-    outcome: str | None = None  # ok | skipped: ... | probe_error: ...
+    outcome: str | None = None  # ok | gone (its element left the page) | probe_error: ...
     changed: tuple[str, ...] = ()
     errors: int = 0
     submit: Submit | None = None
