@@ -138,8 +138,8 @@ def bench_judge(n: int, concurrency: int, latency_s: float) -> dict:
     ideal = math.ceil(n / concurrency) * latency_s
     return {"bench": "judge_512_fake_api", "responses": n, "concurrency": concurrency, "latency_s": latency_s,
             "wall_s": round(wall, 2), "ideal_s": ideal, "overhead_pct": round(100 * (wall / ideal - 1), 1),
-            "missing_rewards": sum(r.reward is None for r in res), "errors": sorted({str(r.judge.get("error"))[:120]
-                                                                                     for r in res if r.judge.get("error")}),
+            "missing_rewards": sum(r.reward is None for r in res), "errors": sorted({str(r.judge.error)[:120]
+                                                                                     for r in res if r.judge.error}),
             "goal": "within 15% of ideal"}
 
 

@@ -150,14 +150,14 @@ def main() -> None:
     wall = time.perf_counter() - t0
     base = {j[0]: ev for j, ev in zip(jobs, evs) if j[1] == "none"}
     dead = lambda ev: len(ev.interaction.dead_controls if ev.interaction else [])  # noqa: E731
-    animated = lambda ev: bool(ev.interaction and ev.interaction.liveness.get("animated"))  # noqa: E731
+    animated = lambda ev: bool(ev.interaction and ev.interaction.liveness and ev.interaction.liveness.animated)  # noqa: E731
     per_kind: dict[str, dict] = {}
     missed, unreachable = [], 0
     for (name, kind, site, _), ev in zip(jobs, evs):
         if kind == "none":
             continue
         b = base[name]
-        seen = {x["type"] for x in (b.interaction.listeners if b.interaction else [])}
+        seen = {x.type for x in (b.interaction.listeners if b.interaction else [])}
         event = site.split()[0].removeprefix("on")
         if kind != "anim_stops" and event not in seen:
             unreachable += 1  # the handler is never registered (no element to bind): no fault to find
@@ -183,7 +183,7 @@ def main() -> None:
                       "detection": per_kind, "missed": missed[:20],
                       "false_alarms_on_unmutated": false_alarms,
                       "unmutated_invalid": [n for n, ev in base.items() if ev.runtime_valid(cfg) is not True],
-                      "unmutated_with_dead_controls": {n: [c["label"] for c in ev.interaction.dead_controls]
+                      "unmutated_with_dead_controls": {n: [c.label for c in ev.interaction.dead_controls]
                                                        for n, ev in base.items() if dead(ev)},
                       "wall_s": round(wall, 1), "apps_per_s": round(len(jobs) / wall, 2), "cpus": os.cpu_count(),
                       "load_avg": [round(x, 2) for x in os.getloadavg()],

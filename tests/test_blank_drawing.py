@@ -14,7 +14,7 @@ from schemas.config.env import RuntimeConfig
 from schemas.rubric import Task
 from tasks.env.evidence import RuntimeEvidence
 from tasks.env.judge_offline import _rubric_layer
-from tasks.env.probe import ProbeRecord
+from tasks.env.probe_records import ProbeRecord
 from tasks.env.records import CheckResult
 from tasks.env.rubric_evidence import blank_drawing
 from tests.fixtures.env_inputs import score_fixture_apps
@@ -33,7 +33,8 @@ needs_browser = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
 
 
 def _inter(*canvases):
-    return ProbeRecord(status="ok", canvases=[{"ids": ids, "blank": blank, "context": ctx} for ids, blank, ctx in canvases])
+    return ProbeRecord.from_dict({"status": "ok", "canvases": [{"ids": ids, "blank": blank, "context": ctx}
+                                                               for ids, blank, ctx in canvases]})
 
 
 @pytest.mark.parametrize("canvases, minor", [

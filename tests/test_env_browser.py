@@ -191,8 +191,8 @@ def test_the_probe_acts_after_the_scripts_the_page_asked_for_have_run(runtime, m
 
     monkeypatch.setattr(rt_mod, "route_request", slow_library)
     ev = runtime.check(LATE_LIBRARY)
-    (act,) = [a for a in ev.interaction.actions if a.get("label") == "Show version"]
-    assert ev.interaction.errors == [] and act["changed"], ev.interaction
+    (act,) = [a for a in ev.interaction.actions if a.label == "Show version"]
+    assert ev.interaction.errors == [] and act.changed, ev.interaction
     assert ev.status == "ok" and ev.runtime_valid(CFG) is True
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from schemas.config.env import RuntimeConfig
 from tasks.env.evidence import RuntimeEvidence
-from tasks.env.probe import ProbeRecord
+from tasks.env.probe_records import ProbeRecord
 from tasks.env.records import BlockedRequest
 
 CFG = RuntimeConfig()
@@ -34,9 +34,9 @@ def test_no_failure_or_no_gap_keeps_the_verdict():
 def test_an_interaction_failure_counts_the_gaps_before_its_action():
     actions = [{"i": i, "kind": "click", "target_desc": f"button#b{i}", "target_index": i, "tag": "button",
                 "label": f"B{i}"} for i in range(4)]
-    inter = ProbeRecord(status="ok", actions=actions, errors=[{"action": 3, "sync": True, "kind": "error",
-                                                               "name": "TypeError", "message": "m", "offset": None,
-                                                               "caused": True}])
+    inter = ProbeRecord.from_dict({"status": "ok", "actions": actions,
+                                   "errors": [{"action": 3, "sync": True, "kind": "error", "name": "TypeError",
+                                               "message": "m", "offset": None, "caused": True}]})
     gate = RuntimeConfig(probe={"error_rule": "gate"})
     before = RuntimeEvidence(status="ok", blank_body=False, interaction=inter, blocked_requests=[req(phase="probe", action=2)])
     assert before.runtime_valid(gate) is None

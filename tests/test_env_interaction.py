@@ -133,7 +133,7 @@ document.getElementById('w').addEventListener('click', () => fetch('https://api.
     (f,) = _fails(key)
     assert f.label == "p" and f.action_kind == "key" and keys[f.offset:].startswith("pause()")
     assert blocked.runtime_valid(CFG) is True and _fails(blocked) == []
-    assert [e["kind"] for e in blocked.interaction.errors] == ["rejection"]
+    assert [e.kind for e in blocked.interaction.errors] == ["rejection"]
     assert first.status == "ok" and first.runtime_valid(CFG) is True
     inter = first.interaction.to_dict()  # the record as rubricrl score writes it
     assert [d["type"] for d in inter["dialogs"]] == ["confirm", "alert"]
@@ -143,7 +143,7 @@ document.getElementById('w').addEventListener('click', () => fetch('https://api.
     assert "https://example.org/x" in navs and navs <= {"https://example.org/elsewhere", "https://example.org/x"}
     assert {(x["type"], x["via"]) for x in inter["listeners"]} >= {("click", "attribute"), ("click", "property")}
     assert inter["dead_controls"] == []
-    strip = lambda ev: [(a["kind"], a["label"], a["changed"]) for a in ev.interaction.actions]  # noqa: E731
+    strip = lambda ev: [(a.kind, a.label, a.changed) for a in ev.interaction.actions]  # noqa: E731
     assert strip(first) == strip(second)
 
 
@@ -155,8 +155,8 @@ def test_endless_click_handler_time_limit_holds_and_batch_goes_on(runtime):
     assert time.perf_counter() - t0 < 3 * CFG.hard_limit_s  # the first pass and the re-check alone, each bounded
     assert ok.status == "ok" and ok.runtime_valid(CFG) is True
     assert hung.runtime_valid(CFG) is False and hung.interaction.status == "hung"
-    assert hung.interaction.hang["label"] == "Increment" and hung.rechecked_from == "probe_hung"
-    assert loop[hung.interaction.hang["offset"]:].startswith("() => { while (true)")
+    assert hung.interaction.hang.label == "Increment" and hung.rechecked_from == "probe_hung"
+    assert loop[hung.interaction.hang.offset:].startswith("() => { while (true)")
 
 
 def test_probe_off_gives_the_load_only_check(runtime):
@@ -206,8 +206,8 @@ def test_verdicts_do_not_depend_on_concurrency_with_heavy_webgl_apps():
         with BrowserRuntime(tight.model_copy(update={"concurrency": concurrency})) as rt:
             evs = rt.check_many(apps)
         return [(e.status, e.runtime_valid(CFG), sorted(f.kind for f in _fails(e)),
-                 sorted(c["label"] for c in (e.interaction.dead_controls if e.interaction else [])),
-                 bool(e.interaction and e.interaction.liveness.get("animated"))) for e in evs]
+                 sorted(c.label for c in (e.interaction.dead_controls if e.interaction else [])),
+                 bool(e.interaction and e.interaction.liveness and e.interaction.liveness.animated)) for e in evs]
 
     one, eight = verdicts(1), verdicts(8)
     assert one == eight

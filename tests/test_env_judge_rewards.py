@@ -156,7 +156,7 @@ def test_offline_judge_is_deterministic_labelled_and_uses_our_evidence():
     inputs = [ScoreInput("k1", TASK, resp)]
     r1 = score_batch(inputs, provider=get_provider("offline"), cfg=NO_BROWSER)[0]
     r2 = score_batch(inputs, provider=get_provider("offline"), cfg=NO_BROWSER)[0]
-    assert r1.judge["provider"] == "offline" and r1.findings == r2.findings
+    assert r1.judge.provider == "offline" and r1.findings == r2.findings
     static = [f for f in r1.findings if f["layer"] == "static_check"]
     assert static and static[0]["severity"] == "critical" and static[0]["description"].startswith("[offline]")
     html = resp[r1.html_offset:]
@@ -186,7 +186,7 @@ def test_judge_failure_gives_missing_reward():
             raise ConnectionError("judge down")
 
     (r,) = score_batch([ScoreInput("x", TASK, (FIX / "clean.txt").read_text())], provider=Broken(), cfg=NO_BROWSER)
-    assert r.reward is None and r.source_valid is None and "judge down" in r.judge["error"]
+    assert r.reward is None and r.source_valid is None and "judge down" in r.judge.error
     assert r.format_valid is True and r.findings == []
 
 
@@ -205,7 +205,7 @@ def test_judge_through_the_real_sdk_with_one_corrective_retry(monkeypatch, tmp_p
                                  config=config_llm.LLMConfig(store_path=str(tmp_path / "llm.sqlite")))
         (r,) = score_batch([ScoreInput("w", TASK, (FIX / "clean.txt").read_text())], provider=provider, cfg=NO_BROWSER)
         bodies = [s.body for s in api.seen("/v1/messages", "POST")]
-    assert r.judge["provider"] == "anthropic" and r.judge["error"] is None, r.judge
+    assert r.judge.provider == "anthropic" and r.judge.error is None, r.judge
     assert len(bodies) == 2  # the reply naming Q7 got exactly one corrective retry
     assert [(f["item_id"], f["severity"]) for f in r.findings] == [("D2", "major")]
     assert r.reward == pytest.approx(CFG.rubric_floor + (CFG.rubric_max - CFG.rubric_floor) * 9 / 11)

@@ -2,6 +2,8 @@
 rubric items (heuristic), quotes that anchor one position, offsets moved into the response, observed facts."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from schemas.config.env import ProbeConfig, RuntimeConfig
@@ -10,7 +12,8 @@ from schemas.rubric import Task
 from tasks.env.judge import build_judge_request, observed_facts
 from tasks.env.judge_diagnosis import unique_quote, with_observed_findings
 from tasks.env.evidence import Evidence, RuntimeEvidence, shift_offsets
-from tasks.env.probe import ProbeRecord, interaction_failures, liveness
+from tasks.env.probe import interaction_failures, liveness
+from tasks.env.probe_records import ProbeRecord, Sample
 from tasks.env.records import CheckResult, PageError
 from tasks.env.rubric_evidence import evidence_decision
 
@@ -87,10 +90,11 @@ def test_offsets_move_into_the_response_and_liveness_counts_motion():
     d = {"failures": [{"offset": 3, "label": "x"}], "actions": [{"handler_offset": None}, {"handler_offset": 2}]}
     assert shift_offsets(d, 10) == {"failures": [{"offset": 13, "label": "x"}],
                                     "actions": [{"handler_offset": None}, {"handler_offset": 12}]}
-    a = {"rafs": 5, "draws": 0, "mutations": 2, "canvas": 7, "animations": 0}
-    assert liveness(a, dict(a), 0.3)["animated"] is False
-    assert liveness(a, {**a, "rafs": 9}, 0.3)["animated"] is True
-    assert liveness(a, {**a, "animations": 1}, 0.3)["visual_change"] is True
+    a = Sample(rafs=5, draws=0, mutations=2, canvas=7, animations=0)
+    assert liveness(a, a, 0.3).animated is False and liveness(a, a, 0.3).gap_s == 0.3
+    assert liveness(a, replace(a, rafs=9), 0.3).animated is True
+    assert liveness(a, replace(a, animations=1), 0.3).visual_change is True
+    assert liveness(replace(a, t=1000.0), replace(a, t=1250.0), 0.3).gap_s == 0.25  # the page's clock, when it says
 
 
 def test_judge_prompt_gets_the_observed_facts():
@@ -201,9 +205,9 @@ def test_the_evidence_keeps_html_offsets_and_moves_every_one_into_the_response_o
     err = PageError("TypeError", "m", offset=8)
     rt = RuntimeEvidence(status="page_error", page_errors=[err],
                          check_results=[CheckResult("I1", "failed", errors=(err,))],
-                         interaction=ProbeRecord(status="ok", errors=[{**err.to_dict(), "kind": "error", "action": 0,
-                                                                      "caused": True}],
-                                                 actions=[{"i": 0, "handler_offset": 8}]))
+                         interaction=ProbeRecord.from_dict({
+                             "status": "ok", "errors": [{**err.to_dict(), "kind": "error", "action": 0, "caused": True}],
+                             "actions": [{"i": 0, "kind": "click", "handler_offset": 8}]}))
     out = Evidence.read(st, rt, RuntimeConfig()).to_json(ex.offset, [])
     h = ex.offset
     assert response[out["syntax_errors"][0]["start"]:out["syntax_errors"][0]["end"]] == \
@@ -269,3 +273,18 @@ def test_a_hang_outside_any_action_blocks_and_says_where():
     (f,) = classify_failures(inter(status="hung", hang=hang), "evidence")
     assert f.blocking and f.why == "the page stopped responding"
     assert _observed_description(f).startswith("timer on 'the page, outside any action' makes the page stop")
+
+
+def test_the_probe_record_reads_back_its_own_json():
+    """``rubricrl score`` writes the record once, at output; read back (``from_dict``) it writes the same JSON."""
+    import json
+    from pathlib import Path
+
+    golden = json.loads((Path(__file__).parent / "fixtures" / "score_golden" / "score.json").read_text())
+    records = [v["evidence"]["interaction"]["record"] for v in golden.values() if v["evidence"]["interaction"]]
+    assert records and any(r["liveness"] for r in records) and any(r["dead_controls"] for r in records)
+    for rec in records:  # stored without its duration (the machine's)
+        assert ProbeRecord.from_dict(rec).to_dict() == {**rec, "duration_s": 0.0}
+    idle = {"action": -3, "sync": False, "kind": "error", "name": "Error", "message": "m", "stack": "", "line": None,
+            "column": None, "offset": None}  # an idle error is never asked whether an action caused it
+    assert ProbeRecord.from_dict({"idle_errors": [idle]}).to_dict()["idle_errors"] == [idle]

@@ -9,8 +9,8 @@ import pytest
 from schemas.llm.diagnosis import Diagnosis
 from tasks.env.evidence import Evidence, RuntimeEvidence
 from tasks.env.judge_diagnosis import item_for_control, with_observed_findings
-from tasks.env.probe import ProbeRecord
-from tasks.env.records import Failure, PageError
+from tasks.env.probe_records import Action, Liveness, ProbeError, ProbeRecord
+from tasks.env.records import Failure, LoadErrorsVerdict, PageError
 from tasks.env.severity import classify_failures
 
 ACTIONS = [{"i": 0, "kind": "click", "target_desc": "button.go", "target_index": 4, "tag": "button", "label": "Start"},
@@ -22,15 +22,19 @@ ACTIONS = [{"i": 0, "kind": "click", "target_desc": "button.go", "target_index":
             "label": ""}]  # a bare canvas (no listener): not a control of the app
 
 
+def acts(dicts):
+    return [Action.from_dict(d) for d in dicts]
+
+
 def err(action, sync=True, message="x is undefined"):
     return {"action": action, "sync": sync, "kind": "error", "name": "TypeError", "message": message,
             "offset": 10, "caused": True}
 
 
 def inter(errors=(), hang=None, idle_rafs=0, after_rafs=None):
-    return ProbeRecord(status="ok", actions=ACTIONS, errors=list(errors), hang=hang,
-                       liveness={"rafs": idle_rafs, "draws": 0}, loop_after={} if after_rafs is None else
-                       {"rafs": after_rafs, "draws": 0})
+    return ProbeRecord.from_dict({"status": "ok", "actions": ACTIONS, "errors": list(errors), "hang": hang,
+                                  "liveness": {"rafs": idle_rafs, "draws": 0},
+                                  "loop_after": {} if after_rafs is None else {"rafs": after_rafs, "draws": 0}})
 
 
 def blocking(ev, rule="evidence"):
@@ -51,7 +55,7 @@ def test_failures_on_most_controls_block():
     # one message thrown by three controls (reported once) is three failing controls
     assert blocking(inter([err(0), err(1), err(2)])) == [("Start", True)]
     # a control's only siblings being bare canvases: the keyboard is the app's one control
-    keys_only = replace(inter([err(0)]), actions=[{**a, "i": k} for k, a in enumerate(ACTIONS[3:])])
+    keys_only = replace(inter([err(0)]), actions=acts({**a, "i": k} for k, a in enumerate(ACTIONS[3:])))
     assert blocking(keys_only) == [("ArrowLeft", True)]
 
 
@@ -60,18 +64,18 @@ def test_a_deferred_error_after_the_controls_effect_is_not_a_failing_control():
     # showed, so the one control did not fail its user: confined, not "most controls (1 of 1)"
     one = [{"i": 0, "kind": "click", "target_desc": "button#hint", "target_index": 3, "tag": "button",
             "label": "Show hint", "outcome": "ok", "changed": ["m"]}]
-    shown = replace(inter([err(0, sync=False)]), actions=one)
+    shown = replace(inter([err(0, sync=False)]), actions=acts(one))
     assert blocking(shown) == [("Show hint", False)]
     # the twins that still block: the handler itself threw, or the deferred error came and nothing showed
-    assert blocking(replace(shown, errors=[err(0, sync=True)])) == [("Show hint", True)]
-    assert blocking(replace(shown, actions=[{**one[0], "changed": []}])) == [("Show hint", True)]
+    assert blocking(replace(shown, errors=[ProbeError.from_dict(err(0, sync=True))])) == [("Show hint", True)]
+    assert blocking(replace(shown, actions=acts([{**one[0], "changed": []}]))) == [("Show hint", True)]
     # the probe's own fill moves only form values and the scroll: no effect of the app's
-    assert blocking(replace(shown, actions=[{**one[0], "changed": ["v", "s"]}])) == [("Show hint", True)]
+    assert blocking(replace(shown, actions=acts([{**one[0], "changed": ["v", "s"]}]))) == [("Show hint", True)]
 
 
 def test_a_submit_that_reloads_the_page_blocks():
     form = inter()
-    form.actions = [{**ACTIONS[0], "submit": {"form": "form#f", "action_attr": None}}, ACTIONS[1], ACTIONS[2]]
+    form.actions = acts([{**ACTIONS[0], "submit": {"form": "form#f", "action_attr": None}}, ACTIONS[1], ACTIONS[2]])
     assert blocking(form) == [("Start", True)]
 
 
@@ -154,26 +158,27 @@ def test_the_judge_prompt_says_which_failures_block():
 
 def acted(changed_by_action, status="ok", animated=False):
     """Probe evidence after an error at load: ``changed_by_action`` maps an ACTIONS index to what it changed."""
-    return ProbeRecord(status=status, errors=[], liveness={"animated": animated},
-                       actions=[{**a, "outcome": "ok", "changed": changed_by_action.get(a["i"], [])} for a in ACTIONS])
+    return ProbeRecord.from_dict({"status": status, "errors": [], "liveness": {"animated": animated},
+                                  "actions": [{**a, "outcome": "ok", "changed": changed_by_action.get(a["i"], [])}
+                                              for a in ACTIONS]})
 
 
 def test_an_error_at_load_blocks_only_when_nothing_answers_after_it():
     from tasks.env.severity import load_errors_verdict
 
     # a control that changed the DOM or a canvas answers; the probe's own fill changes values ('v'), which does not
-    assert load_errors_verdict(acted({1: ["m"]}), "evidence") == {
-        "blocking": False, "why": "the app still answers input after the error: 1 of 4 controls used changed the page"}
-    assert not load_errors_verdict(acted({5: ["m"], 0: ["c"]}), "evidence")["blocking"]
+    assert load_errors_verdict(acted({1: ["m"]}), "evidence") == LoadErrorsVerdict(
+        False, "the app still answers input after the error: 1 of 4 controls used changed the page")
+    assert not load_errors_verdict(acted({5: ["m"], 0: ["c"]}), "evidence").blocking
     dead = load_errors_verdict(acted({2: ["v"], 0: ["s"]}), "evidence")
-    assert dead == {"blocking": True, "why": "none of the 4 controls used changed the page after the error"}
+    assert dead == LoadErrorsVerdict(True, "none of the 4 controls used changed the page after the error")
     # no control: motion by itself decides; a hang or no probe run blocks; the gate rule always blocks
-    bare = replace(acted({}), actions=[ACTIONS[5]])
-    assert load_errors_verdict(replace(bare, liveness={"animated": True}), "evidence")["blocking"] is False
-    assert load_errors_verdict(bare, "evidence")["blocking"] is True
-    assert load_errors_verdict(acted({1: ["m"]}, status="hung"), "evidence")["blocking"] is True
-    assert load_errors_verdict(None, "evidence")["blocking"] is True
-    assert load_errors_verdict(acted({1: ["m"]}), "gate")["blocking"] is True
+    bare = replace(acted({}), actions=acts([ACTIONS[5]]))
+    assert load_errors_verdict(replace(bare, liveness=Liveness(animated=True)), "evidence").blocking is False
+    assert load_errors_verdict(bare, "evidence").blocking is True
+    assert load_errors_verdict(acted({1: ["m"]}, status="hung"), "evidence").blocking is True
+    assert load_errors_verdict(None, "evidence").blocking is True
+    assert load_errors_verdict(acted({1: ["m"]}), "gate").blocking is True
     with pytest.raises(ValueError, match="load_error_rule"):
         load_errors_verdict(None, "strict")
 
@@ -185,11 +190,11 @@ def test_an_error_at_load_that_does_not_block_is_a_minor_simulation_finding_and_
     html = "<html>\n<script>\nconst c = color(1);\n</script></html>"
     rt = RuntimeEvidence(status="page_error", interaction=acted({1: ["m"]}), page_errors=[
         PageError("ReferenceError", "color is not defined", offset=html.index("color"))])
-    answers = {"blocking": False, "why": "the app still answers input after the error: 1 of 4 controls used changed the page"}
+    answers = LoadErrorsVerdict(False, "the app still answers input after the error: 1 of 4 controls used changed the page")
     layer = _simulation_layer(html, rt, answers)
     assert layer["critical"] == [] and "not blocking: the app still answers" in layer["minor"][0]["explanation"]
     assert layer["minor"][0]["code_quotes"] == ["const c = color(1);"]
-    assert len(_simulation_layer(html, rt, {"blocking": True, "why": "x"})["critical"]) == 1
+    assert len(_simulation_layer(html, rt, LoadErrorsVerdict(True, "x"))["critical"]) == 1
     assert len(_simulation_layer(html, rt)["critical"]) == 1  # unmarked errors block
     facts = observed_facts(html, Evidence(runtime=rt, load_errors=answers))
     assert "load in headless Chromium: page_error (not blocking: the app still answers input" in facts

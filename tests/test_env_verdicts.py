@@ -114,7 +114,7 @@ def test_a_library_the_mirror_lacks_is_a_missing_reward_with_the_url(scored):
     assert gap.gates["browser"] is None and gap.evidence["runtime_status"] == "page_error"  # it threw: no verdict
     assert [g["url"] for g in gap.evidence["environment_gaps"]] == [url] and gap.evidence["environment_gaps"][0]["spec"] == "p5@1.10.0"
     assert gap.to_json()["missing_reason"] == "environment_gap"
-    assert gap.judge["provider"] is None and "environment gap" in gap.judge["error"]  # no judge call paid for it
+    assert gap.judge.provider is None and "environment gap" in gap.judge.error  # no judge call paid for it
     row = judgment_row(gap)
     assert row["environment_gaps"] == [url] and json.loads(row["evidence_json"])["environment_gaps"][0]["url"] == url
     assert reward_row(gap, "h")["tier"] == "missing" and reward_row(gap, "h")["tier_cause"] == "environment_gap"
@@ -176,7 +176,7 @@ def test_an_error_thrown_after_the_handler_does_not_stop_a_loop_that_keeps_runni
     cfg, by = scored
     ok = by["deferred_throw"]
     after = _runtime_evidence(ok).interaction.loop_after
-    assert after["rafs"] > 0 and after["gap_s"] == pytest.approx(cfg.runtime.probe.liveness_gap_s), after
+    assert after.rafs > 0 and after.gap_s == pytest.approx(cfg.runtime.probe.liveness_gap_s), after
     assert ok.runtime_valid is True and ok.reward is not None and ok.reward >= cfg.reward.rubric_floor
     (minor,) = _sim(ok, "minor")
     assert "reading 'track'" in minor["description"] and "after this control's effect showed" in minor["explanation"]
@@ -232,7 +232,7 @@ def test_popups_without_a_gesture_are_refused_and_the_page_is_judged(scored):
 def _runtime_evidence(r):
     """The browser evidence of a scored app, back as the runtime's record (for re-judging under another rule)."""
     from tasks.env.evidence import RuntimeEvidence
-    from tasks.env.probe import ProbeRecord
+    from tasks.env.probe_records import ProbeRecord
     from tasks.env.records import BlockedRequest
 
     ev = r.evidence

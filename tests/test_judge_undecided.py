@@ -14,7 +14,7 @@ from schemas.rubric import Task
 from tasks.env import rewards as R
 from tasks.env.score_tables import judgment_row
 from tasks.env.evidence import RuntimeEvidence
-from tasks.env.probe import ProbeRecord
+from tasks.env.probe_records import ProbeRecord
 from tasks.env.rubric_evidence import item_decision, named_ids
 from tasks.env.score import ScoreInput, score_batch
 from tasks.llm.offline import OfflineProvider
@@ -46,7 +46,8 @@ def _item(requirement: str, scope: str = "initial_state") -> dict:
     ("Something on the page moves by itself over time (a DVD logo).", "<canvas></canvas>",
      {**OK_PAGE, "interaction": {"status": "ok", "liveness": {"animated": True, "visual_change": True}}}, "met"),
     ("The scene answers input: a key press, click or drag changes what is shown (Pong).", "<canvas></canvas>",
-     {**OK_PAGE, "interaction": {"status": "ok", "planned": 2, "actions": [{"outcome": "ok", "changed": False}] * 2}},
+     {**OK_PAGE, "interaction": {"status": "ok", "planned": 2,
+                                 "actions": [{"i": i, "kind": "key", "outcome": "ok", "changed": []} for i in range(2)]}},
      "major"),
     ("The page explains the rules in a short help text.", "<p>help</p>", OK_PAGE, None),  # nothing speaks to it
 ])
@@ -78,7 +79,7 @@ def test_undecided_items_leave_the_rubric_score_weights():
 def test_the_judgment_row_lists_the_undecided_items():
     (r,) = score_batch([ScoreInput("k", TASK, CLEAN)], provider=OfflineProvider(), cfg=NO_BROWSER)
     ids = [i.id for i in TASK.rubric.initial_state + TASK.rubric.dynamic]
-    assert r.judge["provider"] == "offline" and r.undecided == ids and r.to_json()["undecided"] == ids
+    assert r.judge.provider == "offline" and r.undecided == ids and r.to_json()["undecided"] == ids
     assert judgment_row(r)["undecided_item_ids"] == ids
 
 

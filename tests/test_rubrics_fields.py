@@ -11,7 +11,7 @@ import pytest
 
 from schemas.rubric import EVIDENCE_KINDS, STRUCTURE, CompactRubric, RubricItem, judge_dicts
 from tasks.env.evidence import RuntimeEvidence
-from tasks.env.probe import ProbeRecord
+from tasks.env.probe_records import ProbeRecord
 from tasks.env.rubric_evidence import item_decision
 from tasks.rubrics.checks import reference_items
 from tasks.rubrics.checks_offline import offline_checks
@@ -72,7 +72,8 @@ APP = '<html><body><button id="go">Go</button><canvas></canvas></body></html>'
 _OK = {"status": "ok"}
 RUNTIMES = {"still": {"interaction": {**_OK, "liveness": {"animated": False, "visual_change": False, "gap_s": 1}}},
             "moving": {"interaction": {**_OK, "liveness": {"animated": True}}},
-            "no_change": {"interaction": {**_OK, "actions": [{"outcome": "ok", "changed": False}], "planned": 1}},
+            "no_change": {"interaction": {**_OK, "actions": [{"i": 0, "kind": "click", "outcome": "ok", "changed": []}],
+                                          "planned": 1}},
             "blank": {"blank_body": True}, "none": None}
 RUNTIMES = {k: None if v is None else RuntimeEvidence(**{**v, **({"interaction": ProbeRecord.from_dict(v["interaction"])}
                                                                   if "interaction" in v else {})})

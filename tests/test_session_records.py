@@ -143,7 +143,7 @@ def test_requests_blocked_at_one_moment_are_kept_in_one_order_whichever_reached_
 
 
 def test_a_probe_cut_at_the_wall_time_cap_is_a_verdict_load_could_have_made():
-    from tasks.env.probe import ProbeRecord
+    from tasks.env.probe_records import ProbeRecord
 
     cut = RuntimeEvidence(status="ok", interaction=ProbeRecord(status="ok", cut="wall"))
     assert cut.timed_out and cut.load_bound == "probe_cut"  # checked again alone in a batch

@@ -8,6 +8,7 @@ from tasks.env.evidence import RuntimeEvidence
 from tasks.env.navigation import on_console_popup
 from tasks.env.page import APP_URL, html_offset
 from tasks.env.probe import ProbeSession
+from tasks.env.probe_records import AnsweredDialog
 from tasks.env.records import ConsoleError
 
 if TYPE_CHECKING:
@@ -16,8 +17,7 @@ if TYPE_CHECKING:
 
 async def answer_dialog(dialog: Dialog, session: ProbeSession) -> None:
     """A dialog the init script did not answer (beforeunload, one from a frame): answered and recorded."""
-    session.evidence.dialogs.append({"action": session.current_action, "type": dialog.type,
-                                     "message": (dialog.message or "")[:300]})
+    session.evidence.dialogs.append(AnsweredDialog(session.current_action, dialog.type, (dialog.message or "")[:300]))
     try:
         await dialog.accept() if dialog.type != "beforeunload" else await dialog.dismiss()
     except Exception:

@@ -3,7 +3,7 @@ our own gate (on load, or by a blocking interaction failure), the library reques
 before it failed (an environment gap: no verdict), and whether the verdict could be the machine's load.
 
 An app's session (``BrowserRuntime._session``) is a sequence of steps, each returning a typed record: the load
-(``LoadRecord``: load, settle, the page as loaded), the probe (``ProbeRecord``, ``tasks.env.probe``) and the checks
+(``LoadRecord``: load, settle, the page as loaded), the probe (``ProbeRecord``, ``tasks.env.probe_records``) and the checks
 (``CheckRecord``); ``RuntimeEvidence.record`` keeps each in the app's evidence, beside what the route and the
 page's listeners record for the whole session (requests, errors, console), and ``RuntimeEvidence.verdict`` reads
 the gate from them once."""
@@ -13,8 +13,10 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from schemas.config.env import RuntimeConfig
-from tasks.env.probe import ProbeRecord, summarize
-from tasks.env.records import BlockedRequest, CdnServed, CheckResult, ConsoleError, Failure, PageError
+from tasks.env.probe import summarize
+from tasks.env.probe_records import ProbeRecord
+from tasks.env.records import (BlockedRequest, CdnServed, CheckResult, ConsoleError, Failure, LoadErrorsVerdict,
+                               PageError)
 from tasks.env.severity import classify_failures, load_errors_verdict
 
 if TYPE_CHECKING:
@@ -104,7 +106,8 @@ class RuntimeEvidence:
         if failures is None:
             failures = classify_failures(self.interaction, cfg.probe.error_rule)
         classified = failures if cfg.probe.errors_fail else []
-        confined = self.status == "page_error" and not (self.load_errors(cfg) or {}).get("blocking", True)
+        load = self.load_errors(cfg)
+        confined = self.status == "page_error" and load is not None and not load.blocking
         failure = None
         if (self.status in FAILED and not confined) or (self.blank_body and cfg.blank_body_fails) or \
                 (self.console_errors and cfg.console_errors_fail):
@@ -135,7 +138,7 @@ class RuntimeEvidence:
         ``tasks.env.severity``), or None (no failure, or no verdict)."""
         return self.verdict(cfg).failure
 
-    def load_errors(self, cfg: RuntimeConfig) -> dict[str, Any] | None:
+    def load_errors(self, cfg: RuntimeConfig) -> LoadErrorsVerdict | None:
         """Whether the uncaught errors at load block the app (``severity.load_errors_verdict``); None without any."""
         if self.status != "page_error":
             return None
@@ -180,7 +183,7 @@ class Evidence:
     static: "StaticEvidence | None" = None
     runtime: RuntimeEvidence | None = None
     failures: tuple[Failure, ...] = ()  # the probe's failures, each classified (blocking, why)
-    load_errors: dict[str, Any] | None = None  # whether the errors at load block (``RuntimeEvidence.load_errors``)
+    load_errors: LoadErrorsVerdict | None = None  # whether the errors at load block (``RuntimeEvidence.load_errors``)
     verdict: RuntimeVerdict | None = None  # None: the browser did not run
 
     @classmethod

@@ -62,8 +62,8 @@ def observed_facts(html: str, ev: Evidence, limit: int = 8) -> str:
         lines.append("- browser: not run")
         return "\n".join(lines)
     load = ev.load_errors
-    lines.append(f"- load in headless Chromium: {rt.status}" + (f" ({'blocking' if load['blocking'] else 'not blocking'}: "
-                                                              f"{load['why']})" if load else "") + "".join(
+    lines.append(f"- load in headless Chromium: {rt.status}" + (f" ({'blocking' if load.blocking else 'not blocking'}: "
+                                                              f"{load.why})" if load else "") + "".join(
         f"\n  - uncaught {pe.name}: {pe.message[:160]} ({_line_of(html, pe.offset)})"
         for pe in rt.page_errors[:limit]))
     inter = rt.interaction

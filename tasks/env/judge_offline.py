@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from schemas.llm.diagnosis import LAYERS, SEVERITIES
 from tasks.env.evidence import Evidence, RuntimeEvidence
 from tasks.env.judge_diagnosis import line_quote
-from tasks.env.records import CheckResult
+from tasks.env.records import CheckResult, LoadErrorsVerdict
 from tasks.env.rubric_evidence import MET, blank_drawing, item_decision
 
 if TYPE_CHECKING:
@@ -43,17 +43,16 @@ def _static_layer(html: str, errors: list[SourceError]) -> dict[str, list]:
     return layer
 
 
-def _simulation_layer(html: str, rt: RuntimeEvidence | None, load: dict[str, Any] | None = None) -> dict[str, list]:
+def _simulation_layer(html: str, rt: RuntimeEvidence | None, load: LoadErrorsVerdict | None = None) -> dict[str, list]:
     """``load``: whether the errors at load block (``RuntimeEvidence.load_errors``); unmarked ones do."""
     layer: dict[str, list] = {s: [] for s in SEVERITIES}
     if rt is None:
         return layer
-    load = load or {}
-    blocking = load.get("blocking", True)
+    blocking = load is None or load.blocking
     for pe in rt.page_errors:
         layer["critical" if blocking else "minor"].append(_finding(
             f"uncaught {pe.name} during load: {pe.message}", line_quote(html, pe.offset),
-            "headless Chromium page error" + ("" if blocking else f"; not blocking: {load['why']}")))
+            "headless Chromium page error" + ("" if load is None or blocking else f"; not blocking: {load.why}")))
     status = rt.status
     if status == "load_timeout":
         layer["critical"].append(_finding("the page never finished loading (likely an infinite loop at load)", [],

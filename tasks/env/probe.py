@@ -39,7 +39,7 @@ import asyncio
 import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,8 @@ from schemas.config.checks import ClockConfig
 from schemas.config.env import ProbeConfig
 from tasks.env.page import APP_URL, html_offset
 from tasks.env.pagetime import answered, clock_of, let_pass, read, within
+from tasks.env.probe_records import (Action, AnsweredDialog, Canvas, DeadControl, Hang, Listener, Liveness,
+                                     Navigation, ProbeError, ProbeRecord, Sample, Submit)
 from tasks.env.records import Failure
 
 if TYPE_CHECKING:
@@ -87,38 +89,6 @@ _BLOCKED_NET = re.compile(r"Failed to fetch|NetworkError|ERR_BLOCKED_BY_CLIENT|E
 _CLICK_TYPES = {"click", "mousedown", "mouseup", "pointerdown", "pointerup", "touchstart", "touchend", "dblclick"}
 
 
-@dataclass
-class ProbeRecord:
-    """What using the app showed. ``status``: ok | hung | navigated | skipped | error."""
-
-    status: str = "skipped"
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    planned: int = 0
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    idle_errors: list[dict[str, Any]] = field(default_factory=list)
-    listeners: list[dict[str, Any]] = field(default_factory=list)
-    dialogs: list[dict[str, Any]] = field(default_factory=list)
-    navigations: list[dict[str, Any]] = field(default_factory=list)
-    dead_controls: list[dict[str, Any]] = field(default_factory=list)
-    liveness: dict[str, Any] = field(default_factory=dict)
-    canvases: list[dict[str, Any]] = field(default_factory=list)  # probe.js canvases(): drawn or blank, before any action
-    loop_after: dict[str, Any] = field(default_factory=dict)  # motion after the run, sampled when an action threw
-    hang: dict[str, Any] | None = None
-    duration_s: float = 0.0
-    error: str | None = None
-    clock: str | None = None  # controlled (the environment's clock) | page (the page's own, clock_reason says why)
-    clock_reason: str | None = None
-    cut: str | None = None  # wall: the wall-time cap stopped the actions before the plan's end (the machine's load)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ProbeRecord":
-        """The record from its JSON (``to_dict``, the ``interaction.record`` of ``rubricrl score``)."""
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
-
-
 class ProbeSession:
     """Per-app state shared by the page's event handlers, the route and the probe run."""
 
@@ -129,10 +99,10 @@ class ProbeSession:
         self.reloaded = False  # the page's one reload at load was let through (navigation.let_reload_through)
         self.new_documents = 0  # load events of the load page since that reload
         self.started = False  # after this, page errors belong to the probe, not the load
-        self.idle: tuple[dict[str, Any], float] | None = None  # the liveness sample taken while the app settled
+        self.idle: tuple[Sample, float] | None = None  # the liveness sample taken while the app settled
         self.checking = False  # after this, the executable checks open pages and navigate: not the app's doing
         self.current_action: int | None = None
-        self.navigations: list[dict[str, Any]] = []
+        self.navigations: list[Navigation] = []
         self.evidence = ProbeRecord()
 
     def on_console(self, text: str) -> bool:
@@ -150,7 +120,7 @@ class ProbeSession:
             self.new_documents += 1
 
     def navigation(self, url: str) -> None:
-        self.navigations.append({"url": url[:500], "action": self.current_action})
+        self.navigations.append(Navigation(url[:500], self.current_action))
 
 
 # -- pure helpers -------------------------------------------------------------------------------------
@@ -167,8 +137,8 @@ def handler_offset(html: str, listener: dict[str, Any], stack_offset: Any) -> in
     return stack_offset(listener.get("stack") or "")
 
 
-def error_signature(e: dict[str, Any]) -> tuple[str, Any]:
-    return (re.sub(r"\d+", "#", e.get("message") or "")[:200], e.get("offset"))
+def error_signature(e: ProbeError) -> tuple[str, int | None]:
+    return (re.sub(r"\d+", "#", e.message or "")[:200], e.offset)
 
 
 def interaction_failures(ev: ProbeRecord | None) -> list[Failure]:
@@ -176,27 +146,23 @@ def interaction_failures(ev: ProbeRecord | None) -> list[Failure]:
     action, a form submit that reloads the app. Each carries the action and an HTML offset when known."""
     if ev is None:
         return []
-    actions = ev.actions
     out: list[Failure] = []
-    seen: set[tuple[str, Any]] = set()
+    seen: set[tuple[str, int | None]] = set()
     for e in ev.errors:
-        if not e.get("caused"):
+        if not e.caused or error_signature(e) in seen:
             continue
-        sig = error_signature(e)
-        if sig in seen:
-            continue
-        seen.add(sig)
-        a = actions[e["action"]] if 0 <= e.get("action", -1) < len(actions) else {}
-        out.append(Failure("error", e.get("action"), a.get("kind", "resize"), a.get("target_desc"), a.get("label"),
-                           name=e.get("name"), sync=e.get("sync"), message=e.get("message"),
-                           offset=e.get("offset") if e.get("offset") is not None else a.get("handler_offset")))
+        seen.add(error_signature(e))
+        a = ev.action(e.action)
+        out.append(Failure("error", e.action, a.kind if a else "resize", a.target_desc if a else None,
+                           a.label if a else None, name=e.name, sync=e.sync, message=e.message,
+                           offset=e.offset if e.offset is not None else a.handler_offset if a else None))
     if ev.hang:
-        out.append(Failure("hang", **ev.hang))
-    for a in actions:
-        sub = a.get("submit")
-        if sub and _reloads_app(sub.get("action_attr")):
-            out.append(Failure("reload", a["i"], a.get("kind"), a.get("target_desc"), a.get("label"), form=sub.get("form"),
-                               offset=sub.get("offset")))
+        h = ev.hang
+        out.append(Failure("hang", h.action, h.action_kind, h.target, h.label, offset=h.offset))
+    for a in ev.actions:
+        sub = a.submit
+        if sub and _reloads_app(sub.action_attr):
+            out.append(Failure("reload", a.i, a.kind, a.target_desc, a.label, form=sub.form, offset=sub.offset))
     return out
 
 
@@ -212,48 +178,48 @@ def summarize(ev: ProbeRecord | None) -> dict[str, Any]:
     if ev is None:
         return {}
     return {"status": ev.status, "actions_run": len(ev.actions), "actions_planned": ev.planned,
-            "failures": [f.to_dict() for f in interaction_failures(ev)], "dead_controls": [c.get("label") or c.get("target")
-                                                                     for c in ev.dead_controls],
-            "animation_frames": ev.liveness.get("rafs"), "visual_change": ev.liveness.get("visual_change"),
+            "failures": [f.to_dict() for f in interaction_failures(ev)],
+            "dead_controls": [c.label or c.target for c in ev.dead_controls],
+            "animation_frames": ev.liveness.rafs if ev.liveness else None,
+            "visual_change": ev.liveness.visual_change if ev.liveness else None,
             "dialogs": len(ev.dialogs), "navigations": len(ev.navigations),
             "clock": ev.clock, "clock_reason": ev.clock_reason}
 
 
-def liveness(a: dict[str, Any], b: dict[str, Any], wall_gap_s: float) -> dict[str, Any]:
+def liveness(a: Sample, b: Sample, wall_gap_s: float) -> Liveness:
     """Motion between two in-page samples (pure), ``gap_s`` apart in the page's time (``t``, the controlled
     clock's where the page runs on it; else ``wall_gap_s``). ``visual_change``: canvas pixels, the DOM, or a
     running CSS/Web animation; ``animated`` also counts animation frames and WebGL draws."""
-    gap_s = round((b["t"] - a["t"]) / 1000, 3) if "t" in a and "t" in b else wall_gap_s
-    live = {"rafs": b["rafs"] - a["rafs"], "draws": b["draws"] - a["draws"], "mutations": b["mutations"] - a["mutations"],
-            "canvas_change": a["canvas"] != b["canvas"], "running_animations": b.get("animations", 0), "gap_s": gap_s}
-    live["visual_change"] = bool(live["canvas_change"] or live["mutations"] or live["running_animations"])
-    live["animated"] = bool(live["visual_change"] or live["rafs"] or live["draws"])
-    return live
+    gap_s = round((b.t - a.t) / 1000, 3) if a.t is not None and b.t is not None else wall_gap_s
+    rafs, draws, mutations = b.rafs - a.rafs, b.draws - a.draws, b.mutations - a.mutations
+    canvas_change, running = a.canvas != b.canvas, b.animations
+    visual = bool(canvas_change or mutations or running)
+    return Liveness(rafs, draws, mutations, canvas_change, running, gap_s, visual, bool(visual or rafs or draws))
 
 
 # -- the run --------------------------------------------------------------------------------------------
-async def idle_sample(page: Page, cfg: ProbeConfig) -> tuple[dict[str, Any], float] | None:
+async def idle_sample(page: Page, cfg: ProbeConfig) -> tuple[Sample, float] | None:
     """The first liveness sample, right after load (errors from here on are tagged idle)."""
     try:
         snap = await read(page, "() => { window.__rrProbe.action = %d; return window.__rrProbe.snapshot(); }" % IDLE,
                           cfg.hang_grace_s)
-        return snap, time.perf_counter()
+        return Sample.from_dict(snap), time.perf_counter()
     except Exception:  # a page that does not answer now is judged by the load checks that follow
         return None
 
 
-def dead_controls(actions: list[dict[str, Any]], navigations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def dead_controls(actions: list[Action], navigations: list[Navigation]) -> list[DeadControl]:
     """Clicked controls (not links, form fields or disclosure) that ran cleanly and changed nothing: no DOM
     change, no error, no submit, no navigation (pure)."""
-    return [{"action": a["i"], "target": a["target_desc"], "label": a["label"], "has_handler": a["handled"]}
+    return [DeadControl(a.i, a.target_desc, a.label, a.handled)
             for a in actions
-            if a["kind"] == "click" and a["tag"] not in ("a", "input", "select", "label", "summary")
-            and a.get("outcome") == "ok" and not a.get("changed") and not a.get("errors")
-            and not a.get("submit") and not any(nv["action"] == a["i"] for nv in navigations)]
+            if a.kind == "click" and a.tag not in ("a", "input", "select", "label", "summary")
+            and a.outcome == "ok" and not a.changed and not a.errors
+            and not a.submit and not any(nv.action == a.i for nv in navigations)]
 
 
 async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSession, stack_offset: Any,
-                    viewport: ViewportSize, idle: tuple[dict[str, Any], float] | None,
+                    viewport: ViewportSize, idle: tuple[Sample, float] | None,
                     clock: ClockConfig) -> ProbeRecord:
     """Exercise a loaded page; never raises for the app's behaviour (a hang is evidence)."""
     ev = session.evidence
@@ -266,10 +232,11 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
                                                   [cfg.max_actions, cfg.max_keys]), grace, session.answer_s, session.deadline)
         ev.planned = len(plan["actions"])
         # Liveness first, before any action, so motion is the app's own.
-        b, ev.canvases = await answered(page, page.evaluate("() => [window.__rrProbe.snapshot(), window.__rrProbe."
-                                                            "canvases()]"), grace, session.answer_s, session.deadline)
+        b, canvases = await answered(page, page.evaluate("() => [window.__rrProbe.snapshot(), window.__rrProbe."
+                                                         "canvases()]"), grace, session.answer_s, session.deadline)
+        ev.canvases = [Canvas.from_dict(c) for c in canvases]
         if idle is not None:
-            ev.liveness = liveness(idle[0], b, round(time.perf_counter() - idle[1], 3))
+            ev.liveness = liveness(idle[0], Sample.from_dict(b), round(time.perf_counter() - idle[1], 3))
         try:
             # the actions stop at budget_s of page time, or half the grace past it in wall time (heavy frames)
             run = await answered(page, page.evaluate("([a, b, s, w, r]) => window.__rrProbe.run(a, b, s, w, r)",
@@ -281,8 +248,8 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
             i = session.current_action
             act = plan["actions"][i] if i is not None and 0 <= i < len(plan["actions"]) else {}
             ev.status = "hung"
-            ev.hang = {"action": i, "action_kind": act.get("kind"), "target": act.get("desc"), "label": act.get("label"),
-                       "offset": _target_handler(html, plan, act, stack_offset)}
+            ev.hang = Hang(i, act.get("kind"), act.get("desc"), act.get("label"),
+                           _target_handler(html, plan, act, stack_offset))
             ev.actions = _actions(html, plan, [], stack_offset)
             return ev
         n = len(plan["actions"])
@@ -294,15 +261,14 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
                                                  "return window.__rrProbe.collect(); }" % AFTER), grace, session.answer_s, session.deadline)
         ev.actions, ev.cut = _actions(html, plan, run["log"], stack_offset), run.get("cut")
         ev.listeners = _listeners(html, plan, stack_offset)
-        ev.dialogs = got["dialogs"]
+        ev.dialogs = [AnsweredDialog.from_dict(d) for d in got["dialogs"]]
         _errors(ev, html, got["errors"], n, stack_offset)
-        if any(e["caused"] for e in ev.errors) and (ev.liveness.get("rafs") or ev.liveness.get("draws")):
+        if any(e.caused for e in ev.errors) and ev.liveness is not None and ev.liveness.looped:
             ev.loop_after = await _loop_after(page, cfg, clock)  # whether the app's own loop survived what the actions threw
         ev.dead_controls = dead_controls(ev.actions, session.navigations)
     except asyncio.TimeoutError:  # no action was running: the app's own code stopped its page (a timer, a frame)
         ev.status, ev.error = "hung", "the page stopped answering the probe outside any action"
-        ev.hang = {"action": None, "action_kind": "timer", "target": "the page, outside any action", "label": None,
-                   "offset": None}
+        ev.hang = Hang(None, "timer", "the page, outside any action")
     except Exception as e:  # navigation that got through, a closed page: evidence, not a crash of the check
         msg = str(e)
         ev.status = "navigated" if "context was destroyed" in msg or "navigat" in msg else "error"
@@ -314,14 +280,14 @@ async def run_probe(page: Any, html: str, cfg: ProbeConfig, session: ProbeSessio
     return ev
 
 
-async def _loop_after(page: Page, cfg: ProbeConfig, clock: ClockConfig) -> dict[str, Any]:
+async def _loop_after(page: Page, cfg: ProbeConfig, clock: ClockConfig) -> Liveness:
     """Motion across ``liveness_gap_s`` of page time after the run (two samples, as the idle liveness check takes
     them). The gap passes on the page's clock: a wall-clock sleep leaves a controlled clock paused, so no frame
     could run and every animated app whose action threw would look stopped."""
-    a = await read(page, "() => window.__rrProbe.snapshot()", cfg.hang_grace_s)
+    a = Sample.from_dict(await read(page, "() => window.__rrProbe.snapshot()", cfg.hang_grace_s))
     t0 = time.perf_counter()
     await within(let_pass(page, cfg.liveness_gap_s * 1000, clock), cfg.liveness_gap_s + cfg.hang_grace_s)
-    b = await read(page, "() => window.__rrProbe.snapshot()", cfg.hang_grace_s)
+    b = Sample.from_dict(await read(page, "() => window.__rrProbe.snapshot()", cfg.hang_grace_s))
     return liveness(a, b, round(time.perf_counter() - t0, 3))
 
 
@@ -339,18 +305,16 @@ def _target_handler(html: str, plan: dict[str, Any], act: dict[str, Any], stack_
     return None
 
 
-def _actions(html: str, plan: dict[str, Any], log: list[dict[str, Any]], stack_offset: Any) -> list[dict[str, Any]]:
+def _actions(html: str, plan: dict[str, Any], log: list[dict[str, Any]], stack_offset: Any) -> list[Action]:
+    """The actions probe.js ran (its ``log``), each with the control it used (its ``plan``) and that control's
+    handler in the HTML."""
     out = []
     for rec in log:
-        a = plan["actions"][rec["i"]]
-        row = {"i": rec["i"], "kind": a["kind"], "target_desc": a["desc"], "target_index": a.get("target"),
-               "label": a.get("label", ""),
-               "tag": a.get("tag"), "handled": bool(a.get("handled")), "key": a.get("key"), "outcome": rec["outcome"],
-               "changed": rec["changed"], "errors": rec["errors"], "submit": rec.get("submit"),
-               "handler_offset": _target_handler(html, plan, a, stack_offset)}
-        if row["submit"]:
-            row["submit"] = {**row["submit"], "offset": form_offset(html, row["submit"].get("form"))}
-        out.append(row)
+        a, sub = plan["actions"][rec["i"]], rec.get("submit")
+        form = Submit(sub.get("form"), sub.get("action_attr"), form_offset(html, sub.get("form"))) if sub else None
+        out.append(Action(rec["i"], a["kind"], a["desc"], a.get("target"), a.get("label", ""), a.get("tag"),
+                          bool(a.get("handled")), a.get("key"), rec["outcome"], tuple(rec["changed"]), rec["errors"],
+                          form, _target_handler(html, plan, a, stack_offset)))
     return out
 
 
@@ -366,26 +330,31 @@ def form_offset(html: str, desc: str | None) -> int | None:
     return i if i >= 0 else None
 
 
-def _listeners(html: str, plan: dict[str, Any], stack_offset: Any) -> list[dict[str, Any]]:
-    return [{"type": l["type"], "target": l["target"], "via": l["via"], "offset": handler_offset(html, l, stack_offset)}
+def _listeners(html: str, plan: dict[str, Any], stack_offset: Any) -> list[Listener]:
+    return [Listener(l["type"], l["target"], l["via"], handler_offset(html, l, stack_offset))
             for l in plan.get("listeners", [])[:300]]
 
 
 def _errors(ev: ProbeRecord, html: str, errors: list[dict[str, Any]], n_actions: int, stack_offset: Any) -> None:
     """Map in-page errors to HTML offsets; an error is *caused* by an action when it was raised while the
     action ran (or in its frame) and the app did not raise the same error while idle."""
-    for e in errors:
-        off = stack_offset(e.get("stack") or "")
-        if off is None and e.get("filename") == APP_URL and e.get("line"):
-            off = html_offset(html, int(e["line"]), int(e.get("column") or 1))
-        e = {k: e.get(k) for k in ("action", "sync", "kind", "name", "message", "stack", "line", "column")} | {"offset": off}
-        e["message"] = re.sub(r"^Uncaught (\w+: )?", "", e["message"] or "")  # the name is its own field
-        if e["action"] == IDLE:
-            ev.idle_errors.append(e)
-        elif 0 <= e["action"] <= n_actions:
-            ev.errors.append(e)
+    got = [_error(html, e, stack_offset) for e in errors]
+    ev.idle_errors += [e for e in got if e.action == IDLE]
     idle = {error_signature(e) for e in ev.idle_errors}
-    for e in ev.errors:
-        # A request the sandbox blocked is not the app's fault: a rejected fetch is recorded, never blamed.
-        blocked = e["kind"] == "rejection" and _BLOCKED_NET.search(e["message"] or "") is not None
-        e["caused"] = error_signature(e) not in idle and not blocked
+    ev.errors += [replace(e, caused=error_signature(e) not in idle and not _blocked(e)) for e in got
+                  if e.action is not None and 0 <= e.action <= n_actions]
+
+
+def _error(html: str, e: dict[str, Any], stack_offset: Any) -> ProbeError:
+    """An in-page error (probe.js), placed in the HTML by its stack, else by its line when the app's page threw."""
+    off = stack_offset(e.get("stack") or "")
+    if off is None and e.get("filename") == APP_URL and e.get("line"):
+        off = html_offset(html, int(e["line"]), int(e.get("column") or 1))
+    message = re.sub(r"^Uncaught (\w+: )?", "", e.get("message") or "")  # the name is its own field
+    return ProbeError(e.get("action"), e.get("sync"), e.get("kind") or "error", e.get("name"), message, e.get("stack"),
+                      e.get("line"), e.get("column"), off)
+
+
+def _blocked(e: ProbeError) -> bool:
+    """A request the sandbox blocked is not the app's fault: a rejected fetch is recorded, never blamed."""
+    return e.kind == "rejection" and _BLOCKED_NET.search(e.message) is not None

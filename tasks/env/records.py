@@ -119,6 +119,14 @@ class CheckResult:
         return {**asdict(self), "errors": [e.to_dict() for e in self.errors]}
 
 
+@dataclass(frozen=True)
+class LoadErrorsVerdict:
+    """Whether the uncaught errors at load block the app, and why (``severity.load_errors_verdict``)."""
+
+    blocking: bool
+    why: str
+
+
 # The keys each kind of failure has in the probe's summary (the ``rubricrl score`` contract), in their order.
 FAILURE_KEYS = {"error": ("kind", "action", "action_kind", "target", "label", "name", "sync", "message", "offset"),
                 "hang": ("kind", "action", "action_kind", "target", "label", "offset"),

@@ -36,7 +36,7 @@ from tasks.rubrics.vocab import BY_ITSELF, ITEM_ANSWERS_INPUT, ITEM_MOTION, ITEM
 
 if TYPE_CHECKING:
     from tasks.env.evidence import RuntimeEvidence
-    from tasks.env.probe import ProbeRecord
+    from tasks.env.probe_records import ProbeRecord
 
 HEURISTIC = "heuristic (offline, from browser evidence)"
 Decision = tuple[str, str, str, list[str]]  # (severity or "met", description, explanation, code quotes)
@@ -114,11 +114,11 @@ def evidence_decision(item: dict[str, Any], inter: "ProbeRecord | None") -> Deci
     facts = item_facts(item)
     live = inter.liveness
     if facts.kind == "motion_by_itself" and live:
-        if live.get("animated"):
+        if live.animated:
             return MET
-        if live.get("visual_change") is False:
+        if not live.visual_change:
             return ("major", "nothing moves on the page", f"{HEURISTIC}: no animation frame requested and no visual "
-                    f"change in {live.get('gap_s')}s while idle", [])
+                    f"change in {live.gap_s}s while idle", [])
     if item.get("scope") != "dynamic":  # what a control does is dynamic behaviour; its display is not
         return None
     acts = inter.actions
@@ -129,13 +129,13 @@ def evidence_decision(item: dict[str, Any], inter: "ProbeRecord | None") -> Deci
             return ("major", f"using {f.label!r} fails ({f.kind}: {str(f.message or '')[:120]})",
                     f"{HEURISTIC}: the item names this control and the interaction probe saw it fail", [])
     for c in inter.dead_controls:
-        if names_control(facts, c.get("label"), c.get("target")):
-            return ("major", f"clicking {c['label']!r} changes nothing observable",
+        if names_control(facts, c.label, c.target):
+            return ("major", f"clicking {c.label!r} changes nothing observable",
                     f"{HEURISTIC}: no DOM, canvas, scroll, value or dialog change after the click"
-                    + ("" if c.get("has_handler") else "; no listener is attached to it"), [])
+                    + ("" if c.has_handler else "; no listener is attached to it"), [])
     if facts.kind == "answers_input":
-        acts = [a for a in inter.actions if a.get("outcome") == "ok"]
-        if any(a.get("changed") for a in acts):
+        acts = [a for a in inter.actions if a.outcome == "ok"]
+        if any(a.changed for a in acts):
             return MET
         if acts and len(acts) == inter.planned:
             return ("major", "no key press, click or drag changes what is shown",
@@ -151,8 +151,8 @@ def blank_drawing(item: dict[str, Any], inter: "ProbeRecord | None") -> Decision
     if inter is None or inter.status != "ok" or item_facts(item).kind != "drawing_present":
         return None
     ids = set(item_facts(item).ids)
-    inside = [c for c in inter.canvases if ids & set(c.get("ids") or ())]
-    if not inside or not all(c.get("blank") is True for c in inside):
+    inside = [c for c in inter.canvases if ids & set(c.ids)]
+    if not inside or not all(c.blank is True for c in inside):
         return None
     name = "#" + sorted(ids)[0]
     return ("minor", f"the drawing area {name} is empty when the page loads",

@@ -14,7 +14,7 @@ Run: ``score_response(task, response_text, provider=get_provider("offline"))`` o
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from schemas.config.attribution import AttributionConfig
@@ -56,7 +56,7 @@ class ScoreResult:
     html_offset: int | None
     findings: list[dict[str, Any]]
     evidence: dict[str, Any]
-    judge: dict[str, Any]
+    judge: JudgeRecord
     gates: dict[str, bool | None] = field(default_factory=dict)
     rubric_score: float | None = None
     html_length: int = 0
@@ -71,7 +71,7 @@ class ScoreResult:
                 "runtime_valid": self.runtime_valid, "reward": self.reward, "html_offset": self.html_offset,
                 "findings": self.findings, "evidence": self.evidence, "reward_kind": self.reward_kind,
                 "rubric_score": self.rubric_score, "missing_reason": self.missing_reason, "gates": self.gates,
-                "judge": self.judge, "undecided": self.undecided}
+                "judge": self.judge.to_dict(), "undecided": self.undecided}
 
 
 def _runtime_for(cfg: EnvConfig, runtime: BrowserRuntime | None) -> BrowserRuntime | None:
@@ -80,19 +80,39 @@ def _runtime_for(cfg: EnvConfig, runtime: BrowserRuntime | None) -> BrowserRunti
     return runtime or shared_runtime(cfg.runtime)
 
 
-def _judge_record(res: LLMResult | None, given: bool, gap: bool = False) -> dict[str, Any]:
-    if given:
-        return {"provider": "given", "model": None, "attempts": 0, "error": None}
-    if res is None:
-        why = ("environment gap: the app failed after a library request the CDN mirror could not serve" if gap
-               else "gates failed on our evidence")
-        return {"provider": None, "model": None, "attempts": 0, "error": f"not judged ({why})"}
-    return {"provider": res.provider, "model": res.model, "attempts": res.attempts, "error": res.error,
-            "cached": res.cached, "input_tokens": res.usage.input_tokens, "output_tokens": res.usage.output_tokens}
+_CALL = ("cached", "input_tokens", "output_tokens")  # what only a judge call made has
+
+
+@dataclass(frozen=True)
+class JudgeRecord:
+    """Who judged an app and how (the ``judge`` of ``rubricrl score``): a diagnosis given, no call (``error`` says
+    why not), or a call, with its attempts and error, whether the cache answered it, and its tokens."""
+
+    provider: str | None
+    model: str | None = None
+    attempts: int = 0
+    error: str | None = None
+    cached: bool | None = None  # None: no call was made
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+    @classmethod
+    def of(cls, res: LLMResult | None, given: bool, gap: bool = False) -> "JudgeRecord":
+        if given:
+            return cls("given")
+        if res is None:
+            why = ("environment gap: the app failed after a library request the CDN mirror could not serve" if gap
+                   else "gates failed on our evidence")
+            return cls(None, error=f"not judged ({why})")
+        return cls(res.provider, res.model, res.attempts, res.error, res.cached, res.usage.input_tokens,
+                   res.usage.output_tokens)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if self.cached is not None or k not in _CALL}
 
 
 def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosis | None,
-            dropped: list[dict[str, Any]], judge: dict[str, Any], cfg: EnvConfig, kind: str,
+            dropped: list[dict[str, Any]], judge: JudgeRecord, cfg: EnvConfig, kind: str,
             attribution: AttributionConfig | None = None) -> ScoreResult:
     """Gates and reward from our evidence and the (normalized) diagnosis; pure."""
     levels = inp.task.rubric.level_of()
@@ -172,14 +192,14 @@ class _App:
     evidence: Evidence = field(default_factory=Evidence)  # read once the browser's evidence is in
     diag: Diagnosis | None = None
     dropped: list[dict[str, Any]] = field(default_factory=list)
-    judge: dict[str, Any] = field(default_factory=lambda: _judge_record(None, False))
+    judge: JudgeRecord = field(default_factory=lambda: JudgeRecord.of(None, False))
 
     def take(self, diag: Any, given: bool, res: LLMResult | None = None) -> None:
         """The diagnosis, given or judged, normalised against the rubric."""
         rubric = self.inp.task.rubric
         self.diag, self.dropped = (parse_diagnosis(diag, rubric) if isinstance(diag, dict)
                                    else normalize_diagnosis(diag, rubric))
-        self.judge = _judge_record(res, given)
+        self.judge = JudgeRecord.of(res, given)
         if res is not None and res.provider != "offline":  # a model judge keeps the paper's rule: no finding is met
             self.diag = self.diag.model_copy(update={"undecided": []})
 
@@ -198,7 +218,7 @@ def _judge_request(app: _App, provider: Provider | None, cfg: EnvConfig) -> Any:
     gap = st.source_valid and verdict is not None and bool(verdict.gaps)  # no reward to judge for
     locally_failed = not st.source_valid or (verdict is not None and verdict.valid is False)
     if gap or (locally_failed and not cfg.judge.judge_invalid_apps):
-        app.judge = _judge_record(None, False, gap)
+        app.judge = JudgeRecord.of(None, False, gap)
         return None
     if provider is None:
         raise ValueError("no judge provider and no diagnosis given; pass provider=get_provider(...) or a diagnosis")
@@ -270,7 +290,7 @@ def score_batch(inputs: list[ScoreInput], *, provider: Provider | None = None, r
             if res.output is not None:
                 apps[j].take(res.output, given=False, res=res)
             else:
-                apps[j].judge = _judge_record(res, False)
+                apps[j].judge = JudgeRecord.of(res, False)
     return [combine(a.inp, a.ex, a.evidence, a.diag, a.dropped, a.judge, cfg, kind, attribution) for a in apps]
 
 

@@ -87,8 +87,8 @@ def interaction_row(inter: dict[str, Any] | None, rechecked_from: str | None) ->
 def judgment_row(r: ScoreResult) -> dict[str, Any]:
     ev, g = r.evidence, r.gates
     return {
-        "rollout_id": r.key, "query_id": r.query_id, "provider": r.judge.get("provider") or "none",
-        "model": r.judge.get("model"), "judge_error": r.judge.get("error"), "judge_attempts": r.judge.get("attempts", 0),
+        "rollout_id": r.key, "query_id": r.query_id, "provider": r.judge.provider or "none",
+        "model": r.judge.model, "judge_error": r.judge.error, "judge_attempts": r.judge.attempts,
         "format_valid": r.format_valid, "html_offset": r.html_offset, "html_length": r.html_length,
         "source_valid": r.source_valid, "runtime_valid": r.runtime_valid,
         "gate_static_check": g.get("static_check"), "gate_code_simulation": g.get("code_simulation"),
@@ -108,7 +108,7 @@ def reward_row(r: ScoreResult, cfg_hash: str) -> dict[str, Any]:
     return {"rollout_id": r.key, "query_id": r.query_id, "reward_kind": r.reward_kind, "reward": r.reward,
             "tier": tier(r), "tier_cause": tier_cause(r), "rubric_score": r.rubric_score, "format_valid": r.format_valid,
             "source_valid": r.source_valid, "runtime_valid": r.runtime_valid,
-            "provider": r.judge.get("provider") or "none", "reward_config_hash": cfg_hash}
+            "provider": r.judge.provider or "none", "reward_config_hash": cfg_hash}
 
 
 def tables(results: list[ScoreResult], cfg: EnvConfig) -> tuple[pa.Table, pa.Table]:

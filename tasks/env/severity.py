@@ -24,15 +24,15 @@ with no control to use, nothing moves by itself. An app that still answers keeps
 code_simulation finding, and the items it broke are decided by their own checks and evidence.
 
 Run: ``classify_failures(interaction, "evidence")`` -> the failures, each with ``blocking`` and ``why``;
-``load_errors_verdict(interaction, "evidence")`` -> ``{"blocking": ..., "why": ...}``.
+``load_errors_verdict(interaction, "evidence")`` -> a ``LoadErrorsVerdict`` (``blocking``, ``why``).
 """
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
-from tasks.env.probe import ANSWERS, ProbeRecord, interaction_failures
-from tasks.env.records import Failure
+from tasks.env.probe import ANSWERS, interaction_failures
+from tasks.env.probe_records import Action, ProbeRecord
+from tasks.env.records import Failure, LoadErrorsVerdict
 
 RULES = ("gate", "evidence")
 
@@ -40,34 +40,33 @@ RULES = ("gate", "evidence")
 NATIVE_CONTROLS = ("button", "a", "input", "select", "textarea", "summary", "label")
 
 
-def controls(actions: list[dict[str, Any]]) -> dict[int, str]:
+def controls(actions: list[Action]) -> dict[int, str]:
     """Action index -> the control it used, for the actions that used one: keys are one control (the keyboard);
     an element is one when it is a native control or has a click or drag listener (a bare canvas is not)."""
     out = {}
     for a in actions:
-        if a.get("kind") == "key":
-            out[a["i"]] = "keyboard"
-        elif a.get("kind") in ("fill", "select") or a.get("tag") in NATIVE_CONTROLS or a.get("handled"):
-            out[a["i"]] = f"{a.get('kind')}:{a.get('target_index', a.get('target_desc'))}"
+        if a.kind == "key":
+            out[a.i] = "keyboard"
+        elif a.kind in ("fill", "select") or a.tag in NATIVE_CONTROLS or a.handled:
+            out[a.i] = f"{a.kind}:{a.target_index}"
     return out
 
 
-def failed_the_user(sync: bool | None, i: int | None, actions: list[dict[str, Any]]) -> bool:
+def failed_the_user(sync: bool | None, i: int | None, actions: list[Action]) -> bool:
     """An error failed the user of its control when the handler itself threw (``sync``), or when the action showed
     nothing (no change of ``ANSWERS``). A deferred helper that throws after the control's effect showed (a
     ``setTimeout`` or promise after the handler returned) is a defect of that control, not a dead one, so it does not
     count toward "most controls failing" (pure)."""
     if sync is not False:
         return True
-    a = actions[i] if isinstance(i, int) and 0 <= i < len(actions) else {}
-    return not set(a.get("changed") or ()) & set(ANSWERS)
+    a = actions[i] if isinstance(i, int) and 0 <= i < len(actions) else None
+    return a is None or not set(a.changed) & set(ANSWERS)
 
 
 def main_loop_stopped(inter: ProbeRecord) -> bool:
     """The app drew frames by itself before any action and drew none after the probe (pure)."""
     before, after = inter.liveness, inter.loop_after
-    ran = bool(before.get("rafs")) or bool(before.get("draws"))
-    return ran and bool(after) and not after.get("rafs") and not after.get("draws")
+    return before is not None and before.looped and after is not None and not after.looped
 
 
 def classify_failures(inter: ProbeRecord | None, rule: str) -> list[Failure]:
@@ -80,8 +79,8 @@ def classify_failures(inter: ProbeRecord | None, rule: str) -> list[Failure]:
     acts = inter.actions
     ctl = controls(acts)
     # every caused error counts, not only the first of each message: two buttons throwing alike are two controls
-    failing = {ctl[i] for i in [e.get("action") for e in inter.errors if e.get("caused")
-                                and failed_the_user(e.get("sync"), e.get("action"), acts)]
+    failing = {ctl[i] for i in [e.action for e in inter.errors
+                                if e.caused and failed_the_user(e.sync, e.action, acts)]
                + [f.action for f in failures if f.kind != "error" or failed_the_user(f.sync, f.action, acts)] if i in ctl}
     used = set(ctl.values())
     most = bool(used) and len(failing) * 2 > len(used)
@@ -107,28 +106,27 @@ def classify_failures(inter: ProbeRecord | None, rule: str) -> list[Failure]:
     return out
 
 
-def load_errors_verdict(inter: ProbeRecord | None, rule: str) -> dict[str, Any]:
+def load_errors_verdict(inter: ProbeRecord | None, rule: str) -> LoadErrorsVerdict:
     """Whether the uncaught errors at load block the app, from what the probe saw after them (pure): ``blocking``
     and ``why``. The form controls' values and the scroll do not count as an answer: the probe's own fill and
     scroll change them."""
     if rule not in RULES:
         raise ValueError(f"env.runtime.probe.load_error_rule={rule!r}; choose one of {', '.join(RULES)}")
     if rule == "gate":
-        return {"blocking": True, "why": "an uncaught error at load fails the runtime gate"}
+        return LoadErrorsVerdict(True, "an uncaught error at load fails the runtime gate")
     if inter is not None and inter.status == "hung":
-        return {"blocking": True, "why": "the page stopped responding when used after the error"}
+        return LoadErrorsVerdict(True, "the page stopped responding when used after the error")
     if inter is None or inter.status not in ("ok", "navigated"):
-        return {"blocking": True, "why": "the app could not be used after the error"}
+        return LoadErrorsVerdict(True, "the app could not be used after the error")
     acts = inter.actions
     ctl = controls(acts)
-    answered = {ctl[a["i"]] for a in acts if a.get("i") in ctl and a.get("outcome") == "ok"
-                and set(a.get("changed") or ()) & set(ANSWERS)}
+    answered = {ctl[a.i] for a in acts if a.i in ctl and a.outcome == "ok" and set(a.changed) & set(ANSWERS)}
     if ctl:
         n = len(set(ctl.values()))
         if answered:
-            return {"blocking": False, "why": f"the app still answers input after the error: {len(answered)} of "
-                                              f"{n} controls used changed the page"}
-        return {"blocking": True, "why": f"none of the {n} controls used changed the page after the error"}
-    if inter.liveness.get("animated"):
-        return {"blocking": False, "why": "the app has no control to use and still moves by itself after the error"}
-    return {"blocking": True, "why": "after the error nothing on the page answers input or moves"}
+            return LoadErrorsVerdict(False, f"the app still answers input after the error: {len(answered)} of {n} "
+                                            "controls used changed the page")
+        return LoadErrorsVerdict(True, f"none of the {n} controls used changed the page after the error")
+    if inter.liveness is not None and inter.liveness.animated:
+        return LoadErrorsVerdict(False, "the app has no control to use and still moves by itself after the error")
+    return LoadErrorsVerdict(True, "after the error nothing on the page answers input or moves")
