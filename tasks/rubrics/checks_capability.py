@@ -6,9 +6,9 @@ uncaught error); the first draggable item dropped on the third is no longer firs
 search box changes the page's text; the first button clicked several times in a row throws no uncaught error; the
 first button used and the page reloaded, it throws none (what was saved is read back); the seed field filled alike
 before and after a reload shows the same page; the slider named for the parameter moved from end to end, a value
-past the stated maximum or text of no format typed in the field named for it, changes the page's text; the named
-button is disabled on load; where the stated label shows, the page's text changes by itself; the page starts with
-the stated number of list items; a name added twice is refused with a message.
+past the stated maximum or text of no format typed in the field named for it (then Tab), changes the page's text;
+the named button is disabled on load; where the stated label shows, the page's text changes by itself; the page
+starts with the stated number of list items; a name added twice is refused with a message.
 
 A locator that finds nothing (the named control is not there, or is disabled) leaves a check inconclusive; each
 phrase states what its check needs, so an app that does what it says passes. Run: ``capability_steps(item, spec)``
@@ -109,10 +109,12 @@ def slider_check(name: str) -> list[dict[str, Any]]:
 
 
 def typed_check(name: str, value: str) -> list[dict[str, Any]]:
-    """``value`` typed in the field labelled ``name`` changes the page's text (the error message it is said to
-    show; a field not there, or one that takes no such text, leaves it inconclusive)."""
-    return [{"do": "remember", "target": PAGE_TEXT, "name": "before"},
-            {"do": "fill", "target": {"label": WORD_EDGE + re.escape(name) + WORD_EDGE}, "value": value},
+    """``value`` typed in the field labelled ``name``, then Tab (an app may check a field when it is left: filling
+    fires no change event): the page's text changes (the error message it is said to show; a field not there, or
+    one that takes no such text, leaves it inconclusive)."""
+    field = {"label": WORD_EDGE + re.escape(name) + WORD_EDGE}
+    return [{"do": "remember", "target": PAGE_TEXT, "name": "before"}, {"do": "fill", "target": field, "value": value},
+            {"do": "press", "target": field, "key": "Tab"},
             {"expect": "text_changes", "target": PAGE_TEXT, "since": "before"}]
 
 
