@@ -29,9 +29,15 @@ EvidenceKind = Literal["control_default", "output_text", "drawing_present", "sho
                        # ``effect`` ("no_error": using it throws no uncaught error); a drag reorders the listed
                        # ``element``; typing in a search box filters them; the first button clicked again and again
                        # throws no uncaught error; the app reloaded after the first button is used throws none (what it
-                       # saved is read back); the seed field filled alike before and after a reload shows the same page
+                       # saved is read back); the seed field filled alike before and after a reload shows the same page;
+                       # the slider named ``trigger`` moved from end to end changes the page's text; a value outside
+                       # the stated bounds (or the stated format) typed in the field named ``element`` changes it; the
+                       # button named ``trigger`` is disabled on load; the text labelled ``element`` changes by itself;
+                       # the page starts with the stated number of list items; a name added twice with the button
+                       # ``trigger`` from the field ``element`` is refused with a message
                        "takes_range", "operate_named", "reorder_by_drag", "filter_by_typing", "repeat_no_error",
-                       "restores_on_reload", "reproduces_by_seed"]
+                       "restores_on_reload", "reproduces_by_seed", "slides_named", "rejects_out_of_range",
+                       "rejects_bad_format", "starts_disabled", "text_by_itself", "starts_listed", "refuses_duplicate"]
 EVIDENCE_KINDS: tuple[str, ...] = get_args(EvidenceKind)
 
 
