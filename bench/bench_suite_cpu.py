@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+import _safe  # noqa: F401 - the repo on sys.path, no paid call by accident
+
 TICK = os.sysconf("SC_CLK_TCK")
 # (kind, a piece of the command line that says it), first match wins: the order is from specific to general
 KINDS = (
@@ -43,9 +45,10 @@ def kind_of(cmdline: str) -> str:
     return "other"
 
 
-def snapshot() -> dict[int, tuple[str, float]]:
-    """Every process's (start time and command line as its key, CPU seconds so far)."""
-    out: dict[int, tuple[str, float]] = {}
+def snapshot() -> dict[tuple[int, str], tuple[str, float]]:
+    """Every process by (pid, start time): its command line now and its CPU seconds so far. A pytest-xdist worker
+    retitles itself for every test, so the command line cannot be part of the key."""
+    out: dict[tuple[int, str], tuple[str, float]] = {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
@@ -54,7 +57,7 @@ def snapshot() -> dict[int, tuple[str, float]]:
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except (OSError, IndexError):
             continue
-        out[int(d.name)] = (f"{fields[19]} {cmd}", (int(fields[11]) + int(fields[12])) / TICK)
+        out[(int(d.name), fields[19])] = (cmd, (int(fields[11]) + int(fields[12])) / TICK)
     return out
 
 
@@ -69,19 +72,19 @@ def main() -> int:
     ap.add_argument("command", nargs="*", default=[sys.executable, "-m", "pytest", "-q", "-n", "2"])
     args = ap.parse_args()
     before = snapshot()
-    last: dict[tuple[int, str], float] = {}  # the newest CPU seen per process started during the run
+    last: dict[tuple[int, str], tuple[str, float]] = {}  # the newest (command line, CPU) seen per process
     start_cpu, start = machine_cpu_s(), time.monotonic()
     proc = subprocess.Popen(args.command)
     while proc.poll() is None:
-        for pid, (key, cpu) in snapshot().items():
-            if before.get(pid, ("", 0.0))[0] == key:
-                cpu -= before[pid][1]  # a process older than the run: only what it spent since
-            last[(pid, key)] = cpu
+        for key, (cmd, cpu) in snapshot().items():
+            if key in before:
+                cpu -= before[key][1]  # a process older than the run: only what it spent since
+            last[key] = (cmd, cpu)
         time.sleep(1.0)
     wall, whole = time.monotonic() - start, machine_cpu_s() - start_cpu
     per: dict[str, float] = {}
-    for (_pid, key), cpu in last.items():
-        k = kind_of(key.split(" ", 1)[1])
+    for cmd, cpu in last.values():
+        k = kind_of(cmd)
         per[k] = per.get(k, 0.0) + cpu
     seen = sum(per.values())
     print(f"command: {' '.join(args.command)}  exit {proc.returncode}")
