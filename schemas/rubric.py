@@ -51,8 +51,13 @@ ElementField = Annotated[str | None, Field(description="The element the item is 
                                            "gives an id, else its label; null when it names none.")]
 TriggerField = Annotated[str | None, Field(description="What the user operates to set it off: '#id' of a "
                                            "control or a key's name; null for what shows on load or by itself.")]
-EffectField = Annotated[list[str] | None, Field(description="What should change: '#id' of an output, 'drawing', "
-                                                "'text' (the page's text) or 'motion'; null when nothing is operated.")]
+# What an ``effect`` names besides an output's '#id' (one owner: the offline rules write them, the checks read them).
+DRAWING_EFFECT, TEXT_EFFECT, MOTION_EFFECT = "drawing", "text", "motion"
+NO_ERROR_EFFECT = "no_error"  # using the control throws no uncaught error (what it changes is not stated)
+EffectField = Annotated[list[str] | None, Field(description=f"What should change: '#id' of an output, '{DRAWING_EFFECT}', "
+                                                f"'{TEXT_EFFECT}' (the page's text), '{MOTION_EFFECT}' or "
+                                                f"'{NO_ERROR_EFFECT}' (using it throws no uncaught error); null when "
+                                                "nothing is operated.")]
 STRUCTURE = ("evidence_kind", "element", "trigger", "effect")
 
 

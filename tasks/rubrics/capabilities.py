@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from schemas.rubric import DRAWING_EFFECT, NO_ERROR_EFFECT, TEXT_EFFECT
 from tasks.rubrics import text as T
 
 
@@ -64,7 +65,6 @@ SLIDER_CLASH = Uncheckable("another slider the query asks for has a name this on
                            "operate the wrong one")
 
 _SPEED = Checkable("takes_range", element="speed", trigger="speed", bounds=(0.5, 4.0))
-NO_ERROR_EFFECT = "no_error"  # an item's effect: using the control throws no uncaught error
 # The first button clicked several times in a row throws no uncaught error: a repeated action a correct app
 # handles; an app with no button leaves it inconclusive.
 REPEATS = Checkable("repeat_no_error")
@@ -84,7 +84,7 @@ def _uses(name: str, others: tuple[str, ...] = ()) -> Checkable:
     return Checkable("operate_named", trigger=name, effect=(NO_ERROR_EFFECT,), others=others)
 
 
-def _changes(name: str, effect: str = "text", others: tuple[str, ...] = ()) -> Checkable:
+def _changes(name: str, effect: str = TEXT_EFFECT, others: tuple[str, ...] = ()) -> Checkable:
     """The button the query names, clicked on a page just loaded, changes the page's text (or the drawing): the
     phrase states what it does from there (a count that rises, a screen it opens, a message it shows)."""
     return Checkable("operate_named", trigger=name, effect=(effect,), others=others)
@@ -92,23 +92,22 @@ def _changes(name: str, effect: str = "text", others: tuple[str, ...] = ()) -> C
 
 # The slider the phrase names for the subject's parameter, said to show its value: moved from end to end, the page's
 # text changes (its ends are the browser's, Home and End, so no bounds are needed).
-PARAM_SLIDER = Checkable("slides_named", trigger="{param}", effect=("text",))
+PARAM_SLIDER = Checkable("slides_named", trigger="{param}", effect=(TEXT_EFFECT,))
 # The field the phrase names for the parameter: a value past the stated maximum, or text no format takes, typed in
 # it makes the stated error message show (the page's text changes).
-EDGE_VALUES = Checkable("rejects_out_of_range", element="{param}", bounds=(1.0, 100.0), effect=("text",))
-BAD_FORMAT = Checkable("rejects_bad_format", element="{param}", effect=("text",))
+EDGE_VALUES = Checkable("rejects_out_of_range", element="{param}", bounds=(1.0, 100.0), effect=(TEXT_EFFECT,))
+BAD_FORMAT = Checkable("rejects_bad_format", element="{param}", effect=(TEXT_EFFECT,))
 # A countdown the phrase says starts on load, labelled "Time left": its text changes by itself.
-COUNTDOWN = Checkable("text_by_itself", element="time left", effect=("text",))
+COUNTDOWN = Checkable("text_by_itself", element="time left", effect=(TEXT_EFFECT,))
 # The example items the phrase says the app starts with, as the items of a list: at least five (no upper bound).
 EXAMPLES = Checkable("starts_listed", element="{obj}", bounds=(5.0, float("inf")))
 # A name typed in the Name field and added twice with the 'Add' button: the second is refused with a message.
-DUPLICATE = Checkable("refuses_duplicate", element="name", trigger="add", effect=("text",))
+DUPLICATE = Checkable("refuses_duplicate", element="name", trigger="add", effect=(TEXT_EFFECT,))
 
 
 def _capabilities() -> dict[str, Checkable | Uncheckable]:
     """The taxonomy's capabilities (tasks/data/taxonomy.json), by id."""
     from tasks.rubrics import vocab as X
-    from tasks.rubrics.offline_items import DRAWING_EFFECT as DRAWING
 
     seeded = replace(SEEDED, clashes=("sm_persist_local", "sm_history_log", X.SAVED_DEFAULT, "ta_countdown"))
     add = "add {obj_one}"  # the 'Add {obj_one}' button several phrases name: one button adds, whatever it updates
@@ -138,7 +137,7 @@ def _capabilities() -> dict[str, Checkable | Uncheckable]:
         "ip_export_json": Uncheckable("a download and a file upload, which the check language cannot do"),
         "ip_tag_filter": FLOW,
         "si_step_run_pause": _uses("step", ("run", "pause")), "si_speed_control": _SPEED,
-        "si_parameter_effect": PARAM_SLIDER, "si_physics_motion": Checkable("motion_by_itself", effect=(DRAWING,)),
+        "si_parameter_effect": PARAM_SLIDER, "si_physics_motion": Checkable("motion_by_itself", effect=(DRAWING_EFFECT,)),
         "si_population_rules": _changes("step"), "si_random_seed": seeded,
         # a theme toggle: that it works (the colours, and remembering the choice, are not asked)
         "pr_responsive_grid": LAYOUT, "pr_theme_toggle": _uses("dark"),
@@ -147,7 +146,7 @@ def _capabilities() -> dict[str, Checkable | Uncheckable]:
         "pr_accessible_labels": STYLE, "pr_static_reference": QUALITY,
         "rc_all_options": DOMAIN, "rc_initial_content": EXAMPLES, "rc_help_panel": QUALITY,
         "rc_counts_display": _changes(add), "rc_edge_values": EDGE_VALUES,
-        "dv_bar_chart": _changes(add, DRAWING), "dv_line_history": STYLE, "dv_pie_breakdown": STYLE,
+        "dv_bar_chart": _changes(add, DRAWING_EFFECT), "dv_line_history": STYLE, "dv_pie_breakdown": STYLE,
         "dv_heatmap_grid": STYLE, "dv_axis_labels": STYLE,
         "iv_required_fields": FLOW, "iv_disable_invalid": Checkable("starts_disabled", element="{param}",
                                                                      trigger="submit"),
@@ -243,7 +242,7 @@ def _resolved(ev: Checkable | Uncheckable, subject: tuple[str, ...], keys: set[s
     if any(c in keys for c in ev.clashes):
         return Uncheckable(f"the query also asks for {', '.join(c for c in ev.clashes if c in keys)}, so what it "
                            "keeps could make a correct app's pages differ")
-    if ev.kind == "takes_range" and sum(ev.element in p for p in phrases) > 1:
+    if ev.kind == "takes_range" and ev.element and sum(ev.element in p for p in phrases) > 1:
         return SPEED_CLASH
     mine = _slider(ev, subject)
     if mine and mine[0] == "slides_named" and any(o != mine and (o[1] in mine[1] or mine[1] in o[1]) for o in sliders):

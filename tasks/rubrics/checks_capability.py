@@ -12,16 +12,17 @@ starts with the stated number of list items; a name added twice is refused with 
 
 A locator that finds nothing (the named control is not there, or is disabled) leaves a check inconclusive; each
 phrase states what its check needs, so an app that does what it says passes. Run: ``capability_steps(item, spec)``
-(``checks_offline.offline_checks`` calls it for an item its role's checks leave).
+(``checks_offline.offline_checks`` calls it for an item its role's checks leave; the locators both use are
+``check_locators``).
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from tasks.rubrics.capabilities import NO_ERROR_EFFECT, Checkable, clause_evidence
-from tasks.rubrics.checks_offline import DRAWING, PAGE_TEXT, WORD_EDGE, present
-from tasks.rubrics.offline_items import DRAWING_EFFECT, TEXT_EFFECT
+from schemas.rubric import DRAWING_EFFECT, NO_ERROR_EFFECT, TEXT_EFFECT
+from tasks.rubrics.capabilities import Checkable, clause_evidence
+from tasks.rubrics.check_locators import DRAWING, PAGE_TEXT, WORD_EDGE, present
 from tasks.rubrics.prompt_spec import Spec
 
 BOUND_TOLERANCE = 0.01  # a slider moved to a stated bound holds it exactly (the browser keeps min and max)
@@ -35,7 +36,8 @@ TICK_WAIT_MS = 1200  # how long a text said to change by itself (a countdown's s
 
 def range_check(element: str, bounds: tuple[float, float]) -> list[dict[str, Any]]:
     """The slider named for ``element`` takes the query's bounds: moved to each, it holds it."""
-    loc, steps = {"role": "slider", "name": WORD_EDGE + re.escape(element)}, []
+    loc = {"role": "slider", "name": WORD_EDGE + re.escape(element)}
+    steps: list[dict[str, Any]] = []
     for bound in (bounds[1], bounds[0]):
         steps += [{"do": "fill", "target": loc, "value": f"{bound:g}"},
                   {"expect": "number_relation", "left": {"read": loc}, "op": "eq", "right": {"const": bound},

@@ -35,36 +35,26 @@ import json
 import re
 from typing import Any
 
+from schemas.rubric import DRAWING_EFFECT, MOTION_EFFECT, TEXT_EFFECT
 from tasks.rubrics import text as T
-from tasks.rubrics.offline_items import DRAWING_EFFECT, MOTION_EFFECT, TEXT_EFFECT, items_by_requirement
+from tasks.rubrics.check_locators import CANVAS, DRAWING, PAGE_TEXT, WORD_EDGE, by_id, present
+from tasks.rubrics.checks_capability import capability_steps
+from tasks.rubrics.offline_items import items_by_requirement
 from tasks.rubrics.prompt_controls import Control
 from tasks.rubrics.prompt_formats import line_pattern
 from tasks.rubrics.prompt_spec import Spec, read_spec
 from tasks.rubrics.vocab import CHECK_PAIR_KIND_WORDS, is_number, shares_subject
 
-CANVAS = {"canvas": True}
-DRAWING = {"drawing": True}  # every canvas and svg: what a plan naming a canvas or drawing area watches
 MOTION_WAIT_MS = 800  # how long a motion check lets the page run before comparing the canvas
 TYPED_TEXT = "Hello World"
 # Half a step (the browser snaps a value to the step), a hair more so that a value exactly half a step away
 # still passes in floating point.
 HALF_STEP = 0.51
-_CSS_SPECIAL = re.compile(r"([^\w-])")  # what an id needs escaped in a CSS selector
 # A number as stated, in a page's text: not part of a longer number before or after it.
 _NO_NUMBER_BEFORE, _NO_DIGIT_AFTER = r"(?<![\d.])", r"(?![\d])"
 _POINT, _MORE_ZEROS, _ANY_ZEROS = r"\.", "0*", r"(?:\.0*)?"
 _GAP = r"\s*"  # a stated text's words, however the page spaces them
 _ANY_DIGIT = r"\d"  # a display showing a number at all
-WORD_EDGE = r"\b"
-PAGE_TEXT = {"css": "body"}  # the page's text, where a change the query does not place shows
-
-
-def by_id(cid: str, suffix: str = "") -> dict[str, str]:
-    return {"css": "#" + _CSS_SPECIAL.sub(r"\\\1", cid) + suffix}
-
-
-def present(loc: dict[str, Any]) -> dict[str, Any]:
-    return {"expect": "count", "target": loc, "at_least": 1}
 
 
 def _tolerance(value: str, step: float | None) -> float:
@@ -155,7 +145,7 @@ def readout_check(c: Control, display: Control) -> list[dict[str, Any]]:
     default = float(c.default) if c.default and is_number(c.default) else None
     same = lambda at: {"expect": "number_relation", "left": {"read": shown}, "op": "eq",  # noqa: E731
                        "right": {"read": slider}, "tolerance": readout_tolerance(at, c.step)}
-    steps = [{"expect": "text", "target": shown, "matches": _ANY_DIGIT}]
+    steps: list[dict[str, Any]] = [{"expect": "text", "target": shown, "matches": _ANY_DIGIT}]
     if default is not None:
         steps.append(same(default))
     bounds = sorted((b for b in (c.min, c.max) if b is not None and b != default), key=_decimals)
@@ -258,8 +248,6 @@ def item_steps(item: dict[str, Any], spec: Spec, drawn: dict[str, Any] | None) -
 
 
 def offline_checks(v: dict[str, Any]) -> dict[str, Any]:
-    from tasks.rubrics.checks_capability import capability_steps  # it builds on this module's locators
-
     items = json.loads(v["items"])
     spec = read_spec(v.get("expanded_query", ""))
     drawn = drawing_of(spec.controls, spec.structured)
