@@ -54,10 +54,10 @@ TriggerField = Annotated[str | None, Field(description="What the user operates t
 # What an ``effect`` names besides an output's '#id' (one owner: the offline rules write them, the checks read them).
 DRAWING_EFFECT, TEXT_EFFECT, MOTION_EFFECT = "drawing", "text", "motion"
 NO_ERROR_EFFECT = "no_error"  # using the control throws no uncaught error (what it changes is not stated)
-EffectField = Annotated[list[str] | None, Field(description=f"What should change: '#id' of an output, '{DRAWING_EFFECT}', "
-                                                f"'{TEXT_EFFECT}' (the page's text), '{MOTION_EFFECT}' or "
-                                                f"'{NO_ERROR_EFFECT}' (using it throws no uncaught error); null when "
-                                                "nothing is operated.")]
+EffectField = Annotated[list[str] | None, Field(description=f"What should change: '#id' of an output, "
+                                                f"'{DRAWING_EFFECT}', '{TEXT_EFFECT}' (the page's text), "
+                                                f"'{MOTION_EFFECT}' or '{NO_ERROR_EFFECT}' (using it throws no "
+                                                "uncaught error); null when nothing is operated.")]
 STRUCTURE = ("evidence_kind", "element", "trigger", "effect")
 
 

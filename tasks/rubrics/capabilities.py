@@ -137,7 +137,8 @@ def _capabilities() -> dict[str, Checkable | Uncheckable]:
         "ip_export_json": Uncheckable("a download and a file upload, which the check language cannot do"),
         "ip_tag_filter": FLOW,
         "si_step_run_pause": _uses("step", ("run", "pause")), "si_speed_control": _SPEED,
-        "si_parameter_effect": PARAM_SLIDER, "si_physics_motion": Checkable("motion_by_itself", effect=(DRAWING_EFFECT,)),
+        "si_parameter_effect": PARAM_SLIDER,
+        "si_physics_motion": Checkable("motion_by_itself", effect=(DRAWING_EFFECT,)),
         "si_population_rules": _changes("step"), "si_random_seed": seeded,
         # a theme toggle: that it works (the colours, and remembering the choice, are not asked)
         "pr_responsive_grid": LAYOUT, "pr_theme_toggle": _uses("dark"),
