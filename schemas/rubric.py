@@ -29,9 +29,15 @@ EvidenceKind = Literal["control_default", "output_text", "drawing_present", "sho
                        # ``effect`` ("no_error": using it throws no uncaught error); a drag reorders the listed
                        # ``element``; typing in a search box filters them; the first button clicked again and again
                        # throws no uncaught error; the app reloaded after the first button is used throws none (what it
-                       # saved is read back); the seed field filled alike before and after a reload shows the same page
+                       # saved is read back); the seed field filled alike before and after a reload shows the same page;
+                       # the slider named ``trigger`` moved from end to end changes the page's text; a value outside
+                       # the stated bounds (or the stated format) typed in the field named ``element`` changes it; the
+                       # button named ``trigger`` is disabled on load; the text labelled ``element`` changes by itself;
+                       # the page starts with the stated number of list items; a name added twice with the button
+                       # ``trigger`` from the field ``element`` is refused with a message
                        "takes_range", "operate_named", "reorder_by_drag", "filter_by_typing", "repeat_no_error",
-                       "restores_on_reload", "reproduces_by_seed"]
+                       "restores_on_reload", "reproduces_by_seed", "slides_named", "rejects_out_of_range",
+                       "rejects_bad_format", "starts_disabled", "text_by_itself", "starts_listed", "refuses_duplicate"]
 EVIDENCE_KINDS: tuple[str, ...] = get_args(EvidenceKind)
 
 
@@ -45,8 +51,13 @@ ElementField = Annotated[str | None, Field(description="The element the item is 
                                            "gives an id, else its label; null when it names none.")]
 TriggerField = Annotated[str | None, Field(description="What the user operates to set it off: '#id' of a "
                                            "control or a key's name; null for what shows on load or by itself.")]
-EffectField = Annotated[list[str] | None, Field(description="What should change: '#id' of an output, 'drawing', "
-                                                "'text' (the page's text) or 'motion'; null when nothing is operated.")]
+# What an ``effect`` names besides an output's '#id' (one owner: the offline rules write them, the checks read them).
+DRAWING_EFFECT, TEXT_EFFECT, MOTION_EFFECT = "drawing", "text", "motion"
+NO_ERROR_EFFECT = "no_error"  # using the control throws no uncaught error (what it changes is not stated)
+EffectField = Annotated[list[str] | None, Field(description=f"What should change: '#id' of an output, "
+                                                f"'{DRAWING_EFFECT}', '{TEXT_EFFECT}' (the page's text), "
+                                                f"'{MOTION_EFFECT}' or '{NO_ERROR_EFFECT}' (using it throws no "
+                                                "uncaught error); null when nothing is operated.")]
 STRUCTURE = ("evidence_kind", "element", "trigger", "effect")
 
 

@@ -49,6 +49,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_blank_drawing.py": ("browser",),
     "test_checkpoints.py": ("unit",),
     "test_capability_checks.py": ("unit",),
+    "test_capability_phrases.py": ("unit",),
     "test_checks_browser.py": ("browser",),
     "test_checks_flow.py": ("flows", "browser"),
     "test_checks_rubrics.py": ("flows", "browser"),

@@ -28,7 +28,9 @@ SEED, PERSONAS = 17, sample_personas(10, 17)
 # Candidates of seed 17 with a checkable capability: (index, capability, how the teacher's app is broken for it)
 SPEED = (0, "si_speed_control", (('max="4"', 'max="3"'),))  # the slider stops short of 4x
 REORDER = (1, "in_drag_reorder", (("li.after(dragged);", ""),))  # a drop moves nothing
-STOPWATCH = (37, "ta_stopwatch", (("e.textContent = 'update ' + S.n;", ""),))  # Start changes no text
+# Start changes no text (and the query's countdown, ticking on its own, is stopped too)
+STOPWATCH = (37, "ta_stopwatch", (("e.textContent = 'update ' + S.n;", ""),
+                                  ("Number(e.textContent) - 1", "Number(e.textContent)")))
 WIZARD = (56, "wf_multi_step_wizard", (("e.textContent = 'update ' + S.n;", ""),))  # Next changes no text
 # typing hides nothing and changes no other text (the teacher's status line answers every input)
 FILTER = (1121, "ip_search_filter", (("li.style.display =", "li.dataset.seen ="), ("'input, select'", "'select'")))
@@ -98,18 +100,23 @@ def test_the_speed_item_is_a_range_with_the_specs_bounds_and_a_lookalike_sentenc
 
 def test_a_speed_slider_beside_another_slider_named_for_a_speed_gets_no_check():
     from tasks.rubrics import text as T
-    from tasks.rubrics.capabilities import SPEED_CLASH, clause_evidence
+    from tasks.rubrics.capabilities import SLIDER_CLASH, SPEED_CLASH, clause_evidence
 
     alone = "It must let the user change the simulation speed from 0.5x to 4x while it runs."
     ((speed,),) = [[f.evidence for f in clause_evidence(T.clauses_of(alone))]]
     assert isinstance(speed, Checkable) and speed.bounds == (0.5, 4.0)
-    # Snake's parameter is "speed": its slider could be the one a check operates
-    both = alone[:-1] + "; and provide a slider that adjusts the speed live while it is dragged."
-    assert [f.evidence for f in clause_evidence(T.clauses_of(both))][0] == SPEED_CLASH
+    # Snake's parameter is "speed": its slider could be the one a check operates, and the other way round
+    both = alone[:-1] + "; and provide a speed slider that shows its current value and adjusts the speed live " \
+        "while it is dragged."
+    assert [f.evidence for f in clause_evidence(T.clauses_of(both))] == [SPEED_CLASH, SLIDER_CLASH]
+    # Breakout's "ball speed" slider: a slider found by "speed" could be it; one found by "ball speed" could not be
+    # the speed control, but the speed control could be labelled so
+    ball = both.replace("a speed slider", "a ball speed slider").replace("adjusts the speed", "adjusts the ball speed")
+    assert [f.evidence for f in clause_evidence(T.clauses_of(ball))] == [SPEED_CLASH, SLIDER_CLASH]
 
 
 def test_an_item_no_check_can_decide_says_why_on_its_checks_row():
-    query = _query(STOPWATCH[0])
+    query = _query(RESET[0])  # its in_click_select names nothing to click
     items = _items(query)
     out = offline_checks({"items": json.dumps(items), "expanded_query": query})
     assert out["uncheckable"] and all(u["reason"] for u in out["uncheckable"])
@@ -130,10 +137,8 @@ def _case_check(index: int, cap: str):
         {"items": json.dumps(list(items.values())), "expanded_query": query})["checks"]]
     mine = [(i, c) for i, c in checks if items[i]["evidence_kind"] == kind
             and (effect is None or effect in (items[i]["effect"] or []))]
-    if kind == "operate_named" and effect == "no_error":  # the one named button of this capability
-        trigger = {"si_step_run_pause": "step", "er_reset_everything": "reset",
-                   "sm_mode_switch": "hard", "pr_theme_toggle": "dark", "in_toggle_panel": "settings"}[cap]
-        mine = [(i, c) for i, c in mine if items[i]["trigger"] == trigger]
+    if kind == "operate_named":  # the one named button of this capability
+        mine = [(i, c) for i, c in mine if items[i]["trigger"] == evidence_table()[cap].trigger]
     assert len(mine) == 1, (cap, checks)
     app = offline_app(Task(query_id=str(index), query=query, rubric=CompactRubric(initial_state=[], dynamic=[])))
     return mine, app

@@ -257,7 +257,7 @@ A single `update()` function is triggered by any change in the control panel's i
 
 
 def test_what_is_said_of_any_change_in_the_inputs_holds_for_each_and_several_areas_watch_the_whole_drawing():
-    from tasks.rubrics.checks_offline import DRAWING
+    from tasks.rubrics.check_locators import DRAWING
     from tasks.rubrics.prompt_spec import read_spec
 
     spec = read_spec(TWO_AREAS_PLAN)

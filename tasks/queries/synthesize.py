@@ -113,7 +113,7 @@ def prompt_variables(spec: CandidateSpec) -> dict[str, Any]:
 # The closing sentence of an offline request, named: the rubric rules say of each whether a check can decide it
 # (``tasks/rubrics/capabilities.py``).
 SIMPLE_CLOSER, ONE_SCREEN_CLOSER = "Keep the interface simple and uncluttered.", "A single screen is enough."
-HELP_TEXT_CLOSER = "Explain the rules in a short help text."
+HELP_TEXT_CLOSER = "Explain the rules in a short help text that a 'Help' button shows and hides."
 GROUPED_CLOSER = "Keep all related controls grouped together."
 EDGE_CASES_CLOSER = "Handle edge cases such as empty input and repeated actions."
 IMMEDIATE_CLOSER = "Make sure every state change is reflected on screen immediately."

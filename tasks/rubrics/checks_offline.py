@@ -19,12 +19,7 @@ control it names by ``#id`` (or label) are found in the query's spec by that nam
 - motion: the canvas a moment apart; a short request's input: a click, a drag, Space and an arrow key on
   its canvas (a request names no other);
 - an element a sentence names by label: a button of that name, a field of that label;
-- a synthesized query's capability (``capabilities``): a slider named for ``element`` moved to each stated bound
-  holds it; clicking the button named ``trigger`` changes the page's text (or, where the query does not say
-  what it changes on a page just loaded, throws no uncaught error); the first draggable item dropped on the third
-  is no longer first; typing what names nothing in the search box changes the page's text; the first button
-  clicked several times in a row throws no uncaught error; the first button used and the page reloaded, it throws
-  none (what was saved is read back); the seed field filled alike before and after a reload shows the same page.
+- a synthesized query's capability (``capabilities``): the check its fields name (``checks_capability``).
 
 A presence check counts matches, so an element that is there but hidden leaves it inconclusive, never
 failed; whether a named element is missing is the judge's call (``tasks/env/rubric_evidence.py``). Items
@@ -40,42 +35,26 @@ import json
 import re
 from typing import Any
 
+from schemas.rubric import DRAWING_EFFECT, MOTION_EFFECT, TEXT_EFFECT
 from tasks.rubrics import text as T
-from tasks.rubrics.capabilities import NO_ERROR_EFFECT, Checkable, clause_evidence
-from tasks.rubrics.offline_items import DRAWING_EFFECT, MOTION_EFFECT, TEXT_EFFECT, items_by_requirement
+from tasks.rubrics.check_locators import CANVAS, DRAWING, PAGE_TEXT, WORD_EDGE, by_id, present
+from tasks.rubrics.checks_capability import capability_steps
+from tasks.rubrics.offline_items import items_by_requirement
 from tasks.rubrics.prompt_controls import Control
 from tasks.rubrics.prompt_formats import line_pattern
 from tasks.rubrics.prompt_spec import Spec, read_spec
 from tasks.rubrics.vocab import CHECK_PAIR_KIND_WORDS, is_number, shares_subject
 
-CANVAS = {"canvas": True}
-DRAWING = {"drawing": True}  # every canvas and svg: what a plan naming a canvas or drawing area watches
 MOTION_WAIT_MS = 800  # how long a motion check lets the page run before comparing the canvas
 TYPED_TEXT = "Hello World"
 # Half a step (the browser snaps a value to the step), a hair more so that a value exactly half a step away
 # still passes in floating point.
 HALF_STEP = 0.51
-_CSS_SPECIAL = re.compile(r"([^\w-])")  # what an id needs escaped in a CSS selector
 # A number as stated, in a page's text: not part of a longer number before or after it.
 _NO_NUMBER_BEFORE, _NO_DIGIT_AFTER = r"(?<![\d.])", r"(?![\d])"
 _POINT, _MORE_ZEROS, _ANY_ZEROS = r"\.", "0*", r"(?:\.0*)?"
 _GAP = r"\s*"  # a stated text's words, however the page spaces them
 _ANY_DIGIT = r"\d"  # a display showing a number at all
-_WORD_EDGE = r"\b"
-PAGE_TEXT = {"css": "body"}  # the page's text, where a change the query does not place shows
-BOUND_TOLERANCE = 0.01  # a slider moved to a stated bound holds it exactly (the browser keeps min and max)
-DRAGGABLE = '[draggable="true"]'
-MATCHES_NOTHING = "zqxjv"  # a search no item's name matches
-REPEAT_CLICKS = 4  # "clicks quickly many times in a row"
-SEED_VALUE = "42"  # any seed: the same one is typed before and after the reload
-
-
-def by_id(cid: str, suffix: str = "") -> dict[str, str]:
-    return {"css": "#" + _CSS_SPECIAL.sub(r"\\\1", cid) + suffix}
-
-
-def present(loc: dict[str, Any]) -> dict[str, Any]:
-    return {"expect": "count", "target": loc, "at_least": 1}
 
 
 def _tolerance(value: str, step: float | None) -> float:
@@ -166,7 +145,7 @@ def readout_check(c: Control, display: Control) -> list[dict[str, Any]]:
     default = float(c.default) if c.default and is_number(c.default) else None
     same = lambda at: {"expect": "number_relation", "left": {"read": shown}, "op": "eq",  # noqa: E731
                        "right": {"read": slider}, "tolerance": readout_tolerance(at, c.step)}
-    steps = [{"expect": "text", "target": shown, "matches": _ANY_DIGIT}]
+    steps: list[dict[str, Any]] = [{"expect": "text", "target": shown, "matches": _ANY_DIGIT}]
     if default is not None:
         steps.append(same(default))
     bounds = sorted((b for b in (c.min, c.max) if b is not None and b != default), key=_decimals)
@@ -210,9 +189,10 @@ def behaviour_check(c: Control | None, key: str | None, effect: list[str],
     return [{"do": "remember", "target": loc, "name": "before"}, action, change]
 
 
-def motion_check() -> list[dict[str, Any]]:
-    return [{"do": "remember", "target": CANVAS, "name": "before"}, {"do": "wait", "ms": MOTION_WAIT_MS},
-            {"expect": "canvas_changes", "target": CANVAS, "since": "before"}]
+def motion_check(target: dict[str, Any] = CANVAS) -> list[dict[str, Any]]:
+    """``target`` (the canvas, or every canvas and svg: one must change) a moment apart."""
+    return [{"do": "remember", "target": target, "name": "before"}, {"do": "wait", "ms": MOTION_WAIT_MS},
+            {"expect": "canvas_changes", "target": target, "since": "before"}]
 
 
 def input_check() -> list[dict[str, Any]]:
@@ -227,7 +207,7 @@ def named_check(label: str, spec: Spec) -> list[dict[str, Any]] | None:
     n = next((n for n in spec.named if n.label == label), None)
     if n is None:
         return None
-    name = _WORD_EDGE + re.escape(n.label) + _WORD_EDGE
+    name = WORD_EDGE + re.escape(n.label) + WORD_EDGE
     if n.kind == "button":
         return [present({"role": "button", "name": name})]
     if n.kind in ("text", "range", "select", "checkbox"):
@@ -258,98 +238,12 @@ def item_steps(item: dict[str, Any], spec: Spec, drawn: dict[str, Any] | None) -
         return behaviour_check(None, item.get("trigger"), effect, drawn)
     if kind == "readout" and trigger is not None and element is not None:
         return readout_check(trigger, element) or None
-    if kind == "motion_by_itself":
-        return motion_check()
+    if kind == "motion_by_itself":  # a capability's motion may be on any canvas the page has
+        return motion_check(DRAWING if DRAWING_EFFECT in effect else CANVAS)
     if kind == "answers_input":
         return input_check()
     if kind == "labelled_present" and item.get("element"):
         return named_check(item["element"], spec)
-    return None
-
-
-def range_check(element: str, bounds: tuple[float, float]) -> list[dict[str, Any]]:
-    """The slider named for ``element`` takes the query's bounds: moved to each, it holds it."""
-    loc, steps = {"role": "slider", "name": _WORD_EDGE + re.escape(element)}, []
-    for bound in (bounds[1], bounds[0]):
-        steps += [{"do": "fill", "target": loc, "value": f"{bound:g}"},
-                  {"expect": "number_relation", "left": {"read": loc}, "op": "eq", "right": {"const": bound},
-                   "tolerance": BOUND_TOLERANCE}]
-    return steps
-
-
-def _button(name: str) -> dict[str, Any]:
-    return {"role": "button", "name": _WORD_EDGE + re.escape(name) + _WORD_EDGE}
-
-
-def named_button_check(name: str) -> list[dict[str, Any]]:
-    """Clicking the button named ``name`` changes the page's text."""
-    return [{"do": "remember", "target": PAGE_TEXT, "name": "before"}, {"do": "click", "target": _button(name)},
-            {"expect": "text_changes", "target": PAGE_TEXT, "since": "before"}]
-
-
-def works_check(name: str) -> list[dict[str, Any]]:
-    """Clicking the button named ``name`` throws no uncaught error (one not there leaves it inconclusive)."""
-    return [{"do": "click", "target": _button(name)}, {"expect": "no_error"}]
-
-
-def repeat_check() -> list[dict[str, Any]]:
-    """The first button clicked ``REPEAT_CLICKS`` times in a row throws no uncaught error."""
-    return [{"do": "click", "target": {"role": "button"}}] * REPEAT_CLICKS + [{"expect": "no_error"}]
-
-
-def restore_check() -> list[dict[str, Any]]:
-    """The first button used (the app has something to save), the page reloaded: reading back what it saved throws
-    no uncaught error (an app with no button leaves it inconclusive)."""
-    return [{"do": "click", "target": {"role": "button"}}, {"do": "reload"}, {"expect": "no_error"}]
-
-
-def seed_check(element: str) -> list[dict[str, Any]]:
-    """The field named for ``element`` filled with one seed, the page read; reloaded and filled alike, it shows
-    the same page (a page without the field leaves it inconclusive)."""
-    field = {"label": _WORD_EDGE + re.escape(element)}
-    fill = {"do": "fill", "target": field, "value": SEED_VALUE}
-    return [fill, {"do": "remember", "target": PAGE_TEXT, "name": "run"}, {"do": "reload"}, fill,
-            {"expect": "text_same", "target": PAGE_TEXT, "since": "run"}]
-
-
-def reorder_check() -> list[dict[str, Any]]:
-    """Dragging the first draggable item onto the third changes which item is first (HTML drag and drop marks
-    what can be dragged; an app that reorders another way leaves it inconclusive)."""
-    first, third = {"css": DRAGGABLE}, {"css": DRAGGABLE, "nth": 2}
-    return [{"do": "remember", "target": first, "name": "first"},
-            {"do": "drag", "target": first, "to": third, "start": [0.5, 0.5], "end": [0.5, 0.8]},
-            {"expect": "text_changes", "target": first, "since": "first"}]
-
-
-def filter_check() -> list[dict[str, Any]]:
-    """Typing what names nothing into the search box changes the page's text (items are hidden)."""
-    return [{"do": "remember", "target": PAGE_TEXT, "name": "before"},
-            {"do": "fill", "target": {"placeholder": "search"}, "value": MATCHES_NOTHING},
-            {"expect": "text_changes", "target": PAGE_TEXT, "since": "before"}]
-
-
-def capability_steps(item: dict[str, Any], spec: Spec) -> list[dict[str, Any]] | None:
-    """The steps of a synthesized query's capability item (``capabilities``): from its fields, and for a slider
-    the bounds its spec states."""
-    kind = item.get("evidence_kind")
-    if kind == "takes_range" and item.get("element"):
-        bounds = next((f.evidence.bounds for f in clause_evidence(spec.clauses) if f and isinstance(
-            f.evidence, Checkable) and f.evidence.kind == kind and f.evidence.element == item["element"]), None)
-        return range_check(item["element"], bounds) if bounds else None
-    if kind == "operate_named" and item.get("trigger") and TEXT_EFFECT in (item.get("effect") or []):
-        return named_button_check(item["trigger"])
-    if kind == "operate_named" and item.get("trigger") and NO_ERROR_EFFECT in (item.get("effect") or []):
-        return works_check(item["trigger"])
-    if kind == "repeat_no_error":
-        return repeat_check()
-    if kind == "restores_on_reload":
-        return restore_check()
-    if kind == "reproduces_by_seed" and item.get("element"):
-        return seed_check(item["element"])
-    if kind == "reorder_by_drag":
-        return reorder_check()
-    if kind == "filter_by_typing":
-        return filter_check()
     return None
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from schemas.rubric import DRAWING_EFFECT, MOTION_EFFECT, TEXT_EFFECT
 from tasks.rubrics import text as T
 from tasks.rubrics.capabilities import ClauseSpec, Uncheckable, clause_evidence
 from tasks.rubrics.prompt_controls import Control
@@ -59,8 +60,6 @@ EVIDENCE_OF_ROLE: dict[str, str] = {
 # for an element, or none: ``PRESENCE_KINDS``).
 CAP_RANK = {"compared": 0, "stated": 1, "present": 2}
 PRESENCE_KINDS = frozenset({"control_default", "drawing_present", "labelled_present", "shown_on_load", None})
-# What an effect names besides an output's id: the drawing, the page's text, motion (``Behaviour.motion``).
-DRAWING_EFFECT, TEXT_EFFECT, MOTION_EFFECT = "drawing", "text", "motion"
 KIND_WORDS = {"range": "slider", "number": "number input", "text": "text input", "checkbox": "checkbox",
               "radio": "radio button", "select": "dropdown", "button": "button", "canvas": "canvas",
               "area": "drawing area", "output": "display"}
@@ -265,8 +264,10 @@ def spec_items(spec: Spec, max_items: int | None = None) -> list[SpecItem]:
     then the query's order; those kept stay in the query's order (see the docstring)."""
     items = _plan_items(spec) if spec.structured else _request_items(spec) if spec.request is not None else \
         _sentence_items(spec)
-    seen: set[str] = set()
-    out = [i for i in items if not (T.normalise(i.requirement) in seen or seen.add(T.normalise(i.requirement)))]
+    firsts: dict[str, SpecItem] = {}
+    for i in items:
+        firsts.setdefault(T.normalise(i.requirement), i)
+    out = list(firsts.values())
     if max_items is None or len(out) <= max_items:
         return out
     kept = sorted(sorted(range(len(out)), key=lambda n: (cap_rank(out[n]), n))[:max_items])

@@ -70,7 +70,15 @@ const search = document.querySelector('input[type=search]');
 if (search) search.addEventListener('input', () => document.querySelectorAll('[data-item]').forEach((li) => {
   li.style.display = li.textContent.toLowerCase().includes(search.value.toLowerCase()) ? '' : 'none'; }));
 """
+# a countdown said to start on load, ticking once a second; a button said to be disabled until its field is filled
+_COUNTDOWN_JS = """setInterval(() => document.querySelectorAll('[data-countdown]').forEach((e) => {
+  e.textContent = String(Math.max(0, Number(e.textContent) - 1)); }), 1000);
+"""
+_SUBMIT_JS = """document.querySelectorAll('input').forEach((f) => f.addEventListener('input', () =>
+  document.querySelectorAll('[data-submit]').forEach((b) => { b.disabled = !f.value.trim(); })));
+"""
 LIST_ITEMS = 5  # the example items the teacher's list starts with
+COUNTDOWN_FROM = 60  # the seconds a countdown the query asks for starts from (the offline expansion's default)
 
 
 def _attr(name: str, value: object) -> str:
@@ -129,37 +137,76 @@ def _paired(output: Control, spec: Spec) -> str | None:
     return next(paired, None)
 
 
-def capability_html(spec: Spec) -> str:
-    """What the capabilities of a synthesized request put on the page (``capabilities``: the spec they were written
-    from): a slider with its stated bounds, a button the query names, a list of items to drag and search, a seed
-    field, and a status line (marked when the app saves its state)."""
-    found = [f for f in clause_evidence(spec.clauses) if f is not None]
-    ev = [f.evidence for f in found if isinstance(f.evidence, Checkable)]
-    labels = {n.label.lower() for n in spec.named if n.kind == "button"}
+def _evidence(spec: Spec) -> list[Checkable]:
+    return [f.evidence for f in clause_evidence(spec.clauses) if f is not None and isinstance(f.evidence, Checkable)]
+
+
+def _named_html(spec: Spec, disabled: set[str]) -> str:
+    """The elements the sentences name: a button (disabled at first where the query says so), a slider, a field."""
+    out = []
+    for n in spec.named:
+        lab = html.escape(n.label)
+        if n.kind == "button":
+            off = " disabled data-submit" if n.label.lower() in disabled else ""
+            out.append(f"<button{off}>{lab}</button>")
+        else:
+            kind = ' type="range" min="0" max="10" step="1" value="5"' if n.kind == "range" else ""
+            out.append(f"<label>{lab} <input{kind}></label>")
+    return "".join(out)
+
+
+def _control_parts(ev: list[Checkable], spec: Spec) -> list[str]:
+    """The sliders, buttons and fields the capabilities name, where the sentences did not name them already."""
+    named = {(n.kind, n.label.lower()) for n in spec.named}
     parts = [f'<label>{html.escape(e.element.capitalize())} <input type="range" min="{e.bounds[0]:g}" '
              f'max="{e.bounds[1]:g}" step="0.5" value="1"></label>' for e in ev if e.kind == "takes_range" and e.bounds]
-    names = [n for e in ev if e.kind == "operate_named" and e.trigger for n in (*e.others, e.trigger)]
-    parts += [f"<button>{html.escape(n.capitalize())}</button>" for n in dict.fromkeys(names) if n not in labels]
+    sliders = [e.trigger for e in ev if e.kind == "slides_named" and e.trigger]
+    parts += [f'<label>{html.escape(n.capitalize())} <input type="range" min="0" max="10" step="1" value="5">'
+              "</label>" for n in dict.fromkeys(sliders) if ("range", n.lower()) not in named]
+    fields = [e.element for e in ev if e.kind in ("rejects_out_of_range", "rejects_bad_format", "starts_disabled",
+                                                  "refuses_duplicate") and e.element]
+    parts += [f"<label>{html.escape(n.capitalize())} <input></label>" for n in dict.fromkeys(fields)
+              if ("text", n.lower()) not in named]
+    names = [n for e in ev if e.kind in ("operate_named", "refuses_duplicate") and e.trigger
+             for n in (*e.others, e.trigger)]
+    off = {e.trigger for e in ev if e.kind == "starts_disabled" and e.trigger}
+    parts += [f"<button{' disabled data-submit' if n in off else ''}>{html.escape(n.capitalize())}</button>"
+              for n in dict.fromkeys(names + sorted(off)) if ("button", n.lower()) not in named]
+    return parts
+
+
+def capability_html(spec: Spec) -> str:
+    """What the capabilities of a synthesized request put on the page (``capabilities``: the spec they were written
+    from): a slider with its stated bounds or named for the parameter, a button or field the query names, a list of
+    items to drag and search, a seed field, a countdown labelled as stated, and a status line (marked when the app
+    saves its state, and when something moves by itself)."""
+    found = [f for f in clause_evidence(spec.clauses) if f is not None]
+    ev = _evidence(spec)
+    parts = _control_parts(ev, spec)
+    labels = {n.label.lower() for n in spec.named if n.kind == "button"}
     obj = next((f.subject[2] for f in found if len(f.subject) > 2), "item")
     if any(e.kind == "filter_by_typing" for e in ev):
         parts.append(f'<input type="search" placeholder="Search {html.escape(obj)}s">')
-    if found and any(e.kind in ("reorder_by_drag", "filter_by_typing") for e in ev):
+    if found and any(e.kind in ("reorder_by_drag", "filter_by_typing", "starts_listed") for e in ev):
         parts.append("<ul>" + "".join(f'<li draggable="true" data-item>{html.escape(obj)} {k + 1}</li>'
                                       for k in range(LIST_ITEMS)) + "</ul>")
     if any(e.kind == "reproduces_by_seed" for e in ev):
         parts.append('<label>Seed <input type="number" value="1"></label>')
+    parts += [f"<p>{html.escape(e.element.capitalize())}: <span data-countdown>{COUNTDOWN_FROM}</span> s</p>"
+              for e in ev if e.kind == "text_by_itself" and e.element][:1]
     saves = any(e.kind == "restores_on_reload" for e in ev)
+    names = {n for e in ev if e.kind == "operate_named" and e.trigger for n in (*e.others, e.trigger)}
     if saves and "save" not in labels and "save" not in names:  # a state to save needs something that changes it
         parts.append("<button>Save</button>")
-    return "".join(parts) + (f"<p data-status{' data-saves' if saves else ''}>ready</p>" if found else "")
+    marks = " data-saves" * saves + " data-moves" * any(e.kind == "motion_by_itself" for e in ev)
+    return "".join(parts) + (f"<p data-status{marks}>ready</p>" if found else "")
 
 
 def _body(spec: Spec) -> str:
     if not spec.structured:
         title = spec.request or next((c.evidence for c in spec.clauses), "App")
-        named = "".join(f"<button>{html.escape(n.label)}</button>" if n.kind == "button" else
-                        f"<label>{html.escape(n.label)} <input></label>" for n in spec.named)
-        return (f"<h1>{html.escape(title[:120])}</h1>{named}{capability_html(spec)}"
+        disabled = {e.trigger for e in _evidence(spec) if e.kind == "starts_disabled" and e.trigger}
+        return (f"<h1>{html.escape(title[:120])}</h1>{_named_html(spec, disabled)}{capability_html(spec)}"
                 '<canvas width="480" height="300"></canvas>')
     host = _canvas_host(spec)
     parts = []
@@ -181,12 +228,14 @@ def offline_app(task: Task) -> str:
     stops = [c.id for c in buttons if stop_name(f"{c.id} {c.label}")]
     outputs = [[c.id, _paired(c, spec)] for c in spec.controls if c.kind == "output"]
     body = _body(spec)
-    script = _SCRIPT % {"moving": "true" if spec.motions else "false", "outputs": json.dumps(outputs),
+    moving = spec.motions or "data-moves" in body
+    extra = (_COUNTDOWN_JS if "data-countdown" in body else "") + (_SUBMIT_JS if "data-submit" in body else "")
+    script = _SCRIPT % {"moving": "true" if moving else "false", "outputs": json.dumps(outputs),
                         "starts": json.dumps(starts), "stops": json.dumps(stops),
                         "status": _STATUS_JS if "data-status" in body else "",
                         "save": _SAVE_JS if "data-saves" in body else "",
                         "restore": _RESTORE_JS if "data-saves" in body else "",
-                        "items": _ITEMS_JS if "data-item" in body else ""}
+                        "items": (_ITEMS_JS if "data-item" in body else "") + extra}
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>App</title><style>canvas{{border:1px solid #ccc}}</style></head>
 <body>
