@@ -142,7 +142,7 @@ def item_verdicts(data: Path, rows: list[dict[str, Any]], sets: list[str]) -> di
     out = {}
     for res in results:
         items: dict[str, tuple[str, str]] = {}
-        checks = {c["item_id"]: c for c in res.check_results}
+        checks = {c.item_id: c for c in res.check_results}
         worst: dict[str, dict[str, Any]] = {}
         for fnd in res.findings:
             i = fnd.get("item_id")
@@ -151,9 +151,9 @@ def item_verdicts(data: Path, rows: list[dict[str, Any]], sets: list[str]) -> di
                 worst[i] = fnd
         for i in tasks[res.query_id].rubric.ids():
             c, fnd = checks.get(i), worst.get(i)
-            key = (c["status"] if c else "-", fnd.get("severity") if fnd else "met", i in res.undecided)
+            key = (c.status if c else "-", fnd.get("severity") if fnd else "met", i in res.undecided)
             text = ", ".join(x for x in (
-                f"check {c['status']}" + (f" ({(c.get('reason') or '')[:70]})" if c['status'] != "passed" else "")
+                f"check {c.status}" + (f" ({c.reason[:70]})" if c.status != "passed" else "")
                 if c else "", f"{fnd['severity']}: {(fnd.get('description') or '')[:90]}" if fnd else "",
                 "undecided" if i in res.undecided else "") if x) or "met"
             items[i] = (repr(key), text)

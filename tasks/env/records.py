@@ -6,7 +6,7 @@ response at output) and becomes a dict only there (``to_dict``: the ``rubricrl s
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, cast
 
 from tasks.env.page import html_offset, stack_position
@@ -114,6 +114,11 @@ class CheckResult:
         short = lambda v: None if v is None else str(v)[:500]  # noqa: E731
         return cls(item_id, status, step, kind, reason[:1000], short(observed), short(expected),
                    tuple(list(errors or [])[:10]), round(duration_s, 3), clock, clock_reason)
+
+    def moved(self, h: int) -> "CheckResult":
+        """This result with its errors' HTML offsets moved into the response (+``h``) (pure)."""
+        return replace(self, errors=tuple(e if e.offset is None else replace(e, offset=e.offset + h)
+                                          for e in self.errors))
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "errors": [e.to_dict() for e in self.errors]}

@@ -30,7 +30,7 @@ from tasks.env.judge_diagnosis import (findings_list, layer_gates, normalize_dia
 from tasks.env.rewards import reward, rubric_score
 from tasks.env.runtime import BrowserRuntime, shared_runtime
 from tasks.env.evidence import Evidence, RuntimeEvidence
-from tasks.env.records import BlockedRequest
+from tasks.env.records import BlockedRequest, CheckResult
 from tasks.env.static import StaticEvidence, check_source
 from tasks.llm.base import LLMResult, Provider
 from tasks.progress import Progress
@@ -61,7 +61,7 @@ class ScoreResult:
     rubric_score: float | None = None
     html_length: int = 0
     attribution: AttributionTrace | None = None  # spans behind the findings (paper B.3), source coordinates
-    check_results: list[dict[str, Any]] = field(default_factory=list)  # per checked item; response offsets
+    check_results: list[CheckResult] = field(default_factory=list)  # per checked item; response offsets
     missing_reason: str | None = None  # why reward is None: environment_gap | browser_unavailable | judge
     undecided: list[str] = field(default_factory=list)  # items no evidence spoke to: out of the rubric score
 
@@ -122,8 +122,7 @@ def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosi
         return ScoreResult(key=inp.key, query_id=inp.task.query_id, format_valid=False, source_valid=None,
                            runtime_valid=None, reward=r, reward_kind=kind, html_offset=None, findings=[],
                            evidence=ev.to_json(0, dropped), judge=judge,
-                           check_results=[c.to_dict() for c in not_run(inp.task.rubric.checks(),
-                                                                            "no HTML application in the response")])
+                           check_results=not_run(inp.task.rubric.checks(), "no HTML application in the response"))
     gates: dict[str, bool | None] = dict(layer_gates(diag)) if diag else \
         {"static_check": None, "code_simulation": None, "rubric_alignment": None}
     verdict = ev.verdict  # the runtime gate, read once
@@ -150,7 +149,7 @@ def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosi
                        runtime_valid=runtime_valid, reward=r, reward_kind=kind, html_offset=ex.offset,
                        findings=findings_list(diag, spans), evidence=evidence, judge=judge, gates=gates,
                        rubric_score=score, html_length=len(ex.html), attribution=trace,
-                       check_results=item_check_results(inp, rt, evidence["checks"], cfg),
+                       check_results=item_check_results(inp, rt, [c.moved(ex.offset) for c in ev.check_results], cfg),
                        missing_reason=missing_reason(r, gaps, rt), undecided=undecided)
 
 
@@ -169,8 +168,8 @@ def _check_plan(inp: ScoreInput, cfg: EnvConfig) -> CheckPlan | None:
     return CheckPlan(checks, cfg.checks) if checks and cfg.checks.enabled else None
 
 
-def item_check_results(inp: ScoreInput, rt: RuntimeEvidence | None, ran: list[dict[str, Any]],
-                       cfg: EnvConfig) -> list[dict[str, Any]]:
+def item_check_results(inp: ScoreInput, rt: RuntimeEvidence | None, ran: list[CheckResult],
+                       cfg: EnvConfig) -> list[CheckResult]:
     """One result per checked item (response offsets): what ran, else inconclusive saying why not (pure)."""
     checks = inp.task.rubric.checks()
     if not checks or ran:
@@ -178,7 +177,7 @@ def item_check_results(inp: ScoreInput, rt: RuntimeEvidence | None, ran: list[di
     why = ("env.checks.enabled is false" if not cfg.checks.enabled else "no browser (runtime skipped)"
            if rt is None or rt.status == "skipped" else f"the checks crashed: {rt.checks_error}" if rt.checks_error
            else f"the app did not load (runtime status {rt.status})")
-    return [c.to_dict() for c in not_run(checks, why)]
+    return not_run(checks, why)
 
 
 @dataclass

@@ -122,14 +122,14 @@ def check_rows(r: ScoreResult, scope_of: Mapping[str, str]) -> list[dict[str, An
     """``check_results`` rows of one scored response (response offsets)."""
     out = []
     for c in r.check_results:
-        errs = c.get("errors") or []
-        out.append({"rollout_id": r.key, "query_id": r.query_id, "item_id": c["item_id"],
-                    "scope": scope_of.get(c["item_id"]), "status": c["status"], "step": c.get("step"),
-                    "step_kind": c.get("step_kind"), "reason": c.get("reason"), "observed": c.get("observed"),
-                    "expected": c.get("expected"), "n_errors": len(errs),
-                    "error_offset": next((e["offset"] for e in errs if e.get("offset") is not None), None),
-                    "errors_json": json.dumps(errs, ensure_ascii=False), "duration_s": c.get("duration_s"),
-                    "clock": c.get("clock"), "clock_reason": c.get("clock_reason"), "check_version": CHECKS_VERSION})
+        errs = [e.to_dict() for e in c.errors]
+        out.append({"rollout_id": r.key, "query_id": r.query_id, "item_id": c.item_id,
+                    "scope": scope_of.get(c.item_id), "status": c.status, "step": c.step,
+                    "step_kind": c.step_kind, "reason": c.reason, "observed": c.observed,
+                    "expected": c.expected, "n_errors": len(errs),
+                    "error_offset": next((e.offset for e in c.errors if e.offset is not None), None),
+                    "errors_json": json.dumps(errs, ensure_ascii=False), "duration_s": c.duration_s,
+                    "clock": c.clock, "clock_reason": c.clock_reason, "check_version": CHECKS_VERSION})
     return out
 
 
