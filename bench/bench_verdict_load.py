@@ -49,7 +49,7 @@ def verdicts(data: Path, rows: list[dict[str, Any]], rate: float) -> dict[str, t
         why = tuple(f"{f['severity']}: {f['description'][:160]} | {(f.get('explanation') or '')[:200]}"
                     for f in res.findings if f["layer"] == "code_simulation")
         out[res.key] = (res.format_valid, res.source_valid, res.runtime_valid, res.reward,
-                        res.evidence.get("runtime_status"), tuple(sorted(items.items())), tuple(sorted(res.undecided)),
+                        res.evidence.runtime_status, tuple(sorted(items.items())), tuple(sorted(res.undecided)),
                         why)
     return out
 

@@ -116,7 +116,7 @@ def test_one_finding_per_item_highest_severity_wins_unknown_dropped_scope_from_r
     assert [(f.item_id, f.description) for f in clean.rubric_alignment.critical] == [("D1", "missing increment")]
     assert clean.rubric_alignment.major == []
     assert [(f.item_id, f.scope, f.description) for f in clean.rubric_alignment.minor] == [("I3", "initial_state", "small text")]
-    assert {(x["item_id"], x["reason"].split(" (")[0]) for x in dropped} == {
+    assert {(x.item_id, x.reason.split(" (")[0]) for x in dropped} == {
         ("Z9", "unknown rubric id"), ("D1", "duplicate item id"), ("I3", "duplicate item id")}
 
 
@@ -139,14 +139,14 @@ def test_minor_passes_gate_major_fails_it_in_the_pipeline():
     a, b, c, d = score_batch(inputs, cfg=NO_BROWSER)
     assert a.runtime_valid is True and b.runtime_valid is False and c.source_valid is False
     assert d.reward == 1.0 and b.reward == CFG.runtime_invalid and c.reward == CFG.source_invalid
-    assert a.evidence["runtime_status"] == "skipped"
+    assert a.evidence.runtime_status == "skipped"
 
 
 def test_tree_sitter_error_fails_source_whatever_the_judge_says():
     resp = (FIX / "syntax_error.txt").read_text()
     (r,) = score_batch([ScoreInput("s", TASK, resp, _diag())], cfg=NO_BROWSER)
     assert r.source_valid is False and r.reward == CFG.source_invalid
-    err = r.evidence["syntax_errors"][0]
+    err = r.evidence_json()["syntax_errors"][0]
     assert resp[err["start"] : err["end"]].startswith("function render(")  # response offsets (h added)
 
 

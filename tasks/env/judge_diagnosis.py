@@ -17,7 +17,7 @@ from typing import Any
 
 from schemas.llm.diagnosis import LAYERS, SEVERITIES, SEVERITY_RANK, Diagnosis, Finding, Layer
 from schemas.rubric import CompactRubric
-from tasks.env.records import Failure
+from tasks.env.records import DroppedFinding, Failure
 from tasks.env.rubric_evidence import item_facts, names_control
 
 OBSERVED_TAG = "[browser]"  # a finding the environment observed, not a judge's opinion
@@ -119,20 +119,19 @@ def with_observed_findings(diag: Diagnosis, html: str, failures: list[Failure],
                                    "rubric_alignment": ra})
 
 
-def normalize_diagnosis(diag: Diagnosis, rubric: CompactRubric) -> tuple[Diagnosis, list[dict[str, Any]]]:
+def normalize_diagnosis(diag: Diagnosis, rubric: CompactRubric) -> tuple[Diagnosis, list[DroppedFinding]]:
     """One rubric finding per item id (highest severity wins, first kept on ties), unknown ids dropped,
     scope taken from the reference. Returns the cleaned diagnosis and what was dropped (for the record)."""
     scope_of = rubric.scope_of()
     best: dict[str, tuple[str, Finding]] = {}
-    dropped: list[dict[str, Any]] = []
+    dropped: list[DroppedFinding] = []
     for sev, f in diag.rubric_alignment.findings():  # critical first, so the first kept is the highest
         if f.item_id not in scope_of:
-            dropped.append({"reason": "unknown rubric id", "severity": sev, "item_id": f.item_id})
+            dropped.append(DroppedFinding("unknown rubric id", sev, f.item_id))
             continue
         if f.item_id in best:
             if SEVERITY_RANK[sev] <= SEVERITY_RANK[best[f.item_id][0]]:
-                dropped.append({"reason": "duplicate item id (lower or equal severity)", "severity": sev,
-                                "item_id": f.item_id})
+                dropped.append(DroppedFinding("duplicate item id (lower or equal severity)", sev, f.item_id))
                 continue
         best[f.item_id] = (sev, f.model_copy(update={"scope": scope_of[f.item_id]}))
     rubric_layer = Layer(name="rubric_alignment", **{s: [f for (sv, f) in best.values() if sv == s] for s in SEVERITIES})
@@ -140,7 +139,7 @@ def normalize_diagnosis(diag: Diagnosis, rubric: CompactRubric) -> tuple[Diagnos
     return diag.model_copy(update={"rubric_alignment": rubric_layer, "undecided": undecided}), dropped
 
 
-def parse_diagnosis(data: Any, rubric: CompactRubric) -> tuple[Diagnosis, list[dict[str, Any]]]:
+def parse_diagnosis(data: Any, rubric: CompactRubric) -> tuple[Diagnosis, list[DroppedFinding]]:
     """A judge output given by hand (DIAGNOSIS.json): validated, then normalized. Raises ValueError."""
     from pydantic import ValidationError
 

@@ -125,6 +125,15 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
+class DroppedFinding(Record):
+    """A judge's rubric finding the diagnosis left out (``judge_diagnosis.normalize_diagnosis``), kept for the record."""
+
+    reason: str  # unknown rubric id | duplicate item id (lower or equal severity)
+    severity: str
+    item_id: str | None
+
+
+@dataclass(frozen=True)
 class LoadErrorsVerdict:
     """Whether the uncaught errors at load block the app, and why (``severity.load_errors_verdict``)."""
 

@@ -30,7 +30,7 @@ from tasks.env.judge_diagnosis import (findings_list, layer_gates, normalize_dia
 from tasks.env.rewards import reward, rubric_score
 from tasks.env.runtime import BrowserRuntime, shared_runtime
 from tasks.env.evidence import Evidence, RuntimeEvidence
-from tasks.env.records import BlockedRequest, CheckResult
+from tasks.env.records import BlockedRequest, CheckResult, DroppedFinding
 from tasks.env.static import StaticEvidence, check_source
 from tasks.llm.base import LLMResult, Provider
 from tasks.progress import Progress
@@ -55,7 +55,7 @@ class ScoreResult:
     reward_kind: str
     html_offset: int | None
     findings: list[dict[str, Any]]
-    evidence: dict[str, Any]
+    evidence: Evidence  # HTML offsets: evidence_json moves them into the response, at output
     judge: JudgeRecord
     gates: dict[str, bool | None] = field(default_factory=dict)
     rubric_score: float | None = None
@@ -64,12 +64,17 @@ class ScoreResult:
     check_results: list[CheckResult] = field(default_factory=list)  # per checked item; response offsets
     missing_reason: str | None = None  # why reward is None: environment_gap | browser_unavailable | judge
     undecided: list[str] = field(default_factory=list)  # items no evidence spoke to: out of the rubric score
+    dropped: list[DroppedFinding] = field(default_factory=list)  # the judge's findings that named no item
+
+    def evidence_json(self) -> dict[str, Any]:
+        """The contract's ``evidence`` (response offsets), made here from the typed evidence, at output."""
+        return self.evidence.to_json(self.html_offset or 0, self.dropped)
 
     def to_json(self) -> dict[str, Any]:
         """The ``rubricrl score`` contract (its keys first), plus the judge record and the gates."""
         return {"format_valid": self.format_valid, "source_valid": self.source_valid,
                 "runtime_valid": self.runtime_valid, "reward": self.reward, "html_offset": self.html_offset,
-                "findings": self.findings, "evidence": self.evidence, "reward_kind": self.reward_kind,
+                "findings": self.findings, "evidence": self.evidence_json(), "reward_kind": self.reward_kind,
                 "rubric_score": self.rubric_score, "missing_reason": self.missing_reason, "gates": self.gates,
                 "judge": self.judge.to_dict(), "undecided": self.undecided}
 
@@ -112,7 +117,7 @@ class JudgeRecord:
 
 
 def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosis | None,
-            dropped: list[dict[str, Any]], judge: JudgeRecord, cfg: EnvConfig, kind: str,
+            dropped: list[DroppedFinding], judge: JudgeRecord, cfg: EnvConfig, kind: str,
             attribution: AttributionConfig | None = None) -> ScoreResult:
     """Gates and reward from our evidence and the (normalized) diagnosis; pure."""
     levels = inp.task.rubric.level_of()
@@ -121,7 +126,7 @@ def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosi
         r = reward(kind, False, None, None, levels, None, cfg.reward)
         return ScoreResult(key=inp.key, query_id=inp.task.query_id, format_valid=False, source_valid=None,
                            runtime_valid=None, reward=r, reward_kind=kind, html_offset=None, findings=[],
-                           evidence=ev.to_json(0, dropped), judge=judge,
+                           evidence=ev, judge=judge, dropped=dropped,
                            check_results=not_run(inp.task.rubric.checks(), "no HTML application in the response"))
     gates: dict[str, bool | None] = dict(layer_gates(diag)) if diag else \
         {"static_check": None, "code_simulation": None, "rubric_alignment": None}
@@ -144,13 +149,12 @@ def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosi
     trace = attribute(inp.response, ex.offset, diag, attribution) if diag is not None else None
     spans = {f.key: {"direct_spans": f.direct_spans_response(), "context_spans": f.context_spans_response()}
              for f in trace.findings} if trace is not None else None
-    evidence = ev.to_json(ex.offset, dropped)
     return ScoreResult(key=inp.key, query_id=inp.task.query_id, format_valid=True, source_valid=source_valid,
                        runtime_valid=runtime_valid, reward=r, reward_kind=kind, html_offset=ex.offset,
-                       findings=findings_list(diag, spans), evidence=evidence, judge=judge, gates=gates,
+                       findings=findings_list(diag, spans), evidence=ev, judge=judge, gates=gates,
                        rubric_score=score, html_length=len(ex.html), attribution=trace,
                        check_results=item_check_results(inp, rt, [c.moved(ex.offset) for c in ev.check_results], cfg),
-                       missing_reason=missing_reason(r, gaps, rt), undecided=undecided)
+                       missing_reason=missing_reason(r, gaps, rt), undecided=undecided, dropped=dropped)
 
 
 def missing_reason(r: float | None, gaps: list[BlockedRequest], rt: RuntimeEvidence | None) -> str | None:
@@ -190,7 +194,7 @@ class _App:
     rt: RuntimeEvidence | None = None
     evidence: Evidence = field(default_factory=Evidence)  # read once the browser's evidence is in
     diag: Diagnosis | None = None
-    dropped: list[dict[str, Any]] = field(default_factory=list)
+    dropped: list[DroppedFinding] = field(default_factory=list)
     judge: JudgeRecord = field(default_factory=lambda: JudgeRecord.of(None, False))
 
     def take(self, diag: Any, given: bool, res: LLMResult | None = None) -> None:

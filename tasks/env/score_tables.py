@@ -54,9 +54,9 @@ def tier_cause(r: ScoreResult) -> str | None:
         return None
     if r.gates.get("browser") is not False:
         return "judge"
-    ev = r.evidence
-    hung = ((ev.get("interaction") or {}).get("status") == "hung")
-    return "time" if ev.get("runtime_status") in TIME_STATUSES or hung else "app_error"
+    inter = r.evidence.runtime.interaction if r.evidence.runtime is not None else None
+    hung = inter is not None and inter.status == "hung"
+    return "time" if r.evidence.runtime_status in TIME_STATUSES or hung else "app_error"
 
 
 def missing_counts(table: pa.Table) -> dict[str, int]:
@@ -85,7 +85,8 @@ def interaction_row(inter: dict[str, Any] | None, rechecked_from: str | None) ->
 
 
 def judgment_row(r: ScoreResult) -> dict[str, Any]:
-    ev, g = r.evidence, r.gates
+    ev, rt, g = r.evidence, r.evidence.runtime, r.gates
+    ev_json = r.evidence_json()  # the stage keeps the contract's evidence, and its probe summary in response offsets
     return {
         "rollout_id": r.key, "query_id": r.query_id, "provider": r.judge.provider or "none",
         "model": r.judge.model, "judge_error": r.judge.error, "judge_attempts": r.judge.attempts,
@@ -93,14 +94,14 @@ def judgment_row(r: ScoreResult) -> dict[str, Any]:
         "source_valid": r.source_valid, "runtime_valid": r.runtime_valid,
         "gate_static_check": g.get("static_check"), "gate_code_simulation": g.get("code_simulation"),
         "gate_rubric_alignment": g.get("rubric_alignment"), "gate_tree_sitter": g.get("tree_sitter"),
-        "gate_browser": g.get("browser"), "runtime_status": ev.get("runtime_status"),
-        "n_syntax_errors": len(ev.get("syntax_errors", [])), "n_page_errors": len(ev.get("page_errors", [])),
-        "n_blocked_requests": len(ev.get("blocked_requests", [])),
-        "environment_gaps": [g["url"] for g in ev.get("environment_gaps") or []],
+        "gate_browser": g.get("browser"), "runtime_status": ev.runtime_status,
+        "n_syntax_errors": len(ev.syntax_errors), "n_page_errors": len(rt.page_errors) if rt else 0,
+        "n_blocked_requests": len(rt.blocked_requests) if rt else 0,
+        "environment_gaps": [b.url for b in ev.gaps],
         "findings": [_finding_row(f) for f in r.findings],
-        "interaction": interaction_row(ev.get("interaction"), ev.get("runtime_rechecked_from")),
+        "interaction": interaction_row(ev_json["interaction"], rt.rechecked_from if rt else None),
         "undecided_item_ids": list(r.undecided),
-        "evidence_json": json.dumps(ev, ensure_ascii=False),
+        "evidence_json": json.dumps(ev_json, ensure_ascii=False),
     }
 
 
