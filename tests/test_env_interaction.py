@@ -52,14 +52,14 @@ def test_interaction_bug_found_and_twin_clean(scored, task, bug, twin, layer, se
     b, t = scored[bug], scored[twin]
     assert t.runtime_valid is True and t.findings == [], (twin, t.findings)
     assert t.evidence_json()["interaction"]["failures"] == [] and t.evidence_json()["interaction"]["status"] == "ok"
-    hits = [f for f in b.findings if f["layer"] == layer and f["severity"] == severity and f["item_id"] == item]
+    hits = [f for f in b.findings if f.layer == layer and f.severity == severity and f.item_id == item]
     assert hits, (bug, b.findings)
     if layer == "code_simulation":  # a blocking point: the runtime gate fails, the browser saw it
-        assert b.runtime_valid is False and b.gates["browser"] is False and hits[0]["direct_spans"]
-        assert hits[0]["description"].startswith("[browser]")
+        assert b.runtime_valid is False and b.gates["browser"] is False and hits[0].direct_spans
+        assert hits[0].description.startswith("[browser]")
     else:  # dead controls and no motion are rubric evidence, never runtime failures; the decision says heuristic
         assert b.runtime_valid is True and b.gates["browser"] is True
-        assert "heuristic" in hits[0]["explanation"] and hits[0]["description"].startswith("[offline]")
+        assert "heuristic" in hits[0].explanation and hits[0].description.startswith("[offline]")
 
 
 def test_an_error_after_the_controls_effect_is_a_finding_not_a_gate_failure(runtime):
@@ -70,18 +70,18 @@ def test_an_error_after_the_controls_effect_is_a_finding_not_a_gate_failure(runt
     after, before = score_batch(inputs, provider=get_provider("offline"), runtime=runtime, cfg=EnvConfig(runtime=CFG))
     (fa,) = after.evidence_json()["interaction"]["failures"]
     assert fa["sync"] is False and after.runtime_valid is True, fa
-    assert [(f["layer"], f["severity"]) for f in after.findings] == [("code_simulation", "minor")], after.findings
-    assert "after this control's effect showed" in after.findings[0]["explanation"]
+    assert [(f.layer, f.severity) for f in after.findings] == [("code_simulation", "minor")], after.findings
+    assert "after this control's effect showed" in after.findings[0].explanation
     (fb,) = before.evidence_json()["interaction"]["failures"]
     assert fb["sync"] is True and before.runtime_valid is False
-    (major,) = [f for f in before.findings if f["layer"] == "code_simulation"]
-    assert major["severity"] == "major" and "1 of 1" in major["explanation"], major
+    (major,) = [f for f in before.findings if f.layer == "code_simulation"]
+    assert major.severity == "major" and "1 of 1" in major.explanation, major
 
 
 def test_errors_point_at_the_handler_line(scored):
     resp = (IX / "quiz_throws.txt").read_text()
-    (f,) = [f for f in scored["quiz_throws.txt"].findings if f["layer"] == "code_simulation"]
-    (a, b), = f["direct_spans"]
+    (f,) = [f for f in scored["quiz_throws.txt"].findings if f.layer == "code_simulation"]
+    (a, b), = f.direct_spans
     assert resp[a:b] == "document.getElementById('scoreboard').textContent = String(score);"
     fail, = scored["quiz_throws.txt"].evidence_json()["interaction"]["failures"]
     assert fail["kind"] == "error" and fail["label"] == "Paris" and fail["name"] == "TypeError"

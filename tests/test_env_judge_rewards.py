@@ -157,10 +157,10 @@ def test_offline_judge_is_deterministic_labelled_and_uses_our_evidence():
     r1 = score_batch(inputs, provider=get_provider("offline"), cfg=NO_BROWSER)[0]
     r2 = score_batch(inputs, provider=get_provider("offline"), cfg=NO_BROWSER)[0]
     assert r1.judge.provider == "offline" and r1.findings == r2.findings
-    static = [f for f in r1.findings if f["layer"] == "static_check"]
-    assert static and static[0]["severity"] == "critical" and static[0]["description"].startswith("[offline]")
+    static = [f for f in r1.findings if f.layer == "static_check"]
+    assert static and static[0].severity == "critical" and static[0].description.startswith("[offline]")
     html = resp[r1.html_offset:]
-    assert all(q in html for f in r1.findings for q in f["code_quotes"])  # quotes are exact
+    assert all(q in html for f in r1.findings for q in f.code_quotes)  # quotes are exact
 
 
 def test_offline_rubric_layer_decides_from_evidence_only():
@@ -207,7 +207,7 @@ def test_judge_through_the_real_sdk_with_one_corrective_retry(monkeypatch, tmp_p
         bodies = [s.body for s in api.seen("/v1/messages", "POST")]
     assert r.judge.provider == "anthropic" and r.judge.error is None, r.judge
     assert len(bodies) == 2  # the reply naming Q7 got exactly one corrective retry
-    assert [(f["item_id"], f["severity"]) for f in r.findings] == [("D2", "major")]
+    assert [(f.item_id, f.severity) for f in r.findings] == [("D2", "major")]
     assert r.reward == pytest.approx(CFG.rubric_floor + (CFG.rubric_max - CFG.rubric_floor) * 9 / 11)
     prompt = json.dumps(bodies[0]["messages"][0]["content"])
     assert "Increment button" in prompt and "D2" in prompt and "<!DOCTYPE html>" in prompt
@@ -224,8 +224,8 @@ def test_two_equal_findings_get_two_keys_in_the_judge_output_and_in_attribution(
     f = Finding(description="score never resets", code_quotes=["score += 1"])
     d = Diagnosis(static_check=Layer(name="static_check"), code_simulation=Layer(name="code_simulation", major=[f, f]),
                   rubric_alignment=Layer(name="rubric_alignment", minor=[Finding(item_id="D1", description="x")]))
-    keys = [x["key"] for x in findings_list(d)]
+    keys = [x.key for x in findings_list(d)]
     assert keys == ["code_simulation.major.0", "code_simulation.major.1", "rubric_alignment.minor.0"]
     assert [n.key for n in normalize(d)] == keys
     spans = {"code_simulation.major.1": {"direct_spans": [[3, 9]], "context_spans": []}}
-    assert [x["direct_spans"] for x in findings_list(d, spans)] == [[], [[3, 9]], []]
+    assert [x.direct_spans for x in findings_list(d, spans)] == [(), ((3, 9),), ()]

@@ -134,8 +134,8 @@ def test_a_library_the_mirror_lacks_is_a_missing_reward_with_the_url(scored):
 
 
 def _sim(r, sev):
-    return [f for f in r.findings if f["layer"] == "code_simulation" and f["severity"] == sev
-            and f["description"].startswith("[browser]")]
+    return [f for f in r.findings if f.layer == "code_simulation" and f.severity == sev
+            and f.description.startswith("[browser]")]
 
 
 def test_an_error_confined_to_one_handler_is_a_defect_of_its_item_not_a_runtime_failure(scored):
@@ -146,15 +146,15 @@ def test_an_error_confined_to_one_handler_is_a_defect_of_its_item_not_a_runtime_
     assert one.runtime_valid is True and one.reward is not None and one.reward >= cfg.reward.rubric_floor
     assert one.reward > cfg.reward.runtime_invalid and "D2" not in one.undecided
     (minor,) = _sim(one, "minor")
-    assert "toFixed" in minor["description"] and "confined" in minor["explanation"] and _sim(one, "major") == []
-    boost = [f for f in one.findings if f["layer"] == "rubric_alignment" and f["item_id"] == "D2"]
-    assert [f["severity"] for f in boost] == ["major"]
+    assert "toFixed" in minor.description and "confined" in minor.explanation and _sim(one, "major") == []
+    boost = [f for f in one.findings if f.layer == "rubric_alignment" and f.item_id == "D2"]
+    assert [f.severity for f in boost] == ["major"]
     # whoever judged (here a given diagnosis with no findings): the item the failing control serves is unmet,
     # anchored at the throwing line; the other items stay met
     given = by["one_handler_given"]
-    (item,) = [f for f in given.findings if f["layer"] == "rubric_alignment"]
-    assert item["item_id"] == "D2" and item["severity"] == "major" and item["description"].startswith("[browser]")
-    assert "state.speed.toFixed(2)" in item["code_quotes"][0]
+    (item,) = [f for f in given.findings if f.layer == "rubric_alignment"]
+    assert item.item_id == "D2" and item.severity == "major" and item.description.startswith("[browser]")
+    assert "state.speed.toFixed(2)" in item.code_quotes[0]
     assert given.runtime_valid is True and 0.3 < given.reward < 1.0
     # the paper's rule, by the setting: the same evidence fails the gate
     gate = RuntimeConfig(**{**CFG.model_dump(), "probe": ProbeConfig(error_rule="gate")})
@@ -167,7 +167,7 @@ def test_an_error_that_stops_the_main_loop_blocks(scored):
     dead = by["main_loop"]
     assert dead.runtime_valid is False and dead.reward == cfg.reward.runtime_invalid and tier_cause(dead) == "app_error"
     (major,) = _sim(dead, "major")
-    assert "main loop stopped" in major["explanation"]
+    assert "main loop stopped" in major.explanation
 
 
 def test_an_error_thrown_after_the_handler_does_not_stop_a_loop_that_keeps_running(scored):
@@ -179,7 +179,7 @@ def test_an_error_thrown_after_the_handler_does_not_stop_a_loop_that_keeps_runni
     assert after.rafs > 0 and after.gap_s == pytest.approx(cfg.runtime.probe.liveness_gap_s), after
     assert ok.runtime_valid is True and ok.reward is not None and ok.reward >= cfg.reward.rubric_floor
     (minor,) = _sim(ok, "minor")
-    assert "reading 'track'" in minor["description"] and "after this control's effect showed" in minor["explanation"]
+    assert "reading 'track'" in minor.description and "after this control's effect showed" in minor.explanation
     assert _sim(ok, "major") == []
 
 
@@ -223,7 +223,7 @@ def test_popups_without_a_gesture_are_refused_and_the_page_is_judged(scored):
     flood = by["popup_flood"]
     assert flood.evidence.runtime_status == "ok" and flood.runtime_valid is True
     assert flood.evidence_json()["refused_popups"] == 2000
-    assert any("popup" in f["description"] for f in flood.findings if f["severity"] == "minor")
+    assert any("popup" in f.description for f in flood.findings if f.severity == "minor")
     twin = by["popup_click"]  # opened by a click: allowed (its w.focus() would throw on a refused popup)
     assert twin.runtime_valid is True and twin.evidence_json()["refused_popups"] == 0
     assert twin.evidence_json()["interaction"]["navigations"] >= 1 and _sim(twin, "minor") == []

@@ -40,12 +40,12 @@ def test_an_error_at_load_blocks_only_the_app_it_stops():
     got = score("evidence")
     ok, dead = got["load_error_answers.html"], got["load_error_dead.html"]
     assert ok.runtime_valid is True and ok.gates["browser"] is True, ok.findings
-    (sim,) = [f for f in ok.findings if f["layer"] == "code_simulation"]
-    assert sim["severity"] == "minor" and "not blocking: the app still answers input" in sim["explanation"]
-    assert "color is not defined" in sim["description"] and sim["direct_spans"]
+    (sim,) = [f for f in ok.findings if f.layer == "code_simulation"]
+    assert sim.severity == "minor" and "not blocking: the app still answers input" in sim.explanation
+    assert "color is not defined" in sim.description and sim.direct_spans
     assert ok.reward > EnvConfig().reward.rubric_floor
     assert dead.runtime_valid is False and dead.gates["browser"] is False
-    assert any(f["layer"] == "code_simulation" and f["severity"] == "critical" for f in dead.findings)
+    assert any(f.layer == "code_simulation" and f.severity == "critical" for f in dead.findings)
     assert dead.evidence_json()["interaction"]["status"] == "ok"  # the probe used it, and nothing answered
 
 

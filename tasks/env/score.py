@@ -25,7 +25,7 @@ from tasks.attribution.api import AttributionTrace, attribute
 from tasks.env.checks import CheckPlan, not_run
 from tasks.env.extract import Extraction, extract_html
 from tasks.env.judge import build_judge_request
-from tasks.env.judge_diagnosis import (findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
+from tasks.env.judge_diagnosis import (ScoredFinding, findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
                                        rubric_severities, with_observed_findings)
 from tasks.env.rewards import reward, rubric_score
 from tasks.env.runtime import BrowserRuntime, shared_runtime
@@ -54,7 +54,7 @@ class ScoreResult:
     reward: float | None
     reward_kind: str
     html_offset: int | None
-    findings: list[dict[str, Any]]
+    findings: list[ScoredFinding]
     evidence: Evidence  # HTML offsets: evidence_json moves them into the response, at output
     judge: JudgeRecord
     gates: dict[str, bool | None] = field(default_factory=dict)
@@ -70,11 +70,15 @@ class ScoreResult:
         """The contract's ``evidence`` (response offsets), made here from the typed evidence, at output."""
         return self.evidence.to_json(self.html_offset or 0, self.dropped)
 
+    def rubric_severities(self) -> dict[str, str]:
+        """item id -> severity of its rubric finding."""
+        return {f.item_id: f.severity for f in self.findings if f.layer == "rubric_alignment" and f.item_id}
+
     def to_json(self) -> dict[str, Any]:
         """The ``rubricrl score`` contract (its keys first), plus the judge record and the gates."""
         return {"format_valid": self.format_valid, "source_valid": self.source_valid,
                 "runtime_valid": self.runtime_valid, "reward": self.reward, "html_offset": self.html_offset,
-                "findings": self.findings, "evidence": self.evidence_json(), "reward_kind": self.reward_kind,
+                "findings": [f.to_dict() for f in self.findings], "evidence": self.evidence_json(), "reward_kind": self.reward_kind,
                 "rubric_score": self.rubric_score, "missing_reason": self.missing_reason, "gates": self.gates,
                 "judge": self.judge.to_dict(), "undecided": self.undecided}
 

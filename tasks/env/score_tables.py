@@ -16,6 +16,7 @@ from schemas.checks import CHECKS_VERSION
 from schemas.config.env import EnvConfig
 from schemas.contracts.env import CHECK_RESULTS_SCHEMA, INTERACTION_TYPE, JUDGMENTS_SCHEMA, REWARDS_SCHEMA
 from schemas.rubric import CompactRubric, Task
+from tasks.env.judge_diagnosis import ScoredFinding
 from tasks.env.publish import ScoredTables, env_fingerprint
 from tasks.env.runtime import BrowserRuntime
 from tasks.env.score import ScoreInput, ScoreResult, score_batch
@@ -66,9 +67,10 @@ def missing_counts(table: pa.Table) -> dict[str, int]:
     return {"missing_rewards": table.column("reward").null_count, "environment_gaps": causes.count("environment_gap")}
 
 
-def _finding_row(f: dict[str, Any]) -> dict[str, Any]:
-    row = {k: f.get(k) for k in _FINDING_KEYS}
-    row["context_spans"] = [{"start": a, "end": b, "reason": why} for a, b, why in f.get("context_spans") or []]
+def _finding_row(f: ScoredFinding) -> dict[str, Any]:
+    d = f.to_dict()
+    row = {k: d.get(k) for k in _FINDING_KEYS}
+    row["context_spans"] = [{"start": a, "end": b, "reason": why} for a, b, why in f.context_spans]
     return row
 
 
