@@ -268,14 +268,14 @@ def rescore(apps: list[dict], labels: dict, findings: list[str], keeps: list[Pat
         print(f"  {p.task} {p.a.model} ({p.a.label:.2f}) vs {p.b.model} ({p.b.label:.2f}): {before} -> {p.verdict}")
     by = {(a["model"], a["query_id"]): res[a["eval_id"]] for a in apps}
     for text in findings:
-        count = {k: sum(text in (f.get("description") or "") for f in r.findings) for k, r in by.items()}
+        count = {k: sum(text in f.description for f in r.findings) for k, r in by.items()}
         decided_pairs(f"finding {text!r}", count, old, labels, apps, by)
     if new_items is not None:
         kinds = new_item_kinds(new_items, tasks)
         print(f"new items: {len(kinds)} in {len({q for q, _ in kinds})} tasks, by kind "
               f"{dict(sorted(collections.Counter(kinds.values()).items()))}")
         for kind in sorted(set(kinds.values())):
-            count = {k: sum(kinds.get((k[1], f.get("item_id"))) == kind for f in r.findings) for k, r in by.items()}
+            count = {k: sum(kinds.get((k[1], f.item_id)) == kind for f in r.findings) for k, r in by.items()}
             decided_pairs(f"new items of kind {kind!r}", count, old, labels, apps, by)
 
 

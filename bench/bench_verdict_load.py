@@ -42,14 +42,14 @@ def verdicts(data: Path, rows: list[dict[str, Any]], rate: float) -> dict[str, t
                               provider=OfflineProvider(), runtime=rt, cfg=cfg.env)
     out = {}
     for res in results:
-        items = {c["item_id"]: c["status"] for c in res.check_results}
+        items = {c.item_id: c.status for c in res.check_results}
         for f in res.findings:
-            if f.get("item_id"):
-                items[f["item_id"]] = f"{items.get(f['item_id'], '-')}/{f.get('severity')}"
-        why = tuple(f"{f['severity']}: {f['description'][:160]} | {(f.get('explanation') or '')[:200]}"
-                    for f in res.findings if f["layer"] == "code_simulation")
+            if f.item_id:
+                items[f.item_id] = f"{items.get(f.item_id, '-')}/{f.severity}"
+        why = tuple(f"{f.severity}: {f.description[:160]} | {f.explanation[:200]}"
+                    for f in res.findings if f.layer == "code_simulation")
         out[res.key] = (res.format_valid, res.source_valid, res.runtime_valid, res.reward,
-                        res.evidence.get("runtime_status"), tuple(sorted(items.items())), tuple(sorted(res.undecided)),
+                        res.evidence.runtime_status, tuple(sorted(items.items())), tuple(sorted(res.undecided)),
                         why)
     return out
 

@@ -128,6 +128,7 @@ def devset_section(rows: list[dict[str, Any]], model_of: dict[str, str], labels:
 def item_verdicts(data: Path, rows: list[dict[str, Any]], sets: list[str]) -> dict[str, dict[str, Any]]:
     """eval_id -> {"reward", "tier", "items": item id -> (key, text)} of these rows' apps scored again."""
     from schemas.config import load_config
+    from tasks.env.judge_diagnosis import ScoredFinding
     from tasks.env.score import ScoreInput, score_batch
     from tasks.llm.offline import OfflineProvider
     from tasks.rubrics import load_tasks
@@ -142,19 +143,18 @@ def item_verdicts(data: Path, rows: list[dict[str, Any]], sets: list[str]) -> di
     out = {}
     for res in results:
         items: dict[str, tuple[str, str]] = {}
-        checks = {c["item_id"]: c for c in res.check_results}
-        worst: dict[str, dict[str, Any]] = {}
+        checks = {c.item_id: c for c in res.check_results}
+        worst: dict[str, ScoredFinding] = {}
         for fnd in res.findings:
-            i = fnd.get("item_id")
-            if i and (i not in worst or SEVERITY_RANK.get(fnd.get("severity"), 9) <
-                      SEVERITY_RANK.get(worst[i].get("severity"), 9)):
+            i = fnd.item_id
+            if i and (i not in worst or SEVERITY_RANK.get(fnd.severity, 9) < SEVERITY_RANK.get(worst[i].severity, 9)):
                 worst[i] = fnd
         for i in tasks[res.query_id].rubric.ids():
             c, fnd = checks.get(i), worst.get(i)
-            key = (c["status"] if c else "-", fnd.get("severity") if fnd else "met", i in res.undecided)
+            key = (c.status if c else "-", fnd.severity if fnd else "met", i in res.undecided)
             text = ", ".join(x for x in (
-                f"check {c['status']}" + (f" ({(c.get('reason') or '')[:70]})" if c['status'] != "passed" else "")
-                if c else "", f"{fnd['severity']}: {(fnd.get('description') or '')[:90]}" if fnd else "",
+                f"check {c.status}" + (f" ({c.reason[:70]})" if c.status != "passed" else "")
+                if c else "", f"{fnd.severity}: {fnd.description[:90]}" if fnd else "",
                 "undecided" if i in res.undecided else "") if x) or "met"
             items[i] = (repr(key), text)
         out[res.key] = {"reward": res.reward, "items": items}

@@ -76,6 +76,6 @@ def test_the_twins_in_the_browser(scored):
         assert r.runtime_valid is True, (r.key, r.findings)
     assert drawn.findings == [] and drawn.reward == 1.0  # the empty overlay beside the drawn curve is no finding
     assert webgl.findings == [] and webgl.reward == 1.0
-    hits = [f for f in blank.findings if f["item_id"] == "I1"]
-    assert [f["severity"] for f in hits] == ["minor"] and "#plot-area is empty" in hits[0]["description"]
+    hits = [f for f in blank.findings if f.item_id == "I1"]
+    assert [f.severity for f in hits] == ["minor"] and "#plot-area is empty" in hits[0].description
     assert blank.findings == hits and 0.0 < blank.reward < 1.0  # the one item, met less the minor penalty

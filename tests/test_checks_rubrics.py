@@ -96,7 +96,7 @@ def test_offline_rubrics_carry_checks_and_the_offline_teacher_passes_them(prefec
     cfg = EnvConfig(runtime=RT, checks=ChecksConfig(step_timeout_ms=1000))
     results = score_batch([ScoreInput(x.query_id, x, offline_teacher_answer(x)) for x in tasks],
                           provider=OfflineProvider(), cfg=cfg)
-    statuses = [c["status"] for r in results for c in r.check_results]
+    statuses = [c.status for r in results for c in r.check_results]
     print("offline teacher checks:", {s: statuses.count(s) for s in set(statuses)})
     assert statuses and set(statuses) == {"passed"}
     assert all(r.runtime_valid for r in results)

@@ -154,7 +154,7 @@ def _item(ids: dict[str, str], start: str) -> str:
 def test_the_twins_in_the_browser(scored):
     ids, res = scored
     assert {k: r.runtime_valid for k, r in res.items()} == dict.fromkeys(TWINS, True)
-    got = {k: sorted((f["item_id"], f["severity"]) for f in r.findings) for k, r in res.items()}
+    got = {k: sorted((f.item_id, f.severity) for f in r.findings) for k, r in res.items()}
     assert got[CORRECT] == [] and res[CORRECT].reward == 1.0
     assert got["off_table.html"] == sorted([(_item(ids, "The slider #slider-size"), "major"),
                                             (_item(ids, "The slider #slider-shade"), "major")])

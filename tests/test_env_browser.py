@@ -163,7 +163,7 @@ def test_score_pipeline_with_browser_and_offline_judge():
     assert by["no_html.txt"].reward == cfg.reward.format_invalid
     assert by["clean.txt"].reward > cfg.reward.rubric_floor and by["clean.txt"].runtime_valid is True
     resp = (FIX / "throws.txt").read_text()
-    pe = by["throws.txt"].evidence["page_errors"][0]
+    pe = by["throws.txt"].evidence_json()["page_errors"][0]
     line_start = resp.rfind("\n", 0, pe["offset"]) + 1  # response offset = h + page offset
     assert resp[line_start:].startswith("  display.style.color = settings.color;")
 

@@ -51,15 +51,15 @@ def scored(runtime):
 def test_interaction_bug_found_and_twin_clean(scored, task, bug, twin, layer, severity, item):
     b, t = scored[bug], scored[twin]
     assert t.runtime_valid is True and t.findings == [], (twin, t.findings)
-    assert t.evidence["interaction"]["failures"] == [] and t.evidence["interaction"]["status"] == "ok"
-    hits = [f for f in b.findings if f["layer"] == layer and f["severity"] == severity and f["item_id"] == item]
+    assert t.evidence_json()["interaction"]["failures"] == [] and t.evidence_json()["interaction"]["status"] == "ok"
+    hits = [f for f in b.findings if f.layer == layer and f.severity == severity and f.item_id == item]
     assert hits, (bug, b.findings)
     if layer == "code_simulation":  # a blocking point: the runtime gate fails, the browser saw it
-        assert b.runtime_valid is False and b.gates["browser"] is False and hits[0]["direct_spans"]
-        assert hits[0]["description"].startswith("[browser]")
+        assert b.runtime_valid is False and b.gates["browser"] is False and hits[0].direct_spans
+        assert hits[0].description.startswith("[browser]")
     else:  # dead controls and no motion are rubric evidence, never runtime failures; the decision says heuristic
         assert b.runtime_valid is True and b.gates["browser"] is True
-        assert "heuristic" in hits[0]["explanation"] and hits[0]["description"].startswith("[offline]")
+        assert "heuristic" in hits[0].explanation and hits[0].description.startswith("[offline]")
 
 
 def test_an_error_after_the_controls_effect_is_a_finding_not_a_gate_failure(runtime):
@@ -68,29 +68,29 @@ def test_an_error_after_the_controls_effect_is_a_finding_not_a_gate_failure(runt
     inputs = [ScoreInput(n, TASKS["hint"], (IX / n).read_text()) for n in ("hint_deferred_throws.html",
                                                                            "hint_handler_throws.html")]
     after, before = score_batch(inputs, provider=get_provider("offline"), runtime=runtime, cfg=EnvConfig(runtime=CFG))
-    (fa,) = after.evidence["interaction"]["failures"]
+    (fa,) = after.evidence_json()["interaction"]["failures"]
     assert fa["sync"] is False and after.runtime_valid is True, fa
-    assert [(f["layer"], f["severity"]) for f in after.findings] == [("code_simulation", "minor")], after.findings
-    assert "after this control's effect showed" in after.findings[0]["explanation"]
-    (fb,) = before.evidence["interaction"]["failures"]
+    assert [(f.layer, f.severity) for f in after.findings] == [("code_simulation", "minor")], after.findings
+    assert "after this control's effect showed" in after.findings[0].explanation
+    (fb,) = before.evidence_json()["interaction"]["failures"]
     assert fb["sync"] is True and before.runtime_valid is False
-    (major,) = [f for f in before.findings if f["layer"] == "code_simulation"]
-    assert major["severity"] == "major" and "1 of 1" in major["explanation"], major
+    (major,) = [f for f in before.findings if f.layer == "code_simulation"]
+    assert major.severity == "major" and "1 of 1" in major.explanation, major
 
 
 def test_errors_point_at_the_handler_line(scored):
     resp = (IX / "quiz_throws.txt").read_text()
-    (f,) = [f for f in scored["quiz_throws.txt"].findings if f["layer"] == "code_simulation"]
-    (a, b), = f["direct_spans"]
+    (f,) = [f for f in scored["quiz_throws.txt"].findings if f.layer == "code_simulation"]
+    (a, b), = f.direct_spans
     assert resp[a:b] == "document.getElementById('scoreboard').textContent = String(score);"
-    fail, = scored["quiz_throws.txt"].evidence["interaction"]["failures"]
+    fail, = scored["quiz_throws.txt"].evidence_json()["interaction"]["failures"]
     assert fail["kind"] == "error" and fail["label"] == "Paris" and fail["name"] == "TypeError"
     assert resp[fail["offset"]:].startswith("= String(score);")  # the error's own position, a response offset
     key = (IX / "key_throws.html").read_text()
-    fail, = scored["key_throws.html"].evidence["interaction"]["failures"]
+    fail, = scored["key_throws.html"].evidence_json()["interaction"]["failures"]
     line_start = key.rfind("\n", 0, fail["offset"]) + 1  # the error's own position: inside that line
     assert key[line_start:].startswith("  player.x = Math.max(0, Math.min(9, player.x + step[0]));")
-    inter = scored["key_ok.html"].evidence["interaction"]["record"]
+    inter = scored["key_ok.html"].evidence_json()["interaction"]["record"]
     assert {a["key"] for a in inter["actions"] if a["kind"] == "key"} >= {"ArrowRight", "ArrowLeft"}
     listeners = {(x["type"], x["via"]) for x in inter["listeners"]}
     assert ("keydown", "addEventListener") in listeners

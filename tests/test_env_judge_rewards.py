@@ -116,7 +116,7 @@ def test_one_finding_per_item_highest_severity_wins_unknown_dropped_scope_from_r
     assert [(f.item_id, f.description) for f in clean.rubric_alignment.critical] == [("D1", "missing increment")]
     assert clean.rubric_alignment.major == []
     assert [(f.item_id, f.scope, f.description) for f in clean.rubric_alignment.minor] == [("I3", "initial_state", "small text")]
-    assert {(x["item_id"], x["reason"].split(" (")[0]) for x in dropped} == {
+    assert {(x.item_id, x.reason.split(" (")[0]) for x in dropped} == {
         ("Z9", "unknown rubric id"), ("D1", "duplicate item id"), ("I3", "duplicate item id")}
 
 
@@ -139,14 +139,14 @@ def test_minor_passes_gate_major_fails_it_in_the_pipeline():
     a, b, c, d = score_batch(inputs, cfg=NO_BROWSER)
     assert a.runtime_valid is True and b.runtime_valid is False and c.source_valid is False
     assert d.reward == 1.0 and b.reward == CFG.runtime_invalid and c.reward == CFG.source_invalid
-    assert a.evidence["runtime_status"] == "skipped"
+    assert a.evidence.runtime_status == "skipped"
 
 
 def test_tree_sitter_error_fails_source_whatever_the_judge_says():
     resp = (FIX / "syntax_error.txt").read_text()
     (r,) = score_batch([ScoreInput("s", TASK, resp, _diag())], cfg=NO_BROWSER)
     assert r.source_valid is False and r.reward == CFG.source_invalid
-    err = r.evidence["syntax_errors"][0]
+    err = r.evidence_json()["syntax_errors"][0]
     assert resp[err["start"] : err["end"]].startswith("function render(")  # response offsets (h added)
 
 
@@ -157,10 +157,10 @@ def test_offline_judge_is_deterministic_labelled_and_uses_our_evidence():
     r1 = score_batch(inputs, provider=get_provider("offline"), cfg=NO_BROWSER)[0]
     r2 = score_batch(inputs, provider=get_provider("offline"), cfg=NO_BROWSER)[0]
     assert r1.judge.provider == "offline" and r1.findings == r2.findings
-    static = [f for f in r1.findings if f["layer"] == "static_check"]
-    assert static and static[0]["severity"] == "critical" and static[0]["description"].startswith("[offline]")
+    static = [f for f in r1.findings if f.layer == "static_check"]
+    assert static and static[0].severity == "critical" and static[0].description.startswith("[offline]")
     html = resp[r1.html_offset:]
-    assert all(q in html for f in r1.findings for q in f["code_quotes"])  # quotes are exact
+    assert all(q in html for f in r1.findings for q in f.code_quotes)  # quotes are exact
 
 
 def test_offline_rubric_layer_decides_from_evidence_only():
@@ -207,7 +207,7 @@ def test_judge_through_the_real_sdk_with_one_corrective_retry(monkeypatch, tmp_p
         bodies = [s.body for s in api.seen("/v1/messages", "POST")]
     assert r.judge.provider == "anthropic" and r.judge.error is None, r.judge
     assert len(bodies) == 2  # the reply naming Q7 got exactly one corrective retry
-    assert [(f["item_id"], f["severity"]) for f in r.findings] == [("D2", "major")]
+    assert [(f.item_id, f.severity) for f in r.findings] == [("D2", "major")]
     assert r.reward == pytest.approx(CFG.rubric_floor + (CFG.rubric_max - CFG.rubric_floor) * 9 / 11)
     prompt = json.dumps(bodies[0]["messages"][0]["content"])
     assert "Increment button" in prompt and "D2" in prompt and "<!DOCTYPE html>" in prompt
@@ -224,8 +224,8 @@ def test_two_equal_findings_get_two_keys_in_the_judge_output_and_in_attribution(
     f = Finding(description="score never resets", code_quotes=["score += 1"])
     d = Diagnosis(static_check=Layer(name="static_check"), code_simulation=Layer(name="code_simulation", major=[f, f]),
                   rubric_alignment=Layer(name="rubric_alignment", minor=[Finding(item_id="D1", description="x")]))
-    keys = [x["key"] for x in findings_list(d)]
+    keys = [x.key for x in findings_list(d)]
     assert keys == ["code_simulation.major.0", "code_simulation.major.1", "rubric_alignment.minor.0"]
     assert [n.key for n in normalize(d)] == keys
     spans = {"code_simulation.major.1": {"direct_spans": [[3, 9]], "context_spans": []}}
-    assert [x["direct_spans"] for x in findings_list(d, spans)] == [[], [[3, 9]], []]
+    assert [x.direct_spans for x in findings_list(d, spans)] == [(), ((3, 9),), ()]

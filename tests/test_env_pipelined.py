@@ -52,5 +52,5 @@ def test_a_loaded_app_is_judged_while_a_slow_one_still_loads():
     assert judge.started["slow"] - judge.started["quick"] > SLOW_S / 2, judge.started
     # Correct twins: both apps work (the slow one only loads late), and batching changes no verdict.
     assert [r.reward for r in res] == [r.reward for r in alone]
-    assert all(r.runtime_valid is True and r.evidence["runtime_status"] == "ok" for r in res), \
-        [r.evidence["runtime_status"] for r in res]
+    assert all(r.runtime_valid is True and r.evidence.runtime_status == "ok" for r in res), \
+        [r.evidence.runtime_status for r in res]

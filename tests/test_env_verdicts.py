@@ -102,8 +102,8 @@ def scored():
 def test_the_exact_version_asked_for_is_served(scored):
     cfg, by = scored
     ok = by["p5_exact"]
-    assert ok.runtime_valid is True and ok.reward is not None and ok.reward > cfg.reward.rubric_floor, ok.evidence["page_errors"]
-    assert any("p5-1.4.0/lib/p5.js" in s["file"] for s in ok.evidence["cdn_served"])
+    assert ok.runtime_valid is True and ok.reward is not None and ok.reward > cfg.reward.rubric_floor, ok.evidence_json()["page_errors"]
+    assert any("p5-1.4.0/lib/p5.js" in s["file"] for s in ok.evidence_json()["cdn_served"])
 
 
 def test_a_library_the_mirror_lacks_is_a_missing_reward_with_the_url(scored):
@@ -111,8 +111,8 @@ def test_a_library_the_mirror_lacks_is_a_missing_reward_with_the_url(scored):
     gap = by["p5_missing"]
     url = "https://cdnjs.cloudflare.com/ajax/libs/p5.js/1.10.0/p5.js"
     assert gap.reward is None and gap.runtime_valid is None and gap.missing_reason == "environment_gap"
-    assert gap.gates["browser"] is None and gap.evidence["runtime_status"] == "page_error"  # it threw: no verdict
-    assert [g["url"] for g in gap.evidence["environment_gaps"]] == [url] and gap.evidence["environment_gaps"][0]["spec"] == "p5@1.10.0"
+    assert gap.gates["browser"] is None and gap.evidence.runtime_status == "page_error"  # it threw: no verdict
+    assert [g["url"] for g in gap.evidence_json()["environment_gaps"]] == [url] and gap.evidence_json()["environment_gaps"][0]["spec"] == "p5@1.10.0"
     assert gap.to_json()["missing_reason"] == "environment_gap"
     assert gap.judge.provider is None and "environment gap" in gap.judge.error  # no judge call paid for it
     row = judgment_row(gap)
@@ -120,22 +120,22 @@ def test_a_library_the_mirror_lacks_is_a_missing_reward_with_the_url(scored):
     assert reward_row(gap, "h")["tier"] == "missing" and reward_row(gap, "h")["tier_cause"] == "environment_gap"
     # the executable checks' pages load the app again after the verdict: their requests are recorded as theirs
     checked = by["p5_missing_checked"]
-    assert [b["phase"] for b in checked.evidence["blocked_requests"]].count("check") >= 1
-    assert [g["url"] for g in checked.evidence["environment_gaps"]] == [url] and checked.reward is None
+    assert [b["phase"] for b in checked.evidence_json()["blocked_requests"]].count("check") >= 1
+    assert [g["url"] for g in checked.evidence_json()["environment_gaps"]] == [url] and checked.reward is None
     # the twins: an app that works despite an unserved request keeps its verdict; a refused API it depends on is its own
     unused = by["gap_unused"]
-    assert unused.runtime_valid is True and unused.reward is not None and unused.evidence["environment_gaps"] == []
+    assert unused.runtime_valid is True and unused.reward is not None and unused.evidence_json()["environment_gaps"] == []
     api = by["api_dependent"]
-    assert api.runtime_valid is False and tier_cause(api) == "app_error" and api.evidence["environment_gaps"] == []
-    assert any(b["outcome"] == "refused" for b in api.evidence["blocked_requests"])
+    assert api.runtime_valid is False and tier_cause(api) == "app_error" and api.evidence_json()["environment_gaps"] == []
+    assert any(b["outcome"] == "refused" for b in api.evidence_json()["blocked_requests"])
     gone = by["cdn_404"]  # the page got the 404 (a blocked request would reject the fetch): no gap, no failure
-    assert gone.runtime_valid is True and gone.evidence["environment_gaps"] == [], gone.evidence["page_errors"]
-    assert [b["outcome"] for b in gone.evidence["blocked_requests"]] == ["not_found"]
+    assert gone.runtime_valid is True and gone.evidence_json()["environment_gaps"] == [], gone.evidence_json()["page_errors"]
+    assert [b["outcome"] for b in gone.evidence_json()["blocked_requests"]] == ["not_found"]
 
 
 def _sim(r, sev):
-    return [f for f in r.findings if f["layer"] == "code_simulation" and f["severity"] == sev
-            and f["description"].startswith("[browser]")]
+    return [f for f in r.findings if f.layer == "code_simulation" and f.severity == sev
+            and f.description.startswith("[browser]")]
 
 
 def test_an_error_confined_to_one_handler_is_a_defect_of_its_item_not_a_runtime_failure(scored):
@@ -146,19 +146,19 @@ def test_an_error_confined_to_one_handler_is_a_defect_of_its_item_not_a_runtime_
     assert one.runtime_valid is True and one.reward is not None and one.reward >= cfg.reward.rubric_floor
     assert one.reward > cfg.reward.runtime_invalid and "D2" not in one.undecided
     (minor,) = _sim(one, "minor")
-    assert "toFixed" in minor["description"] and "confined" in minor["explanation"] and _sim(one, "major") == []
-    boost = [f for f in one.findings if f["layer"] == "rubric_alignment" and f["item_id"] == "D2"]
-    assert [f["severity"] for f in boost] == ["major"]
+    assert "toFixed" in minor.description and "confined" in minor.explanation and _sim(one, "major") == []
+    boost = [f for f in one.findings if f.layer == "rubric_alignment" and f.item_id == "D2"]
+    assert [f.severity for f in boost] == ["major"]
     # whoever judged (here a given diagnosis with no findings): the item the failing control serves is unmet,
     # anchored at the throwing line; the other items stay met
     given = by["one_handler_given"]
-    (item,) = [f for f in given.findings if f["layer"] == "rubric_alignment"]
-    assert item["item_id"] == "D2" and item["severity"] == "major" and item["description"].startswith("[browser]")
-    assert "state.speed.toFixed(2)" in item["code_quotes"][0]
+    (item,) = [f for f in given.findings if f.layer == "rubric_alignment"]
+    assert item.item_id == "D2" and item.severity == "major" and item.description.startswith("[browser]")
+    assert "state.speed.toFixed(2)" in item.code_quotes[0]
     assert given.runtime_valid is True and 0.3 < given.reward < 1.0
     # the paper's rule, by the setting: the same evidence fails the gate
     gate = RuntimeConfig(**{**CFG.model_dump(), "probe": ProbeConfig(error_rule="gate")})
-    rt_ev = _runtime_evidence(one)
+    rt_ev = one.evidence.runtime  # the browser's own record, kept typed to the output
     assert rt_ev.runtime_valid(gate) is False and rt_ev.runtime_valid(CFG) is True
 
 
@@ -167,7 +167,7 @@ def test_an_error_that_stops_the_main_loop_blocks(scored):
     dead = by["main_loop"]
     assert dead.runtime_valid is False and dead.reward == cfg.reward.runtime_invalid and tier_cause(dead) == "app_error"
     (major,) = _sim(dead, "major")
-    assert "main loop stopped" in major["explanation"]
+    assert "main loop stopped" in major.explanation
 
 
 def test_an_error_thrown_after_the_handler_does_not_stop_a_loop_that_keeps_running(scored):
@@ -175,22 +175,22 @@ def test_an_error_thrown_after_the_handler_does_not_stop_a_loop_that_keeps_runni
     probe is sampled across page time, so the app's frames run and it is not judged stopped."""
     cfg, by = scored
     ok = by["deferred_throw"]
-    after = _runtime_evidence(ok).interaction.loop_after
+    after = ok.evidence.runtime.interaction.loop_after
     assert after.rafs > 0 and after.gap_s == pytest.approx(cfg.runtime.probe.liveness_gap_s), after
     assert ok.runtime_valid is True and ok.reward is not None and ok.reward >= cfg.reward.rubric_floor
     (minor,) = _sim(ok, "minor")
-    assert "reading 'track'" in minor["description"] and "after this control's effect showed" in minor["explanation"]
+    assert "reading 'track'" in minor.description and "after this control's effect showed" in minor.explanation
     assert _sim(ok, "major") == []
 
 
 def test_a_page_that_reloads_itself_forever_fails_and_one_reload_on_a_button_does_not(scored):
     cfg, by = scored
     loop = by["reload_loop"]
-    assert loop.evidence["runtime_status"] == "reload_loop" and loop.runtime_valid is False
+    assert loop.evidence.runtime_status == "reload_loop" and loop.runtime_valid is False
     assert loop.reward == cfg.reward.runtime_invalid
     twin = by["reload_button"]
-    assert twin.runtime_valid is True and twin.evidence["runtime_status"] == "ok"
-    navs = [b for b in twin.evidence["blocked_requests"] if b["kind"] == "navigation"]
+    assert twin.runtime_valid is True and twin.evidence.runtime_status == "ok"
+    navs = [b for b in twin.evidence_json()["blocked_requests"] if b["kind"] == "navigation"]
     assert navs and all(b["phase"] == "probe" for b in navs)  # the reload the probe's click asked for
 
 
@@ -200,9 +200,9 @@ def test_reloads_are_counted_by_the_page_not_by_the_requests_that_reach_the_rout
     clean."""
     _, by = scored
     burst = by["reload_burst"]
-    assert burst.evidence["runtime_status"] == "reload_loop" and burst.runtime_valid is False
+    assert burst.evidence.runtime_status == "reload_loop" and burst.runtime_valid is False
     for twin in ("reload_once", "push_loop"):
-        assert by[twin].evidence["runtime_status"] == "ok" and by[twin].runtime_valid is True, twin
+        assert by[twin].evidence.runtime_status == "ok" and by[twin].runtime_valid is True, twin
 
 
 def test_a_page_that_reloads_itself_after_every_load_fails_and_one_guarded_reload_does_not(scored):
@@ -210,31 +210,20 @@ def test_a_page_that_reloads_itself_after_every_load_fails_and_one_guarded_reloa
     document that asks again reloads forever (reload_loop); one that does not is the app, judged as it is."""
     _, by = scored
     chain = by["reload_each_load"]
-    assert chain.evidence["runtime_status"] == "reload_loop" and chain.runtime_valid is False
-    outcomes = [b["outcome"] for b in chain.evidence["blocked_requests"] if b["kind"] == "navigation"]
+    assert chain.evidence.runtime_status == "reload_loop" and chain.runtime_valid is False
+    outcomes = [b["outcome"] for b in chain.evidence_json()["blocked_requests"] if b["kind"] == "navigation"]
     assert outcomes[0] == "let_through" and len(outcomes) >= 2, outcomes
     once = by["reload_once"]
-    assert once.evidence["runtime_status"] == "ok" and once.runtime_valid is True
-    assert [b["outcome"] for b in once.evidence["blocked_requests"] if b["kind"] == "navigation"] == ["let_through"]
+    assert once.evidence.runtime_status == "ok" and once.runtime_valid is True
+    assert [b["outcome"] for b in once.evidence_json()["blocked_requests"] if b["kind"] == "navigation"] == ["let_through"]
 
 
 def test_popups_without_a_gesture_are_refused_and_the_page_is_judged(scored):
     _, by = scored
     flood = by["popup_flood"]
-    assert flood.evidence["runtime_status"] == "ok" and flood.runtime_valid is True
-    assert flood.evidence["refused_popups"] == 2000
-    assert any("popup" in f["description"] for f in flood.findings if f["severity"] == "minor")
+    assert flood.evidence.runtime_status == "ok" and flood.runtime_valid is True
+    assert flood.evidence_json()["refused_popups"] == 2000
+    assert any("popup" in f.description for f in flood.findings if f.severity == "minor")
     twin = by["popup_click"]  # opened by a click: allowed (its w.focus() would throw on a refused popup)
-    assert twin.runtime_valid is True and twin.evidence["refused_popups"] == 0
-    assert twin.evidence["interaction"]["navigations"] >= 1 and _sim(twin, "minor") == []
-
-
-def _runtime_evidence(r):
-    """The browser evidence of a scored app, back as the runtime's record (for re-judging under another rule)."""
-    from tasks.env.evidence import RuntimeEvidence
-    from tasks.env.probe_records import ProbeRecord
-    from tasks.env.records import BlockedRequest
-
-    ev = r.evidence
-    return RuntimeEvidence(status=ev["runtime_status"], blank_body=ev["blank_body"],
-                           blocked_requests=[BlockedRequest(**b) for b in ev["blocked_requests"]], interaction=ProbeRecord.from_dict(ev["interaction"]["record"]))
+    assert twin.runtime_valid is True and twin.evidence_json()["refused_popups"] == 0
+    assert twin.evidence_json()["interaction"]["navigations"] >= 1 and _sim(twin, "minor") == []

@@ -40,19 +40,19 @@ def test_an_error_at_load_blocks_only_the_app_it_stops():
     got = score("evidence")
     ok, dead = got["load_error_answers.html"], got["load_error_dead.html"]
     assert ok.runtime_valid is True and ok.gates["browser"] is True, ok.findings
-    (sim,) = [f for f in ok.findings if f["layer"] == "code_simulation"]
-    assert sim["severity"] == "minor" and "not blocking: the app still answers input" in sim["explanation"]
-    assert "color is not defined" in sim["description"] and sim["direct_spans"]
+    (sim,) = [f for f in ok.findings if f.layer == "code_simulation"]
+    assert sim.severity == "minor" and "not blocking: the app still answers input" in sim.explanation
+    assert "color is not defined" in sim.description and sim.direct_spans
     assert ok.reward > EnvConfig().reward.rubric_floor
     assert dead.runtime_valid is False and dead.gates["browser"] is False
-    assert any(f["layer"] == "code_simulation" and f["severity"] == "critical" for f in dead.findings)
-    assert dead.evidence["interaction"]["status"] == "ok"  # the probe used it, and nothing answered
+    assert any(f.layer == "code_simulation" and f.severity == "critical" for f in dead.findings)
+    assert dead.evidence_json()["interaction"]["status"] == "ok"  # the probe used it, and nothing answered
 
 
 def test_the_gate_rule_fails_both():
     got = score("gate")
     assert [got[a].runtime_valid for a in APPS] == [False, False]
-    assert [got[a].evidence["interaction"] for a in APPS] == [None, None]  # nothing to decide: the probe stays off
+    assert [got[a].evidence_json()["interaction"] for a in APPS] == [None, None]  # nothing to decide: the probe stays off
 
 
 
@@ -72,6 +72,6 @@ def test_the_hard_limit_cutting_the_probe_short_after_an_error_at_load_is_a_time
     # a time verdict: rechecked alone in a batch (RuntimeEvidence.timed_out), and not a valid tier on no evidence.
     # Which of the two clocks saw it first depends on the machine: the hard limit (unresponsive), or the probe's
     # own read of the page's clock (the error at load stands, the hang blocks); either way the probe hung.
-    assert res.evidence["runtime_status"] in ("unresponsive", "page_error"), res.evidence["runtime_status"]
-    assert res.evidence["interaction"]["status"] == "hung", (res.evidence["runtime_status"], res.reward)
+    assert res.evidence.runtime_status in ("unresponsive", "page_error"), res.evidence.runtime_status
+    assert res.evidence_json()["interaction"]["status"] == "hung", (res.evidence.runtime_status, res.reward)
     assert res.runtime_valid is False and res.reward == EnvConfig().reward.runtime_invalid

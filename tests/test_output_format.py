@@ -94,5 +94,5 @@ def test_the_twins_in_the_browser(scored):
     columns, glued, spans = (scored[n] for n in TWINS)
     assert columns.findings == [] and columns.reward == 1.0
     assert spans.findings == [] and spans.reward == 1.0  # set apart by the layout: not read, no finding
-    assert [(f["item_id"], f["severity"]) for f in glued.findings] == [("I1", "major")]
+    assert [(f.item_id, f.severity) for f in glued.findings] == [("I1", "major")]
     assert glued.reward is not None and glued.reward < 1.0

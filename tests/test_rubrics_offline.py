@@ -126,14 +126,14 @@ def test_a_correct_app_written_by_hand_passes_and_its_broken_twin_fails_that_con
     results, plan = scored
     correct, twin = results["correct"], results["twin"]
     assert correct.runtime_valid and twin.runtime_valid
-    assert {c["status"] for c in correct.check_results} == {"passed"}, correct.check_results
+    assert {c.status for c in correct.check_results} == {"passed"}, correct.check_results
     assert len(correct.check_results) == len(plan.rubric.checks())
-    failed = {c["item_id"] for c in twin.check_results if c["status"] == "failed"}
+    failed = {c.item_id for c in twin.check_results if c.status == "failed"}
     requirement = {i.id: i.requirement for i in plan.rubric.initial_state + plan.rubric.dynamic}
     # the unwired slider: what moving it changes, and its display after it is moved; nothing else
     assert sorted(requirement[i].split(" #")[0] for i in failed) == ["Moving the slider", "The display"], failed
     assert all("#slider-length" in requirement[i] for i in failed)
-    assert sum(c["status"] == "passed" for c in twin.check_results) == len(twin.check_results) - 2
+    assert sum(c.status == "passed" for c in twin.check_results) == len(twin.check_results) - 2
     assert twin.reward < correct.reward == 1.0
 
 
@@ -141,7 +141,7 @@ def test_a_correct_app_written_by_hand_passes_and_its_broken_twin_fails_that_con
 def test_a_display_showing_another_number_than_its_slider_fails_its_readout(scored):
     results, plan = scored
     requirement = {i.id: i.requirement for i in plan.rubric.initial_state + plan.rubric.dynamic}
-    failed = sorted(requirement[c["item_id"]] for c in results["cm"].check_results if c["status"] == "failed")
+    failed = sorted(requirement[c.item_id] for c in results["cm"].check_results if c.status == "failed")
     assert failed == ['The display #length-value shows "1.5" when the page loads.',
                       'The display #length-value shows the value of the slider #slider-length ("length (m)"), when the '
                       'page loads and after it is moved.'], failed
@@ -153,7 +153,7 @@ def test_the_teachers_apps_pass_checks_built_from_the_prompt_alone(scored):
     results, _plan = scored
     for key in ("teacher-plan", "teacher-dvd", "teacher-prose"):
         r = results[key]
-        assert r.check_results and {c["status"] for c in r.check_results} == {"passed"}, (key, r.check_results)
+        assert r.check_results and {c.status for c in r.check_results} == {"passed"}, (key, r.check_results)
         assert r.runtime_valid and r.reward == 1.0
 
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from schemas.config.env import RuntimeConfig
 from tasks.env.probe import summarize
 from tasks.env.probe_records import ProbeRecord
-from tasks.env.records import (BlockedRequest, CdnServed, CheckResult, ConsoleError, Failure, LoadErrorsVerdict,
-                               PageError)
+from tasks.env.records import (BlockedRequest, CdnServed, CheckResult, ConsoleError, DroppedFinding, Failure,
+                               LoadErrorsVerdict, PageError)
 from tasks.env.severity import classify_failures, load_errors_verdict
 
 if TYPE_CHECKING:
@@ -203,11 +203,16 @@ class Evidence:
         return list(self.runtime.check_results) if self.runtime is not None else []
 
     @property
+    def runtime_status(self) -> str | None:
+        """How the browser's run ended (``RuntimeEvidence.status``); None: no application to load."""
+        return self.runtime.status if self.runtime is not None else None
+
+    @property
     def gaps(self) -> list[BlockedRequest]:
         """The environment gaps that leave the verdict to nobody (``RuntimeVerdict.gaps``)."""
         return self.verdict.gaps if self.verdict is not None else []
 
-    def to_json(self, offset: int, dropped: list[dict[str, Any]]) -> dict[str, Any]:
+    def to_json(self, offset: int, dropped: list[DroppedFinding]) -> dict[str, Any]:
         """The evidence of the ``rubricrl score`` contract, offsets moved from the HTML into the response (+``offset``,
         the application's place in it) once, here; ``dropped``: the judge's findings that named no item."""
         st, rt = self.static, self.runtime
@@ -227,5 +232,5 @@ class Evidence:
                               "interaction": None if inter is None else {**summarize(inter), "record": inter.to_dict()},
                               "external_scripts": list(st.external_scripts) if st else [],
                               "checks": [c.to_dict() for c in self.check_results],
-                              "dropped_findings": dropped}
+                              "dropped_findings": [d.to_dict() for d in dropped]}
         return shift_offsets(ev, offset)

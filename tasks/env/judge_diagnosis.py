@@ -13,11 +13,12 @@ Run: ``normalize_diagnosis(diag, task.rubric.compact())``, ``findings_list(diag)
 from __future__ import annotations
 
 import re
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from schemas.llm.diagnosis import LAYERS, SEVERITIES, SEVERITY_RANK, Diagnosis, Finding, Layer
 from schemas.rubric import CompactRubric
-from tasks.env.records import Failure
+from tasks.env.records import DroppedFinding, Failure, Record
 from tasks.env.rubric_evidence import item_facts, names_control
 
 OBSERVED_TAG = "[browser]"  # a finding the environment observed, not a judge's opinion
@@ -119,20 +120,19 @@ def with_observed_findings(diag: Diagnosis, html: str, failures: list[Failure],
                                    "rubric_alignment": ra})
 
 
-def normalize_diagnosis(diag: Diagnosis, rubric: CompactRubric) -> tuple[Diagnosis, list[dict[str, Any]]]:
+def normalize_diagnosis(diag: Diagnosis, rubric: CompactRubric) -> tuple[Diagnosis, list[DroppedFinding]]:
     """One rubric finding per item id (highest severity wins, first kept on ties), unknown ids dropped,
     scope taken from the reference. Returns the cleaned diagnosis and what was dropped (for the record)."""
     scope_of = rubric.scope_of()
     best: dict[str, tuple[str, Finding]] = {}
-    dropped: list[dict[str, Any]] = []
+    dropped: list[DroppedFinding] = []
     for sev, f in diag.rubric_alignment.findings():  # critical first, so the first kept is the highest
         if f.item_id not in scope_of:
-            dropped.append({"reason": "unknown rubric id", "severity": sev, "item_id": f.item_id})
+            dropped.append(DroppedFinding("unknown rubric id", sev, f.item_id))
             continue
         if f.item_id in best:
             if SEVERITY_RANK[sev] <= SEVERITY_RANK[best[f.item_id][0]]:
-                dropped.append({"reason": "duplicate item id (lower or equal severity)", "severity": sev,
-                                "item_id": f.item_id})
+                dropped.append(DroppedFinding("duplicate item id (lower or equal severity)", sev, f.item_id))
                 continue
         best[f.item_id] = (sev, f.model_copy(update={"scope": scope_of[f.item_id]}))
     rubric_layer = Layer(name="rubric_alignment", **{s: [f for (sv, f) in best.values() if sv == s] for s in SEVERITIES})
@@ -140,7 +140,7 @@ def normalize_diagnosis(diag: Diagnosis, rubric: CompactRubric) -> tuple[Diagnos
     return diag.model_copy(update={"rubric_alignment": rubric_layer, "undecided": undecided}), dropped
 
 
-def parse_diagnosis(data: Any, rubric: CompactRubric) -> tuple[Diagnosis, list[dict[str, Any]]]:
+def parse_diagnosis(data: Any, rubric: CompactRubric) -> tuple[Diagnosis, list[DroppedFinding]]:
     """A judge output given by hand (DIAGNOSIS.json): validated, then normalized. Raises ValueError."""
     from pydantic import ValidationError
 
@@ -167,14 +167,43 @@ def rubric_severities(diag: Diagnosis) -> dict[str, str]:
     return {f.item_id: sev for sev, f in diag.rubric_alignment.findings() if f.item_id}
 
 
-def findings_list(diag: Diagnosis | None, spans: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """Findings as dicts for the score output and the judgments stage (built here only). ``key`` is
-    ``Diagnosis.keyed_findings``'s, the key attribution uses; ``spans`` (from attribution) adds each
-    finding's ``direct_spans`` / ``context_spans`` in response offsets."""
+def _lists(v: Any) -> Any:
+    return [_lists(x) for x in v] if isinstance(v, tuple) else v
+
+
+@dataclass(frozen=True)
+class ScoredFinding(Record):
+    """One finding of the scored diagnosis (``rubricrl score``'s ``findings``, the judgments row's): ``key`` is
+    ``Diagnosis.keyed_findings``'s, the key attribution uses, and the spans are attribution's, in response offsets."""
+
+    key: str
+    layer: str
+    severity: str
+    item_id: str | None
+    scope: str | None
+    description: str
+    code_quotes: tuple[str, ...] = ()
+    related_symbols: tuple[str, ...] = ()
+    state_variables: tuple[str, ...] = ()
+    context_hints: tuple[str, ...] = ()
+    explanation: str = ""
+    direct_spans: tuple[tuple[int, int], ...] = ()  # (start, end)
+    context_spans: tuple[tuple[int, int, str], ...] = ()  # (start, end, reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: _lists(v) for k, v in asdict(self).items()}  # the contract's arrays
+
+
+def findings_list(diag: Diagnosis | None, spans: dict[str, dict[str, Any]] | None = None) -> list[ScoredFinding]:
+    """The diagnosis' findings as records (built here only); ``spans`` (from attribution) gives each finding's
+    ``direct_spans`` / ``context_spans`` in response offsets."""
     if diag is None:
         return []
-    return [{"key": key, "layer": layer, "severity": sev, "item_id": f.item_id, "scope": f.scope,
-             "description": f.description, "code_quotes": list(f.code_quotes), "related_symbols": list(f.related_symbols),
-             "state_variables": list(f.state_variables), "context_hints": list(f.context_hints),
-             "explanation": f.explanation, **(spans or {}).get(key, {"direct_spans": [], "context_spans": []})}
-            for key, layer, sev, f in diag.keyed_findings()]
+    out = []
+    for key, layer, sev, f in diag.keyed_findings():
+        at = (spans or {}).get(key, {})
+        out.append(ScoredFinding(key, layer, sev, f.item_id, f.scope, f.description, tuple(f.code_quotes),
+                                 tuple(f.related_symbols), tuple(f.state_variables), tuple(f.context_hints),
+                                 f.explanation, tuple((a, b) for a, b in at.get("direct_spans", [])),
+                                 tuple((a, b, why) for a, b, why in at.get("context_spans", []))))
+    return out

@@ -6,7 +6,7 @@ response at output) and becomes a dict only there (``to_dict``: the ``rubricrl s
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, cast
 
 from tasks.env.page import html_offset, stack_position
@@ -115,8 +115,22 @@ class CheckResult:
         return cls(item_id, status, step, kind, reason[:1000], short(observed), short(expected),
                    tuple(list(errors or [])[:10]), round(duration_s, 3), clock, clock_reason)
 
+    def moved(self, h: int) -> "CheckResult":
+        """This result with its errors' HTML offsets moved into the response (+``h``) (pure)."""
+        return replace(self, errors=tuple(e if e.offset is None else replace(e, offset=e.offset + h)
+                                          for e in self.errors))
+
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "errors": [e.to_dict() for e in self.errors]}
+
+
+@dataclass(frozen=True)
+class DroppedFinding(Record):
+    """A judge's rubric finding the diagnosis left out (``judge_diagnosis.normalize_diagnosis``), kept for the record."""
+
+    reason: str  # unknown rubric id | duplicate item id (lower or equal severity)
+    severity: str
+    item_id: str | None
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,12 @@ from tasks.attribution.api import AttributionTrace, attribute
 from tasks.env.checks import CheckPlan, not_run
 from tasks.env.extract import Extraction, extract_html
 from tasks.env.judge import build_judge_request
-from tasks.env.judge_diagnosis import (findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
+from tasks.env.judge_diagnosis import (ScoredFinding, findings_list, layer_gates, normalize_diagnosis, parse_diagnosis,
                                        rubric_severities, with_observed_findings)
 from tasks.env.rewards import reward, rubric_score
 from tasks.env.runtime import BrowserRuntime, shared_runtime
 from tasks.env.evidence import Evidence, RuntimeEvidence
-from tasks.env.records import BlockedRequest
+from tasks.env.records import BlockedRequest, CheckResult, DroppedFinding
 from tasks.env.static import StaticEvidence, check_source
 from tasks.llm.base import LLMResult, Provider
 from tasks.progress import Progress
@@ -54,22 +54,31 @@ class ScoreResult:
     reward: float | None
     reward_kind: str
     html_offset: int | None
-    findings: list[dict[str, Any]]
-    evidence: dict[str, Any]
+    findings: list[ScoredFinding]
+    evidence: Evidence  # HTML offsets: evidence_json moves them into the response, at output
     judge: JudgeRecord
     gates: dict[str, bool | None] = field(default_factory=dict)
     rubric_score: float | None = None
     html_length: int = 0
     attribution: AttributionTrace | None = None  # spans behind the findings (paper B.3), source coordinates
-    check_results: list[dict[str, Any]] = field(default_factory=list)  # per checked item; response offsets
+    check_results: list[CheckResult] = field(default_factory=list)  # per checked item; response offsets
     missing_reason: str | None = None  # why reward is None: environment_gap | browser_unavailable | judge
     undecided: list[str] = field(default_factory=list)  # items no evidence spoke to: out of the rubric score
+    dropped: list[DroppedFinding] = field(default_factory=list)  # the judge's findings that named no item
+
+    def evidence_json(self) -> dict[str, Any]:
+        """The contract's ``evidence`` (response offsets), made here from the typed evidence, at output."""
+        return self.evidence.to_json(self.html_offset or 0, self.dropped)
+
+    def rubric_severities(self) -> dict[str, str]:
+        """item id -> severity of its rubric finding."""
+        return {f.item_id: f.severity for f in self.findings if f.layer == "rubric_alignment" and f.item_id}
 
     def to_json(self) -> dict[str, Any]:
         """The ``rubricrl score`` contract (its keys first), plus the judge record and the gates."""
         return {"format_valid": self.format_valid, "source_valid": self.source_valid,
                 "runtime_valid": self.runtime_valid, "reward": self.reward, "html_offset": self.html_offset,
-                "findings": self.findings, "evidence": self.evidence, "reward_kind": self.reward_kind,
+                "findings": [f.to_dict() for f in self.findings], "evidence": self.evidence_json(), "reward_kind": self.reward_kind,
                 "rubric_score": self.rubric_score, "missing_reason": self.missing_reason, "gates": self.gates,
                 "judge": self.judge.to_dict(), "undecided": self.undecided}
 
@@ -112,7 +121,7 @@ class JudgeRecord:
 
 
 def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosis | None,
-            dropped: list[dict[str, Any]], judge: JudgeRecord, cfg: EnvConfig, kind: str,
+            dropped: list[DroppedFinding], judge: JudgeRecord, cfg: EnvConfig, kind: str,
             attribution: AttributionConfig | None = None) -> ScoreResult:
     """Gates and reward from our evidence and the (normalized) diagnosis; pure."""
     levels = inp.task.rubric.level_of()
@@ -121,9 +130,8 @@ def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosi
         r = reward(kind, False, None, None, levels, None, cfg.reward)
         return ScoreResult(key=inp.key, query_id=inp.task.query_id, format_valid=False, source_valid=None,
                            runtime_valid=None, reward=r, reward_kind=kind, html_offset=None, findings=[],
-                           evidence=ev.to_json(0, dropped), judge=judge,
-                           check_results=[c.to_dict() for c in not_run(inp.task.rubric.checks(),
-                                                                            "no HTML application in the response")])
+                           evidence=ev, judge=judge, dropped=dropped,
+                           check_results=not_run(inp.task.rubric.checks(), "no HTML application in the response"))
     gates: dict[str, bool | None] = dict(layer_gates(diag)) if diag else \
         {"static_check": None, "code_simulation": None, "rubric_alignment": None}
     verdict = ev.verdict  # the runtime gate, read once
@@ -145,13 +153,12 @@ def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosi
     trace = attribute(inp.response, ex.offset, diag, attribution) if diag is not None else None
     spans = {f.key: {"direct_spans": f.direct_spans_response(), "context_spans": f.context_spans_response()}
              for f in trace.findings} if trace is not None else None
-    evidence = ev.to_json(ex.offset, dropped)
     return ScoreResult(key=inp.key, query_id=inp.task.query_id, format_valid=True, source_valid=source_valid,
                        runtime_valid=runtime_valid, reward=r, reward_kind=kind, html_offset=ex.offset,
-                       findings=findings_list(diag, spans), evidence=evidence, judge=judge, gates=gates,
+                       findings=findings_list(diag, spans), evidence=ev, judge=judge, gates=gates,
                        rubric_score=score, html_length=len(ex.html), attribution=trace,
-                       check_results=item_check_results(inp, rt, evidence["checks"], cfg),
-                       missing_reason=missing_reason(r, gaps, rt), undecided=undecided)
+                       check_results=item_check_results(inp, rt, [c.moved(ex.offset) for c in ev.check_results], cfg),
+                       missing_reason=missing_reason(r, gaps, rt), undecided=undecided, dropped=dropped)
 
 
 def missing_reason(r: float | None, gaps: list[BlockedRequest], rt: RuntimeEvidence | None) -> str | None:
@@ -169,8 +176,8 @@ def _check_plan(inp: ScoreInput, cfg: EnvConfig) -> CheckPlan | None:
     return CheckPlan(checks, cfg.checks) if checks and cfg.checks.enabled else None
 
 
-def item_check_results(inp: ScoreInput, rt: RuntimeEvidence | None, ran: list[dict[str, Any]],
-                       cfg: EnvConfig) -> list[dict[str, Any]]:
+def item_check_results(inp: ScoreInput, rt: RuntimeEvidence | None, ran: list[CheckResult],
+                       cfg: EnvConfig) -> list[CheckResult]:
     """One result per checked item (response offsets): what ran, else inconclusive saying why not (pure)."""
     checks = inp.task.rubric.checks()
     if not checks or ran:
@@ -178,7 +185,7 @@ def item_check_results(inp: ScoreInput, rt: RuntimeEvidence | None, ran: list[di
     why = ("env.checks.enabled is false" if not cfg.checks.enabled else "no browser (runtime skipped)"
            if rt is None or rt.status == "skipped" else f"the checks crashed: {rt.checks_error}" if rt.checks_error
            else f"the app did not load (runtime status {rt.status})")
-    return [c.to_dict() for c in not_run(checks, why)]
+    return not_run(checks, why)
 
 
 @dataclass
@@ -191,7 +198,7 @@ class _App:
     rt: RuntimeEvidence | None = None
     evidence: Evidence = field(default_factory=Evidence)  # read once the browser's evidence is in
     diag: Diagnosis | None = None
-    dropped: list[dict[str, Any]] = field(default_factory=list)
+    dropped: list[DroppedFinding] = field(default_factory=list)
     judge: JudgeRecord = field(default_factory=lambda: JudgeRecord.of(None, False))
 
     def take(self, diag: Any, given: bool, res: LLMResult | None = None) -> None:

@@ -16,6 +16,7 @@ from schemas.checks import CHECKS_VERSION
 from schemas.config.env import EnvConfig
 from schemas.contracts.env import CHECK_RESULTS_SCHEMA, INTERACTION_TYPE, JUDGMENTS_SCHEMA, REWARDS_SCHEMA
 from schemas.rubric import CompactRubric, Task
+from tasks.env.judge_diagnosis import ScoredFinding
 from tasks.env.publish import ScoredTables, env_fingerprint
 from tasks.env.runtime import BrowserRuntime
 from tasks.env.score import ScoreInput, ScoreResult, score_batch
@@ -54,9 +55,9 @@ def tier_cause(r: ScoreResult) -> str | None:
         return None
     if r.gates.get("browser") is not False:
         return "judge"
-    ev = r.evidence
-    hung = ((ev.get("interaction") or {}).get("status") == "hung")
-    return "time" if ev.get("runtime_status") in TIME_STATUSES or hung else "app_error"
+    inter = r.evidence.runtime.interaction if r.evidence.runtime is not None else None
+    hung = inter is not None and inter.status == "hung"
+    return "time" if r.evidence.runtime_status in TIME_STATUSES or hung else "app_error"
 
 
 def missing_counts(table: pa.Table) -> dict[str, int]:
@@ -66,9 +67,10 @@ def missing_counts(table: pa.Table) -> dict[str, int]:
     return {"missing_rewards": table.column("reward").null_count, "environment_gaps": causes.count("environment_gap")}
 
 
-def _finding_row(f: dict[str, Any]) -> dict[str, Any]:
-    row = {k: f.get(k) for k in _FINDING_KEYS}
-    row["context_spans"] = [{"start": a, "end": b, "reason": why} for a, b, why in f.get("context_spans") or []]
+def _finding_row(f: ScoredFinding) -> dict[str, Any]:
+    d = f.to_dict()
+    row = {k: d.get(k) for k in _FINDING_KEYS}
+    row["context_spans"] = [{"start": a, "end": b, "reason": why} for a, b, why in f.context_spans]
     return row
 
 
@@ -85,7 +87,8 @@ def interaction_row(inter: dict[str, Any] | None, rechecked_from: str | None) ->
 
 
 def judgment_row(r: ScoreResult) -> dict[str, Any]:
-    ev, g = r.evidence, r.gates
+    ev, rt, g = r.evidence, r.evidence.runtime, r.gates
+    ev_json = r.evidence_json()  # the stage keeps the contract's evidence, and its probe summary in response offsets
     return {
         "rollout_id": r.key, "query_id": r.query_id, "provider": r.judge.provider or "none",
         "model": r.judge.model, "judge_error": r.judge.error, "judge_attempts": r.judge.attempts,
@@ -93,14 +96,14 @@ def judgment_row(r: ScoreResult) -> dict[str, Any]:
         "source_valid": r.source_valid, "runtime_valid": r.runtime_valid,
         "gate_static_check": g.get("static_check"), "gate_code_simulation": g.get("code_simulation"),
         "gate_rubric_alignment": g.get("rubric_alignment"), "gate_tree_sitter": g.get("tree_sitter"),
-        "gate_browser": g.get("browser"), "runtime_status": ev.get("runtime_status"),
-        "n_syntax_errors": len(ev.get("syntax_errors", [])), "n_page_errors": len(ev.get("page_errors", [])),
-        "n_blocked_requests": len(ev.get("blocked_requests", [])),
-        "environment_gaps": [g["url"] for g in ev.get("environment_gaps") or []],
+        "gate_browser": g.get("browser"), "runtime_status": ev.runtime_status,
+        "n_syntax_errors": len(ev.syntax_errors), "n_page_errors": len(rt.page_errors) if rt else 0,
+        "n_blocked_requests": len(rt.blocked_requests) if rt else 0,
+        "environment_gaps": [b.url for b in ev.gaps],
         "findings": [_finding_row(f) for f in r.findings],
-        "interaction": interaction_row(ev.get("interaction"), ev.get("runtime_rechecked_from")),
+        "interaction": interaction_row(ev_json["interaction"], rt.rechecked_from if rt else None),
         "undecided_item_ids": list(r.undecided),
-        "evidence_json": json.dumps(ev, ensure_ascii=False),
+        "evidence_json": json.dumps(ev_json, ensure_ascii=False),
     }
 
 
@@ -122,14 +125,14 @@ def check_rows(r: ScoreResult, scope_of: Mapping[str, str]) -> list[dict[str, An
     """``check_results`` rows of one scored response (response offsets)."""
     out = []
     for c in r.check_results:
-        errs = c.get("errors") or []
-        out.append({"rollout_id": r.key, "query_id": r.query_id, "item_id": c["item_id"],
-                    "scope": scope_of.get(c["item_id"]), "status": c["status"], "step": c.get("step"),
-                    "step_kind": c.get("step_kind"), "reason": c.get("reason"), "observed": c.get("observed"),
-                    "expected": c.get("expected"), "n_errors": len(errs),
-                    "error_offset": next((e["offset"] for e in errs if e.get("offset") is not None), None),
-                    "errors_json": json.dumps(errs, ensure_ascii=False), "duration_s": c.get("duration_s"),
-                    "clock": c.get("clock"), "clock_reason": c.get("clock_reason"), "check_version": CHECKS_VERSION})
+        errs = [e.to_dict() for e in c.errors]
+        out.append({"rollout_id": r.key, "query_id": r.query_id, "item_id": c.item_id,
+                    "scope": scope_of.get(c.item_id), "status": c.status, "step": c.step,
+                    "step_kind": c.step_kind, "reason": c.reason, "observed": c.observed,
+                    "expected": c.expected, "n_errors": len(errs),
+                    "error_offset": next((e.offset for e in c.errors if e.offset is not None), None),
+                    "errors_json": json.dumps(errs, ensure_ascii=False), "duration_s": c.duration_s,
+                    "clock": c.clock, "clock_reason": c.clock_reason, "check_version": CHECKS_VERSION})
     return out
 
 

@@ -28,7 +28,6 @@ from tasks.attribution.tokens import token_membership, token_offsets_array
 from tasks.env.publish import ScoredTables
 from tasks.env.score_tables import scored_tables
 from tasks.env.rewards import passed as pass_rule
-from tasks.env.rewards import rubric_severities_of
 from tasks.env.score import ScoreInput, score_batch
 from tasks.llm.base import Provider
 
@@ -68,7 +67,7 @@ def score_step(rollout_ids: list[str], query_ids: list[str], responses: list[str
                               rule=rule))
     tier = scored.rewards.column("tier").to_pylist()
     passed = [pass_rule(r.format_valid, r.source_valid, r.runtime_valid,
-                        rubric_severities_of(r.findings) if r.gates.get("rubric_alignment") is not None else None)
+                        r.rubric_severities() if r.gates.get("rubric_alignment") is not None else None)
               is True for r in results]
     return StepScore([r.reward for r in results], membership, uniform, passed, tier, scored,
                      pa.Table.from_pylist(rows, schema=ATTRIBUTIONS_SCHEMA), t1 - t0, time.perf_counter() - t1)
