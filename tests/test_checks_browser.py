@@ -154,7 +154,7 @@ def test_checks_that_crash_are_inconclusive_with_their_reason_and_the_app_keeps_
                          cfg=EnvConfig(runtime=CFG))
     assert res.runtime_valid is True
     (rec,) = res.check_results
-    assert rec["status"] == "inconclusive" and rec["reason"] == "not run: the checks crashed: RuntimeError: the check lane died"
+    assert rec.status == "inconclusive" and rec.reason == "not run: the checks crashed: RuntimeError: the check lane died"
 
 
 def test_a_shared_read_that_raises_is_inconclusive_with_its_reason_and_the_others_are_decided(runtime, monkeypatch):
