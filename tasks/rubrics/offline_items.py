@@ -133,10 +133,10 @@ def effects_of(b: Behaviour) -> tuple[str, ...]:
 def _effect_words(b: Behaviour) -> str:
     if b.motion:
         return "sets the drawing in motion"
-    outs = [f"#{e}" for e in b.effects if e not in ("drawing", "text")]
+    outs = [f"#{e}" for e in b.effects if e not in (DRAWING_EFFECT, TEXT_EFFECT)]
     if outs:
         return "updates " + " and ".join(outs[:3])
-    return "changes the drawing" if "drawing" in b.effects else "changes the text shown"
+    return "changes the drawing" if DRAWING_EFFECT in b.effects else "changes the text shown"
 
 
 def behaviour_item(b: Behaviour) -> SpecItem:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from schemas.rubric import DRAWING_EFFECT, TEXT_EFFECT
 from tasks.rubrics import text as T
 from tasks.rubrics.prompt_controls import Control, controls, mentions
 from tasks.rubrics.prompt_formats import LineFormat, stated_formats
@@ -135,7 +136,7 @@ def _effects(text: str, trigger: Control, spec_controls: list[Control],
              and mentions(text, c.id)]
     drawn = any(c.kind in ("canvas", "area") and mentions(text, c.id) for c in spec_controls) or \
         bool(_DRAWING.search(text))
-    return tuple(named + (["drawing"] if drawn else []) + (["text"] if _TEXT.search(text) and not named else []))
+    return tuple(named + ([DRAWING_EFFECT] if drawn else []) + ([TEXT_EFFECT] if _TEXT.search(text) and not named else []))
 
 
 def _behaviour_nodes(ol: Outline, ctrls: list[Control]) -> list[tuple[Node, list[Control]]]:
@@ -212,7 +213,7 @@ def keys(ol: Outline, drawn: bool = False) -> list[Behaviour]:
             if key and key not in seen and not FORMAT.search(n.text):
                 seen.add(key)
                 out.append(Behaviour(span(n.text), key=key,
-                                     effects=("drawing",) if drawn or _DRAWING.search(n.text) else ()))
+                                     effects=(DRAWING_EFFECT,) if drawn or _DRAWING.search(n.text) else ()))
     return out
 
 
