@@ -1,7 +1,7 @@
 """``schemas/`` is grouped by kind and every name in it has one owner: no two modules side by side whose names
 differ only by a plural or an affix (``rubric.py`` / ``rubrics.py`` / ``rubric_outputs.py``, ``env.py`` /
 ``config_env.py``), no class and no stage contract (``*_SCHEMA``, ``*_suites``) defined twice, one base of the
-configuration sections, and the record schemas the training jobs import load without great_expectations.
+configuration sections, and the stage contracts and the scorer load without great_expectations.
 
 Static (the AST of each file) but for the last test, which imports in a fresh interpreter."""
 from __future__ import annotations
@@ -87,12 +87,15 @@ def test_one_base_for_every_configuration_section():
     assert not plain, f"configuration models not derived from schemas.config.base.Section: {plain}"
 
 
-def test_training_record_schemas_load_without_great_expectations():
-    """The training jobs write their records with these schemas; GX costs seconds and ~280 MB per process."""
-    code = ("import sys; import schemas.contracts.training as t; t.TRAIN_ROLLOUTS_SCHEMA; "
-            "sys.exit('great_expectations' in sys.modules)")
+def test_the_stage_schemas_and_the_scorer_load_without_great_expectations():
+    """Every stage contract, and the scorer that ``rubricrl score``, the reward service and the training jobs import,
+    load without GX: it costs about 5 s of CPU and ~280 MB per process, and only a stage's validation needs it."""
+    mods = sorted(f"schemas.contracts.{p.stem}" for p in (REPO / "schemas" / "contracts").glob("*.py")
+                  if p.stem != "__init__") + \
+        ["tasks.env.score", "rubricrl.score_cmd"]
+    code = f"import sys; [__import__(m) for m in {mods!r}]; sys.exit('great_expectations' in sys.modules)"
     res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
-    assert res.returncode == 0, f"importing schemas.contracts.training imports great_expectations: {res.stderr[-2000:]}"
+    assert res.returncode == 0, f"importing {mods} imports great_expectations: {res.stderr[-2000:]}"
 
 
 def test_the_rules_find_what_they_look_for(tmp_path):

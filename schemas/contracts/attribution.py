@@ -11,14 +11,18 @@ span is a non-empty interval inside the source.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from typing import get_args
 
-import great_expectations as gx
 import pandas as pd
 import pyarrow as pa
 
 from schemas.config.attribution import WeightRule
 from schemas.contracts.validation import FrameSuite, rows, suite
+
+if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
+    import great_expectations as gx
 
 STATUSES = ["localised", "unlocalised", "no_findings"]
 ANCHOR_STATUSES = ["matched", "ambiguous", "unmatched"]
@@ -84,6 +88,7 @@ def _spans_frame(table: pa.Table) -> pd.DataFrame:
 
 def attributions_suites() -> list[FrameSuite]:
     """The published stage, which carries ``judge_provider`` (added by train-rl, schemas/contracts/training.py)."""
+    import great_expectations as gx
     E = gx.expectations
     return [
         FrameSuite("attributions", rows, suite(

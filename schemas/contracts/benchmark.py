@@ -27,10 +27,14 @@ Formats read by ``tasks/queries/ingest.py`` (JSONL, one object per line):
 """
 from __future__ import annotations
 
-import great_expectations as gx
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 
 from schemas.contracts.validation import FrameSuite, exploded, rows, suite
+
+if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
+    import great_expectations as gx
 
 GIVEN_MODULE = "given"  # source_module of a rubric item copied from the benchmark, not derived by the model
 BENCHMARK_FORMATS = ("webgen-bench", "interactscience", "artifactsbench", "generic")
@@ -62,6 +66,7 @@ BENCHMARK_SCHEMA = pa.schema([
 
 
 def benchmark_suites() -> list[FrameSuite]:
+    import great_expectations as gx
     E = gx.expectations
     main = suite("benchmark_queries",
                  E.ExpectColumnValuesToNotBeNull(column="query_id"),

@@ -33,7 +33,8 @@ Offsets (``error_offset``, and those inside ``errors_json``) are character offse
 """
 from __future__ import annotations
 
-import great_expectations as gx
+from typing import TYPE_CHECKING
+
 import pandas as pd
 import pyarrow as pa
 
@@ -41,6 +42,9 @@ from schemas.checks import STATUSES
 from schemas.config.env import TIERS, RewardConfig
 from schemas.contracts.validation import FrameSuite, exploded, rows, suite
 from schemas.llm.diagnosis import LAYERS, SEVERITIES
+
+if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
+    import great_expectations as gx
 
 
 RUNTIME_STATUSES = ("ok", "page_error", "load_timeout", "unresponsive", "crashed", "reload_loop", "blank", "skipped",
@@ -123,6 +127,7 @@ REWARDS_SCHEMA = pa.schema([
 
 
 def judgments_suites() -> list[FrameSuite]:
+    import great_expectations as gx
     E = gx.expectations
     main = suite(
         "judgments",
@@ -150,6 +155,7 @@ def judgments_suites() -> list[FrameSuite]:
 
 
 def rewards_suites(reward_min: float = 0.0, reward_max: float = 1.0) -> list[FrameSuite]:
+    import great_expectations as gx
     E = gx.expectations
     main = suite(
         "rewards",
@@ -223,6 +229,7 @@ def _consistent(table: pa.Table) -> pd.DataFrame:
 
 
 def check_results_suites() -> list[FrameSuite]:
+    import great_expectations as gx
     E = gx.expectations
     main = suite(
         "check_results",

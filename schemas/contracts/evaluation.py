@@ -11,15 +11,19 @@ per test, test case or judge score. The markdown/PNG/HTML report is built from t
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import re
 
-import great_expectations as gx
 import pandas as pd
 import pyarrow as pa
 
 from schemas.contracts.env import TIERS
 from schemas.contracts.validation import FrameSuite, exploded, rows, suite
 from schemas.layout import stage_screenshots
+
+if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
+    import great_expectations as gx
 
 STAGE = "eval_results"
 MODEL_KINDS = ["checkpoint", "responses", "api", "tiny-random"]
@@ -99,6 +103,7 @@ def official_details(table: pa.Table) -> pd.DataFrame:
 
 
 def eval_results_suites() -> list[FrameSuite]:
+    import great_expectations as gx
     E = gx.expectations
     return [FrameSuite("rows", rows, suite(
         STAGE,

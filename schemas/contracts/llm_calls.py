@@ -10,10 +10,14 @@ retries) | budget (not sent: the run's budget was spent).
 """
 from __future__ import annotations
 
-import great_expectations as gx
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 
 from schemas.contracts.validation import FrameSuite, rows, suite
+
+if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
+    import great_expectations as gx
 
 STATUSES = ("ok", "missing", "error", "budget")
 
@@ -44,6 +48,7 @@ LLM_CALLS_SCHEMA = pa.schema([
 
 
 def llm_calls_suites() -> list[FrameSuite]:
+    import great_expectations as gx
     E = gx.expectations
     nonneg = [E.ExpectColumnValuesToBeBetween(column=c, min_value=0) for c in
               ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "latency_s", "cost_usd")]

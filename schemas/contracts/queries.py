@@ -1,11 +1,15 @@
 """The ``query_candidates`` and ``queries`` stages (paper D.1): schema and GX suites."""
 from __future__ import annotations
 
-import great_expectations as gx
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 from pydantic import BaseModel, Field
 
 from schemas.contracts.validation import FrameSuite, exploded, rows, suite
+
+if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
+    import great_expectations as gx
 
 DOMAINS = ("Games", "Science", "Tools", "Humanities", "Visualization", "Lifestyle")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -37,6 +41,7 @@ class QueryDraft(BaseModel):
 
 
 def _common(name: str, category_ids: list[str], capability_ids: list[str]) -> list[FrameSuite]:
+    import great_expectations as gx
     E = gx.expectations
     main = suite(
         name,
@@ -59,6 +64,7 @@ def _common(name: str, category_ids: list[str], capability_ids: list[str]) -> li
 def queries_suites(category_ids: list[str], capability_ids: list[str]) -> list[FrameSuite]:
     out = _common("queries", category_ids, capability_ids)
     main = out[0].suite
+    import great_expectations as gx
     out[0].suite = suite(main.name, *main.expectations, gx.expectations.ExpectColumnValuesToNotBeNull(column="text"))
     return out
 

@@ -14,10 +14,8 @@ the stages before it, the stage settings). A later run re-uses rows whose hash i
 from __future__ import annotations
 
 import json
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import great_expectations as gx
-from great_expectations.expectations.expectation import ColumnMapExpectation
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,8 +24,11 @@ from schemas.contracts.validation import FrameSuite, suite
 from schemas.llm.rubric_construction import CANDIDATE_TARGETS, MODULE_KINDS, REQUIREMENT_TYPES
 from schemas.rubric import EVIDENCE_KINDS, RUBRIC_LEVELS, SCOPES
 
+if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
+    import great_expectations as gx
+    from great_expectations.expectations.expectation import ColumnMapExpectation
+
 STATUSES = ("ok", "missing", "error", "budget", "upstream_missing", "no_items")
-E = gx.expectations
 _S, _L = pa.string(), pa.list_(pa.string())
 
 COMMON = [pa.field("query_id", _S), pa.field("input_hash", _S), pa.field("status", _S), pa.field("error", _S),
@@ -125,6 +126,8 @@ def covered_ids_exist(requirements: pa.Table | None, id_column: str) -> Callable
 
 
 def _status_suite(name: str) -> gx.ExpectationSuite:
+    import great_expectations as gx
+    E = gx.expectations
     return suite(name, E.ExpectColumnValuesToNotBeNull(column="query_id"),
                  E.ExpectColumnValuesToBeInSet(column="status", value_set=list(STATUSES)),
                  E.ExpectColumnValuesToNotBeNull(column="provider"),
@@ -132,6 +135,8 @@ def _status_suite(name: str) -> gx.ExpectationSuite:
 
 
 def _element_suites(stage: str, id_col: str, *extra: ColumnMapExpectation) -> list[FrameSuite]:
+    import great_expectations as gx
+    E = gx.expectations
     ok = suite(f"{stage}-ok", E.ExpectColumnValuesToNotBeNull(column=id_col),
                E.ExpectCompoundColumnsToBeUnique(column_list=["query_id", id_col]),
                E.ExpectColumnValuesToNotBeNull(column="query_evidence"), *extra)
@@ -141,6 +146,8 @@ def _element_suites(stage: str, id_col: str, *extra: ColumnMapExpectation) -> li
 
 
 def expansions_suites() -> list[FrameSuite]:
+    import great_expectations as gx
+    E = gx.expectations
     main = suite("expansions", *_status_suite("expansions").expectations,
                  E.ExpectColumnValuesToBeUnique(column="query_id"))
     ok = suite("expansions-ok", E.ExpectColumnValuesToNotBeNull(column="expanded_query"),
@@ -150,23 +157,31 @@ def expansions_suites() -> list[FrameSuite]:
 
 
 def requirements_suites() -> list[FrameSuite]:
+    import great_expectations as gx
+    E = gx.expectations
     return _element_suites("requirements", "requirement_id",
                            E.ExpectColumnValuesToBeInSet(column="requirement_type", value_set=list(REQUIREMENT_TYPES)),
                            E.ExpectColumnValuesToNotBeNull(column="must_cover"))
 
 
 def _covered(stage: str, requirements: pa.Table | None, id_col: str) -> FrameSuite:
+    import great_expectations as gx
+    E = gx.expectations
     s = suite(f"{stage}-covered-ids", E.ExpectColumnValuesToBeInSet(column="covered_ids_exist", value_set=[True]))
     return FrameSuite("covered_ids", covered_ids_exist(requirements, id_col), s, ["query_id", id_col])
 
 
 def modules_suites(requirements: pa.Table | None = None) -> list[FrameSuite]:
+    import great_expectations as gx
+    E = gx.expectations
     return [*_element_suites("modules", "module_id",
                              E.ExpectColumnValuesToBeInSet(column="kind", value_set=list(MODULE_KINDS))),
             _covered("modules", requirements, "module_id")]
 
 
 def rubric_candidates_suites(requirements: pa.Table | None = None) -> list[FrameSuite]:
+    import great_expectations as gx
+    E = gx.expectations
     return [*_element_suites("rubric_candidates", "candidate_id",
                              E.ExpectColumnValuesToBeInSet(column="scope", value_set=list(SCOPES)),
                              E.ExpectColumnValuesToBeInSet(column="rubric_level", value_set=list(RUBRIC_LEVELS)),
@@ -192,6 +207,8 @@ def _reference_checks(table: pa.Table) -> pd.DataFrame:
 
 
 def references_suites() -> list[FrameSuite]:
+    import great_expectations as gx
+    E = gx.expectations
     main = suite("rubric_references", *_status_suite("rubric_references").expectations,
                  E.ExpectColumnValuesToBeUnique(column="query_id"))
     checks = suite("rubric_references-checks",
@@ -254,6 +271,8 @@ def _check_parses(table: pa.Table) -> pd.DataFrame:
 def checks_suites() -> list[FrameSuite]:
     """rubric_checks: statuses in their sets; a kept check parses in the language and was not unsound on
     the empty page."""
+    import great_expectations as gx
+    E = gx.expectations
     ok = suite("rubric_checks-ok", E.ExpectColumnValuesToNotBeNull(column="item_id"),
                E.ExpectCompoundColumnsToBeUnique(column_list=["query_id", "item_id"]),
                E.ExpectColumnValuesToBeInSet(column="scope", value_set=list(SCOPES)),
@@ -275,6 +294,8 @@ def checks_suites() -> list[FrameSuite]:
 
 
 def items_suites(references: pa.Table | None = None) -> list[FrameSuite]:
+    import great_expectations as gx
+    E = gx.expectations
     main = suite("rubric_items", E.ExpectColumnValuesToNotBeNull(column="query_id"),
                  E.ExpectColumnValuesToNotBeNull(column="id"),
                  E.ExpectCompoundColumnsToBeUnique(column_list=["query_id", "id"]),

@@ -8,10 +8,14 @@ every row). They are scored into ``probe_judgments`` / ``probe_rewards`` (the sc
 """
 from __future__ import annotations
 
-import great_expectations as gx
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 
 from schemas.contracts.validation import FrameSuite, rows, suite
+
+if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
+    import great_expectations as gx
 
 PROBE_ROLLOUTS_SCHEMA = pa.schema([
     pa.field("rollout_id", pa.string(), nullable=False),  # <query_id>:p<sample>
@@ -55,6 +59,7 @@ RL_QUERIES_SCHEMA = pa.schema([
 
 
 def probe_rollouts_suites() -> list[FrameSuite]:
+    import great_expectations as gx
     E = gx.expectations
     return [FrameSuite("rows", rows, suite(
         "probe_rollouts",
@@ -69,6 +74,7 @@ def probe_rollouts_suites() -> list[FrameSuite]:
 
 
 def rl_queries_suites() -> list[FrameSuite]:
+    import great_expectations as gx
     E = gx.expectations
     return [FrameSuite("rows", rows, suite(
         "rl_queries",

@@ -16,16 +16,20 @@ ask in DuckDB what its trainer was rewarded for::
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 from typing import Any
 
-import great_expectations as gx
 import pandas as pd
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from schemas.config.env import TIERS
 from schemas.contracts.validation import FrameSuite, rows, suite
+
+if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
+    import great_expectations as gx
 
 
 class ScoreItem(BaseModel):
@@ -87,6 +91,7 @@ def _consistent(table: pa.Table) -> pd.DataFrame:
 
 
 def service_scores_suites() -> list[FrameSuite]:
+    import great_expectations as gx
     E = gx.expectations
     main = suite(
         "service_scores",

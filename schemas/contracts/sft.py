@@ -1,10 +1,14 @@
 """The ``sft_answers`` stage: every teacher answer with its gates; rejected ones stay, marked."""
 from __future__ import annotations
 
-import great_expectations as gx
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 
 from schemas.contracts.validation import FrameSuite, rows, suite
+
+if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
+    import great_expectations as gx
 
 MESSAGE = pa.struct([pa.field("role", pa.string()), pa.field("content", pa.string())])
 
@@ -32,6 +36,7 @@ REJECT_REASONS = ["missing", "format_invalid", "source_invalid", "runtime_invali
 
 
 def sft_answers_suites() -> list[FrameSuite]:
+    import great_expectations as gx
     E = gx.expectations
     return [FrameSuite("rows", rows, suite(
         "sft_answers",

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from schemas.config.train import MODES
 from schemas.contracts.validation import FrameSuite, rows, suite
 
-if TYPE_CHECKING:  # the training jobs import these schemas: GX (seconds, ~280 MB) loads when a suite is built
+if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
     import great_expectations as gx
     import pandas as pd
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
 
-if TYPE_CHECKING:  # the training jobs import these schemas: GX (seconds, ~280 MB) loads when a suite is built
+if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
     import great_expectations as gx
     import pandas as pd
 
