@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from schemas.llm.diagnosis import LAYERS, SEVERITIES
+from schemas.rubric import JudgeItem
 from tasks.env.evidence import Evidence, RuntimeEvidence
 from tasks.env.judge_diagnosis import line_quote
 from tasks.env.records import CheckResult, LoadErrorsVerdict
@@ -77,15 +78,15 @@ def _simulation_layer(html: str, rt: RuntimeEvidence | None, load: LoadErrorsVer
     return layer
 
 
-def _check_finding(html: str, it: dict[str, Any], r: CheckResult) -> dict[str, Any]:
+def _check_finding(html: str, it: JudgeItem, r: CheckResult) -> dict[str, Any]:
     """A failed executable check as a major rubric finding; a page error's source line is its direct anchor."""
     quotes = [q for e in r.errors for q in line_quote(html, e.offset)][:3]
-    return _finding(f"executable check failed for: {it['requirement']}", list(dict.fromkeys(quotes)),
+    return _finding(f"executable check failed for: {it.requirement}", list(dict.fromkeys(quotes)),
                     f"step {r.step} ({r.step_kind}) in headless Chromium: {r.reason}; observed "
-                    f"{r.observed}, expected {r.expected}", item_id=it["id"], scope=it["scope"])
+                    f"{r.observed}, expected {r.expected}", item_id=it.id, scope=it.scope)
 
 
-def _rubric_layer(html: str, items: list[dict[str, Any]], runtime: RuntimeEvidence | None = None,
+def _rubric_layer(html: str, items: list[JudgeItem], runtime: RuntimeEvidence | None = None,
                   checks: list[CheckResult] | None = None) -> tuple[dict[str, list], list[str]]:
     """(layer, undecided item ids): an executable check decides first (failed: a major finding; passed: met),
     then the other evidence (``tasks/env/rubric_evidence.py``); an item nothing speaks to is undecided."""
@@ -93,7 +94,7 @@ def _rubric_layer(html: str, items: list[dict[str, Any]], runtime: RuntimeEviden
     undecided: list[str] = []
     verdict = {r.item_id: r for r in checks or [] if r.status in ("passed", "failed")}
     for it in items:
-        r = verdict.get(it["id"])
+        r = verdict.get(it.id)
         if r is not None and r.status == "failed":
             layer["major"].append(_check_finding(html, it, r))
             continue
@@ -101,10 +102,10 @@ def _rubric_layer(html: str, items: list[dict[str, Any]], runtime: RuntimeEviden
         if decided is not None and decided[0] == "met":  # met, unless what it asks to see is not drawn
             decided = blank_drawing(it, runtime.interaction if runtime is not None else None) or MET
         if decided is None:
-            undecided.append(it["id"])
+            undecided.append(it.id)
         elif decided[0] != "met":
             sev, desc, why, quotes = decided
-            layer[sev].append(_finding(desc, quotes, why, item_id=it["id"], scope=it["scope"]))
+            layer[sev].append(_finding(desc, quotes, why, item_id=it.id, scope=it.scope))
     return layer, undecided
 
 
