@@ -50,15 +50,15 @@ def test_an_empty_drawing_area_is_a_minor_finding_only_when_every_canvas_in_it_i
     assert (got is not None and got[0] == "minor") is minor
     layer, undecided = _rubric_layer("<p></p>", [JUDGE_ITEM], RuntimeEvidence(interaction=_inter(*canvases)),
                                      [CheckResult("I1", "passed")])
-    assert undecided == [] and [f["item_id"] for f in layer["minor"]] == (["I1"] if minor else [])
-    assert layer["major"] == layer["critical"] == []
+    assert undecided == [] and [f.item_id for f in layer.minor] == (["I1"] if minor else [])
+    assert layer.major == layer.critical == []
 
 
 def test_a_failed_check_stays_major_and_other_kinds_of_item_are_not_this_evidences():
     inter = _inter((["plot", "plot-area"], True, "2d"))
     layer, _ = _rubric_layer("<p></p>", [JUDGE_ITEM], RuntimeEvidence(interaction=inter),
                              [CheckResult("I1", "failed", 0, "count", "absent")])
-    assert [f["item_id"] for f in layer["major"]] == ["I1"] and layer["minor"] == []
+    assert [f.item_id for f in layer.major] == ["I1"] and layer.minor == []
     control = JUDGE_ITEM.model_copy(update={"evidence_kind": "control_default"})
     assert blank_drawing(control, inter) is None
     assert blank_drawing(JUDGE_ITEM, replace(inter, status="hung")) is None

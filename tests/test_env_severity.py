@@ -195,9 +195,9 @@ def test_an_error_at_load_that_does_not_block_is_a_minor_simulation_finding_and_
         PageError("ReferenceError", "color is not defined", offset=html.index("color"))])
     answers = LoadErrorsVerdict(False, "the app still answers input after the error: 1 of 4 controls used changed the page")
     layer = _simulation_layer(html, rt, answers)
-    assert layer["critical"] == [] and "not blocking: the app still answers" in layer["minor"][0]["explanation"]
-    assert layer["minor"][0]["code_quotes"] == ["const c = color(1);"]
-    assert len(_simulation_layer(html, rt, LoadErrorsVerdict(True, "x"))["critical"]) == 1
-    assert len(_simulation_layer(html, rt)["critical"]) == 1  # unmarked errors block
+    assert layer.critical == [] and "not blocking: the app still answers" in layer.minor[0].explanation
+    assert layer.minor[0].code_quotes == ["const c = color(1);"]
+    assert len(_simulation_layer(html, rt, LoadErrorsVerdict(True, "x")).critical) == 1
+    assert len(_simulation_layer(html, rt).critical) == 1  # unmarked errors block
     facts = observed_facts(html, Evidence(runtime=rt, load_errors=answers))
     assert "load in headless Chromium: page_error (not blocking: the app still answers input" in facts
