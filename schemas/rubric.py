@@ -169,7 +169,8 @@ def compact(reference: Reference) -> CompactRubric:
 
 
 def judge_dicts(rubric: CompactRubric) -> list[dict]:
-    """The judge payload as the judge reads it: an item without structure fields shows none of them (null)."""
+    """The judge payload as the prompt shows it (JSON): an item without structure fields shows none of them (null).
+    Inside the environment the items stay ``JudgeItem`` (``judge_payload``)."""
     return [i.model_dump(exclude_none=True) for i in judge_payload(rubric)]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from schemas.config.env import RuntimeConfig
-from schemas.rubric import Task
+from schemas.rubric import Task, judge_payload
 from tasks.env.evidence import RuntimeEvidence
 from tasks.env.judge_offline import _rubric_layer
 from tasks.env.probe_records import ProbeRecord
@@ -26,7 +26,7 @@ ITEM = {"id": "I1", "requirement": "The drawing area #plot-area is visible when 
         "level": "rendering_effect", "check": CHECK, "evidence_kind": "drawing_present", "element": "#plot-area"}
 TASK = Task.model_validate({"query_id": "q-plot", "query": "A parabola y = a x^2 drawn in #plot-area; slider #slider-a.",
                             "rubric": {"initial_state": [ITEM], "dynamic": []}})
-JUDGE_ITEM = {**{k: v for k, v in ITEM.items() if k not in ("check", "level")}, "scope": "initial_state"}
+(JUDGE_ITEM,) = judge_payload(TASK.rubric)
 CFG = RuntimeConfig(concurrency=2)
 needs_browser = pytest.mark.skipif(not Path(CFG.executable_path).exists(),
                                    reason="needs Debian's chromium-headless-shell: scripts/setup-system.sh")
@@ -50,16 +50,16 @@ def test_an_empty_drawing_area_is_a_minor_finding_only_when_every_canvas_in_it_i
     assert (got is not None and got[0] == "minor") is minor
     layer, undecided = _rubric_layer("<p></p>", [JUDGE_ITEM], RuntimeEvidence(interaction=_inter(*canvases)),
                                      [CheckResult("I1", "passed")])
-    assert undecided == [] and [f["item_id"] for f in layer["minor"]] == (["I1"] if minor else [])
-    assert layer["major"] == layer["critical"] == []
+    assert undecided == [] and [f.item_id for f in layer.minor] == (["I1"] if minor else [])
+    assert layer.major == layer.critical == []
 
 
 def test_a_failed_check_stays_major_and_other_kinds_of_item_are_not_this_evidences():
     inter = _inter((["plot", "plot-area"], True, "2d"))
     layer, _ = _rubric_layer("<p></p>", [JUDGE_ITEM], RuntimeEvidence(interaction=inter),
                              [CheckResult("I1", "failed", 0, "count", "absent")])
-    assert [f["item_id"] for f in layer["major"]] == ["I1"] and layer["minor"] == []
-    control = {**JUDGE_ITEM, "evidence_kind": "control_default"}
+    assert [f.item_id for f in layer.major] == ["I1"] and layer.minor == []
+    control = JUDGE_ITEM.model_copy(update={"evidence_kind": "control_default"})
     assert blank_drawing(control, inter) is None
     assert blank_drawing(JUDGE_ITEM, replace(inter, status="hung")) is None
 

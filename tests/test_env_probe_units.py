@@ -8,7 +8,7 @@ import pytest
 
 from schemas.config.env import ProbeConfig, RuntimeConfig
 from schemas.llm.diagnosis import Diagnosis
-from schemas.rubric import Task
+from schemas.rubric import JudgeItem, Task
 from tasks.env.judge import build_judge_request, observed_facts
 from tasks.env.judge_diagnosis import unique_quote, with_observed_findings
 from tasks.env.evidence import Evidence, RuntimeEvidence, shift_offsets
@@ -62,7 +62,7 @@ def test_runtime_gate_follows_the_failures_and_config():
     ("The ball moves continuously", "initial_state", inter(status="hung"), None),  # no decision from a hung probe
 ])
 def test_evidence_decides_rubric_items(req, scope, ev, expect):
-    got = evidence_decision({"id": "X", "requirement": req, "scope": scope}, ev)
+    got = evidence_decision(JudgeItem(id="X", requirement=req, scope=scope, level="correct_rule"), ev)
     assert (got[0] if got else None) == expect
     if got and got[0] != "met":
         assert "heuristic" in got[2]

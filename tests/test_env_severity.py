@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from schemas.llm.diagnosis import Diagnosis
+from schemas.rubric import JudgeItem
 from tasks.env.evidence import Evidence, RuntimeEvidence
 from tasks.env.judge_diagnosis import item_for_control, with_observed_findings
 from tasks.env.probe_records import Action, Liveness, ProbeError, ProbeRecord
@@ -95,10 +96,11 @@ def test_an_unknown_rule_names_the_choices():
         classify_failures(inter([err(1)]), "strict")
 
 
-ITEMS = [{"id": "I1", "scope": "initial_state", "requirement": "A Boost button is shown"},
-         {"id": "D1", "scope": "dynamic", "requirement": "Clicking Start starts the simulation"},
-         {"id": "D2", "scope": "dynamic", "requirement": "Clicking Boost doubles the speed"},
-         {"id": "D3", "scope": "dynamic", "requirement": "Dragging the mass slider changes the mass of the ball"}]
+ITEMS = [JudgeItem(level="correct_rule", **i) for i in (
+    {"id": "I1", "scope": "initial_state", "requirement": "A Boost button is shown"},
+    {"id": "D1", "scope": "dynamic", "requirement": "Clicking Start starts the simulation"},
+    {"id": "D2", "scope": "dynamic", "requirement": "Clicking Boost doubles the speed"},
+    {"id": "D3", "scope": "dynamic", "requirement": "Dragging the mass slider changes the mass of the ball"})]
 
 
 @pytest.mark.parametrize("failure, item", [
@@ -108,17 +110,18 @@ ITEMS = [{"id": "I1", "scope": "initial_state", "requirement": "A Boost button i
 ])
 def test_the_item_a_control_serves(failure, item):
     got = item_for_control(ITEMS, failure)
-    assert (got["id"] if got else None) == item
+    assert (got.id if got else None) == item
 
 
 def test_an_item_with_fields_is_matched_by_the_elements_it_names_not_its_words():
     # the control #massSlider: the gravity item's sentence speaks of the mass, but the element it names is #gravity;
     # the item about #mass-range names no control in words. Matching the sentence put a major finding on the wrong item
-    fielded = [{"id": "F1", "scope": "dynamic", "evidence_kind": "operate_control", "trigger": "#gravity",
-                "requirement": "Dragging the gravity slider changes how fast the mass falls"},
-               {"id": "F2", "scope": "dynamic", "evidence_kind": "operate_control", "trigger": "#mass-range",
-                "requirement": "The ball's weight follows its control"}]
-    assert item_for_control(fielded, Failure("error", label="5", target="input#massSlider"))["id"] == "F2"
+    fielded = [JudgeItem(level="correct_rule", **i) for i in (
+        {"id": "F1", "scope": "dynamic", "evidence_kind": "operate_control", "trigger": "#gravity",
+         "requirement": "Dragging the gravity slider changes how fast the mass falls"},
+        {"id": "F2", "scope": "dynamic", "evidence_kind": "operate_control", "trigger": "#mass-range",
+         "requirement": "The ball's weight follows its control"})]
+    assert item_for_control(fielded, Failure("error", label="5", target="input#massSlider")).id == "F2"
     assert item_for_control(fielded, Failure("error", label="Go", target="button#go")) is None
 
 
@@ -192,9 +195,9 @@ def test_an_error_at_load_that_does_not_block_is_a_minor_simulation_finding_and_
         PageError("ReferenceError", "color is not defined", offset=html.index("color"))])
     answers = LoadErrorsVerdict(False, "the app still answers input after the error: 1 of 4 controls used changed the page")
     layer = _simulation_layer(html, rt, answers)
-    assert layer["critical"] == [] and "not blocking: the app still answers" in layer["minor"][0]["explanation"]
-    assert layer["minor"][0]["code_quotes"] == ["const c = color(1);"]
-    assert len(_simulation_layer(html, rt, LoadErrorsVerdict(True, "x"))["critical"]) == 1
-    assert len(_simulation_layer(html, rt)["critical"]) == 1  # unmarked errors block
+    assert layer.critical == [] and "not blocking: the app still answers" in layer.minor[0].explanation
+    assert layer.minor[0].code_quotes == ["const c = color(1);"]
+    assert len(_simulation_layer(html, rt, LoadErrorsVerdict(True, "x")).critical) == 1
+    assert len(_simulation_layer(html, rt).critical) == 1  # unmarked errors block
     facts = observed_facts(html, Evidence(runtime=rt, load_errors=answers))
     assert "load in headless Chromium: page_error (not blocking: the app still answers input" in facts

@@ -10,7 +10,7 @@ import pytest
 
 from schemas.config.env import EnvConfig, RewardConfig, RuntimeConfig
 from schemas.llm.diagnosis import Diagnosis
-from schemas.rubric import Task
+from schemas.rubric import JudgeItem, Task
 from tasks.env import rewards as R
 from tasks.env.score_tables import judgment_row
 from tasks.env.evidence import RuntimeEvidence
@@ -27,8 +27,8 @@ NO_BROWSER = EnvConfig(runtime=RuntimeConfig(enabled=False))
 OK_PAGE = {"status": "ok", "blank_body": False, "interaction": None}
 
 
-def _item(requirement: str, scope: str = "initial_state") -> dict:
-    return {"id": "X", "requirement": requirement, "scope": scope}
+def _item(requirement: str, scope: str = "initial_state") -> JudgeItem:
+    return JudgeItem.model_validate({"id": "X", "requirement": requirement, "scope": scope, "level": "correct_rule"})
 
 
 @pytest.mark.parametrize("requirement, html, runtime, expect", [

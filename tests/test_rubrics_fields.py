@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from schemas.rubric import EVIDENCE_KINDS, STRUCTURE, CompactRubric, RubricItem, judge_dicts
+from schemas.rubric import EVIDENCE_KINDS, STRUCTURE, CompactRubric, JudgeItem, RubricItem, judge_dicts
 from tasks.env.evidence import RuntimeEvidence
 from tasks.env.probe_records import ProbeRecord
 from tasks.env.rubric_evidence import item_decision
@@ -102,7 +102,8 @@ DECISIONS = [
 @pytest.mark.parametrize("requirement,fields,runtime,expected", DECISIONS,
                          ids=[f"{d[0][:24]}-{d[1].get('evidence_kind')}-{d[2]}" for d in DECISIONS])
 def test_the_judge_decides_an_item_by_its_fields_else_by_its_words(requirement, fields, runtime, expected):
-    item = {"id": "D1", "scope": "dynamic", "requirement": requirement, "level": "core_module", **fields}
+    item = JudgeItem.model_validate({"id": "D1", "scope": "dynamic", "requirement": requirement, "level": "core_module",
+                                     **fields})
     decided = item_decision(item, RUNTIMES[runtime], APP)
     assert (decided[0] if decided else None) == expected
 
@@ -145,10 +146,10 @@ def test_an_llm_item_with_the_fields_is_checked_and_judged_as_the_rules_item():
         {"items": json.dumps(its), "expanded_query": PLAN})["checks"]}
     theirs, ours = checks(reference_items(ref)), checks(reference_items(json.loads(control["row"]["reference_json"])))
     assert theirs == {"I1": ours[control["id"]], "D1": ours[behaviour["id"]]}
-    payload = {i["id"]: i for i in json.loads(llm["judge_payload_json"])}
+    payload = {i["id"]: JudgeItem.model_validate(i) for i in json.loads(llm["judge_payload_json"])}
     broken = APP.replace('id="go"', 'id="slider-length"')
     for html in (APP, broken):
         for runtime in RUNTIMES.values():
             for mine, rule_item in (("I1", control), ("D1", behaviour)):
-                judged = {**rule_item, "scope": rule_item["scope"], "level": rule_item["rubric_level"]}
+                judged = JudgeItem.model_validate({**rule_item, "level": rule_item["rubric_level"]})
                 assert item_decision(payload[mine], runtime, html) == item_decision(judged, runtime, html)

@@ -18,7 +18,7 @@ from typing import Any
 
 from schemas.config.env import JudgeConfig
 from schemas.llm.diagnosis import Diagnosis
-from schemas.rubric import Task, judge_dicts
+from schemas.rubric import Task, judge_dicts, judge_payload
 from tasks.env.evidence import Evidence
 from tasks.env.judge_offline import offline_diagnosis
 from tasks.env.records import CheckResult
@@ -41,7 +41,7 @@ def build_judge_request(task: Task, html: str, *, key: str, evidence: Evidence |
     variables["evidence"] = ev
     variables["observed"] = observed_facts(html, ev)
     variables["check_results"] = render_checks(ev.check_results)
-    variables["rubric_items"] = judge_dicts(task.rubric)
+    variables["rubric_items"] = judge_payload(task.rubric)  # the items as the offline rule reads them
     return LLMRequest(stage="judgments", key=key, prompt=cfg.prompt, variables=variables, output_model=Diagnosis,
                       offline_rule=offline_diagnosis, validation_context={"valid_ids": task.rubric.ids()},
                       max_tokens=cfg.max_tokens, temperature=cfg.temperature)

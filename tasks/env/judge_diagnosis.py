@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from schemas.llm.diagnosis import LAYERS, SEVERITIES, SEVERITY_RANK, Diagnosis, Finding, Layer
-from schemas.rubric import CompactRubric
+from schemas.rubric import CompactRubric, JudgeItem
 from tasks.env.records import DroppedFinding, Failure, Record
 from tasks.env.rubric_evidence import item_facts, names_control
 
@@ -68,10 +68,10 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z]{3,}", spaced.lower()) if w not in _STOP}
 
 
-def item_for_control(items: list[dict[str, Any]], failure: Failure) -> dict[str, Any] | None:
+def item_for_control(items: list[JudgeItem], failure: Failure) -> JudgeItem | None:
     """The dynamic rubric item a failing control serves: the one naming its label, else the one whose named
     elements share the most words with its label and element (none shared: None) (pure)."""
-    dynamic = [i for i in items if i.get("scope") == "dynamic"]
+    dynamic = [i for i in items if i.scope == "dynamic"]
     named = [i for i in dynamic if names_control(item_facts(i), failure.label, failure.target)]
     if named:
         return named[0]
@@ -80,16 +80,16 @@ def item_for_control(items: list[dict[str, Any]], failure: Failure) -> dict[str,
     return best if best is not None and words & _named_words(best) else None
 
 
-def _named_words(item: dict[str, Any]) -> set[str]:
+def _named_words(item: JudgeItem) -> set[str]:
     """The words of the elements an item names: the ids of its fields; its requirement's words only for an item
     without fields (the sentence fallback, as ``rubric_evidence.item_facts``) (pure)."""
-    if item.get("evidence_kind") is None:
-        return _words(item["requirement"])
+    if item.evidence_kind is None:
+        return _words(item.requirement)
     return _words(" ".join(item_facts(item).ids))
 
 
 def with_observed_findings(diag: Diagnosis, html: str, failures: list[Failure],
-                           items: list[dict[str, Any]] | None = None) -> Diagnosis:
+                           items: list[JudgeItem] | None = None) -> Diagnosis:
     """The diagnosis plus what the browser saw interactions do (pure). A blocking failure (``tasks.env.severity``;
     unmarked ones block) is a code_simulation major finding; one confined to a control's handler is a minor one
     plus a major finding on the rubric item that control serves (``items``: the judge payload), unless the
@@ -108,9 +108,9 @@ def with_observed_findings(diag: Diagnosis, html: str, failures: list[Failure],
             explanation=f"observed in headless Chromium by the interaction probe; {'blocking' if blocking else 'not blocking'}: {why}"))
         # the control worked for its user when its effect showed before the error: the item is not failed by it
         item = None if blocking or f.effect_shown else item_for_control(items or [], f)
-        if item is not None and item["id"] not in severe:
-            severe.add(item["id"])
-            rubric_major.append(Finding(item_id=item["id"], scope=item["scope"], code_quotes=quotes,
+        if item is not None and item.id not in severe:
+            severe.add(item.id)
+            rubric_major.append(Finding(item_id=item.id, scope=item.scope, code_quotes=quotes,
                                         description=f"{OBSERVED_TAG} the control this item needs fails: {_observed_description(f)}",
                                         explanation="observed in headless Chromium by the interaction probe: the error is "
                                                     "confined to the handler of the control this item is about"))

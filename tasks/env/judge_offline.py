@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from schemas.llm.diagnosis import LAYERS, SEVERITIES
+from schemas.llm.diagnosis import SEVERITIES, Diagnosis, Finding, Layer
+from schemas.rubric import JudgeItem
 from tasks.env.evidence import Evidence, RuntimeEvidence
 from tasks.env.judge_diagnosis import line_quote
 from tasks.env.records import CheckResult, LoadErrorsVerdict
@@ -26,28 +27,28 @@ if TYPE_CHECKING:
 OFFLINE_TAG = "[offline]"
 
 
-def _finding(description: str, quotes: list[str] | None = None, explanation: str = "", **kw: Any) -> dict[str, Any]:
-    return {"item_id": kw.get("item_id"), "scope": kw.get("scope"), "description": f"{OFFLINE_TAG} {description}",
-            "code_quotes": quotes or [], "related_symbols": kw.get("related_symbols", []), "state_variables": [],
-            "context_hints": kw.get("context_hints", []), "explanation": explanation}
+def _finding(description: str, quotes: list[str] | None = None, explanation: str = "", item: JudgeItem | None = None
+             ) -> Finding:
+    return Finding(item_id=item.id if item else None, scope=item.scope if item else None,
+                   description=f"{OFFLINE_TAG} {description}", code_quotes=quotes or [], explanation=explanation)
 
 
-def _static_layer(html: str, errors: list[SourceError]) -> dict[str, list]:
-    layer: dict[str, list] = {s: [] for s in SEVERITIES}
+def _static_layer(html: str, errors: list[SourceError]) -> Layer:
+    layer: dict[str, list[Finding]] = {s: [] for s in SEVERITIES}
     for e in errors:
         sev = "critical" if e.blocking else ("minor" if e.language == "html" else "major")
         quote = html[e.start : e.end].strip()
         quotes = [quote[:200]] if quote and quote[:200] in html else line_quote(html, e.start)
         layer[sev].append(_finding(e.message, quotes, f"tree-sitter {e.language} parse error at line "
                                    f"{e.line}, column {e.column}"))
-    return layer
+    return Layer(name="static_check", **layer)
 
 
-def _simulation_layer(html: str, rt: RuntimeEvidence | None, load: LoadErrorsVerdict | None = None) -> dict[str, list]:
+def _simulation_layer(html: str, rt: RuntimeEvidence | None, load: LoadErrorsVerdict | None = None) -> Layer:
     """``load``: whether the errors at load block (``RuntimeEvidence.load_errors``); unmarked ones do."""
-    layer: dict[str, list] = {s: [] for s in SEVERITIES}
+    layer: dict[str, list[Finding]] = {s: [] for s in SEVERITIES}
     if rt is None:
-        return layer
+        return Layer(name="code_simulation", **layer)
     blocking = load is None or load.blocking
     for pe in rt.page_errors:
         layer["critical" if blocking else "minor"].append(_finding(
@@ -74,26 +75,26 @@ def _simulation_layer(html: str, rt: RuntimeEvidence | None, load: LoadErrorsVer
         layer["minor"].append(_finding(f"the app requests {br.url} ({br.resource_type}), which is not "
                                        f"served: {br.reason or 'network access is not available to the app'}",
                                        [], f"sandbox outcome: {br.outcome or 'refused'}"))
-    return layer
+    return Layer(name="code_simulation", **layer)
 
 
-def _check_finding(html: str, it: dict[str, Any], r: CheckResult) -> dict[str, Any]:
+def _check_finding(html: str, it: JudgeItem, r: CheckResult) -> Finding:
     """A failed executable check as a major rubric finding; a page error's source line is its direct anchor."""
     quotes = [q for e in r.errors for q in line_quote(html, e.offset)][:3]
-    return _finding(f"executable check failed for: {it['requirement']}", list(dict.fromkeys(quotes)),
+    return _finding(f"executable check failed for: {it.requirement}", list(dict.fromkeys(quotes)),
                     f"step {r.step} ({r.step_kind}) in headless Chromium: {r.reason}; observed "
-                    f"{r.observed}, expected {r.expected}", item_id=it["id"], scope=it["scope"])
+                    f"{r.observed}, expected {r.expected}", it)
 
 
-def _rubric_layer(html: str, items: list[dict[str, Any]], runtime: RuntimeEvidence | None = None,
-                  checks: list[CheckResult] | None = None) -> tuple[dict[str, list], list[str]]:
+def _rubric_layer(html: str, items: list[JudgeItem], runtime: RuntimeEvidence | None = None,
+                  checks: list[CheckResult] | None = None) -> tuple[Layer, list[str]]:
     """(layer, undecided item ids): an executable check decides first (failed: a major finding; passed: met),
     then the other evidence (``tasks/env/rubric_evidence.py``); an item nothing speaks to is undecided."""
-    layer: dict[str, list] = {s: [] for s in SEVERITIES}
+    layer: dict[str, list[Finding]] = {s: [] for s in SEVERITIES}
     undecided: list[str] = []
     verdict = {r.item_id: r for r in checks or [] if r.status in ("passed", "failed")}
     for it in items:
-        r = verdict.get(it["id"])
+        r = verdict.get(it.id)
         if r is not None and r.status == "failed":
             layer["major"].append(_check_finding(html, it, r))
             continue
@@ -101,21 +102,19 @@ def _rubric_layer(html: str, items: list[dict[str, Any]], runtime: RuntimeEviden
         if decided is not None and decided[0] == "met":  # met, unless what it asks to see is not drawn
             decided = blank_drawing(it, runtime.interaction if runtime is not None else None) or MET
         if decided is None:
-            undecided.append(it["id"])
+            undecided.append(it.id)
         elif decided[0] != "met":
             sev, desc, why, quotes = decided
-            layer[sev].append(_finding(desc, quotes, why, item_id=it["id"], scope=it["scope"]))
-    return layer, undecided
+            layer[sev].append(_finding(desc, quotes, why, it))
+    return Layer(name="rubric_alignment", **layer), undecided
 
 
 def offline_diagnosis(variables: dict[str, Any]) -> dict[str, Any]:
-    """The offline provider's rule: a deterministic Diagnosis from our own evidence (says it is offline)."""
+    """The offline provider's rule: a deterministic Diagnosis from our own evidence (says it is offline), as the
+    JSON object a judge replies with."""
     html = variables["application"]
     ev: Evidence = variables.get("evidence") or Evidence()
     rubric, undecided = _rubric_layer(html, variables.get("rubric_items", []), ev.runtime, ev.check_results)
-    layers = {
-        "static_check": _static_layer(html, ev.syntax_errors),
-        "code_simulation": _simulation_layer(html, ev.runtime, ev.load_errors),
-        "rubric_alignment": rubric,
-    }
-    return {**{name: {"name": name, **layers[name]} for name in LAYERS}, "undecided": undecided}
+    return Diagnosis(static_check=_static_layer(html, ev.syntax_errors),
+                     code_simulation=_simulation_layer(html, ev.runtime, ev.load_errors),
+                     rubric_alignment=rubric, undecided=undecided).model_dump()

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tasks.rubrics.vocab import BY_ITSELF, ITEM_ANSWERS_INPUT, ITEM_MOTION, ITEM_PROMPTED
 
 if TYPE_CHECKING:
+    from schemas.rubric import JudgeItem
     from tasks.env.evidence import RuntimeEvidence
     from tasks.env.probe_records import ProbeRecord
 
@@ -63,16 +64,16 @@ class ItemFacts:
     label_text: str
 
 
-def item_facts(item: dict[str, Any]) -> ItemFacts:
+def item_facts(item: JudgeItem) -> ItemFacts:
     """The item's fields, or its requirement's words when it has none (``sentence_facts``)."""
-    if item.get("evidence_kind") is None:
-        return sentence_facts(item["requirement"])
-    named = [item.get("element"), item.get("trigger"), *(item.get("effect") or [])]
+    if item.evidence_kind is None:
+        return sentence_facts(item.requirement)
+    named = [item.element, item.trigger, *(item.effect or [])]
     ids = tuple(dict.fromkeys(n[1:] for n in named if n and n.startswith("#")))
-    label = item.get("element") if item["evidence_kind"] == "labelled_present" else None
+    label = item.element if item.evidence_kind == "labelled_present" else None
     # A probe names an element without an id by its visible label, which the fields do not carry (they name the
     # element by ``#id``): it is looked for among the item's words, as a name, not read back as structure.
-    return ItemFacts(item["evidence_kind"], ids, (label,) if label else (), item["requirement"])
+    return ItemFacts(item.evidence_kind, ids, (label,) if label else (), item.requirement)
 
 
 def sentence_facts(requirement: str) -> ItemFacts:
@@ -104,7 +105,7 @@ def names_control(facts: ItemFacts, label: str | None, target: str | None = None
     return re.search(_WORD_BEFORE + re.escape(label.lower()) + _WORD_AFTER, facts.label_text.lower()) is not None
 
 
-def evidence_decision(item: dict[str, Any], inter: "ProbeRecord | None") -> Decision | None:
+def evidence_decision(item: JudgeItem, inter: "ProbeRecord | None") -> Decision | None:
     """Steps 3 to 5 (the interaction probe's evidence); None when it does not speak to the item."""
     if inter is None or inter.status != "ok":
         return None
@@ -119,7 +120,7 @@ def evidence_decision(item: dict[str, Any], inter: "ProbeRecord | None") -> Deci
         if not live.visual_change:
             return ("major", "nothing moves on the page", f"{HEURISTIC}: no animation frame requested and no visual "
                     f"change in {live.gap_s}s while idle", [])
-    if item.get("scope") != "dynamic":  # what a control does is dynamic behaviour; its display is not
+    if item.scope != "dynamic":  # what a control does is dynamic behaviour; its display is not
         return None
     acts = inter.actions
     for f in interaction_failures(inter):
@@ -143,7 +144,7 @@ def evidence_decision(item: dict[str, Any], inter: "ProbeRecord | None") -> Deci
     return None
 
 
-def blank_drawing(item: dict[str, Any], inter: "ProbeRecord | None") -> Decision | None:
+def blank_drawing(item: JudgeItem, inter: "ProbeRecord | None") -> Decision | None:
     """A drawing the item asks for on load, met by its check or the evidence, whose drawing area is on screen but
     empty: every visible canvas in the element it names is blank after load and settle (no script gave it a
     context, or its 2D pixels are all one colour; probe.js ``canvases``) -> minor (the area is there, the drawing
@@ -160,7 +161,7 @@ def blank_drawing(item: dict[str, Any], inter: "ProbeRecord | None") -> Decision
             f"in {name} (no drawing context, or every pixel one colour)", [])
 
 
-def item_decision(item: dict[str, Any], runtime: RuntimeEvidence | None, html: str) -> Decision | None:
+def item_decision(item: JudgeItem, runtime: RuntimeEvidence | None, html: str) -> Decision | None:
     """Steps 2 to 6 on one item that no executable check decided (see the module docstring); None: undecided."""
     facts = item_facts(item)
     missing = [i for i in facts.ids if not in_source(i, html)]

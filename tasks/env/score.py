@@ -20,7 +20,7 @@ from typing import Any
 from schemas.config.attribution import AttributionConfig
 from schemas.config.env import EnvConfig
 from schemas.llm.diagnosis import Diagnosis
-from schemas.rubric import Task, judge_dicts
+from schemas.rubric import Task, judge_payload
 from tasks.attribution.api import AttributionTrace, attribute
 from tasks.env.checks import CheckPlan, not_run
 from tasks.env.extract import Extraction, extract_html
@@ -137,8 +137,7 @@ def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosi
     verdict = ev.verdict  # the runtime gate, read once
     if diag is not None and verdict is not None and cfg.runtime.probe.errors_fail:
         # What the browser saw an interaction do is a finding whoever judged (an LLM may not run the code).
-        items = judge_dicts(inp.task.rubric)
-        diag = with_observed_findings(diag, ex.html, verdict.failures, items)
+        diag = with_observed_findings(diag, ex.html, verdict.failures, judge_payload(inp.task.rubric))
     gaps = verdict.gaps if verdict else []
     rt_valid = verdict.valid if verdict else None
     gates["tree_sitter"] = st.source_valid
