@@ -63,12 +63,17 @@ def test_offline_checks_come_from_the_query_not_from_the_items_words():
 @needs_browser
 def test_dry_run_drops_a_vacuous_check_and_reports_it():
     vacuous = {"steps": [{"do": "wait", "ms": 10}, {"expect": "no_error"}]}
-    rows = [{"query_id": "q1", "input_hash": "h", "status": "ok", "error": None, "attempts": 1, "provider": "offline",
-             "model": "m", "prompt_version": "1", **r} for r in check_rows(ITEMS, [{"item_id": "D1", "check": vacuous},
-                                                                                 {"item_id": "D2", "check": GOOD}])]
-    out = {r["item_id"]: r for r in dry_run(pa.Table.from_pylist(rows, schema=CHECKS_SCHEMA), RT, 150).to_pylist()}
+    rows = [{"query_id": q, "input_hash": "h", "status": "ok", "error": None, "attempts": 1, "provider": "offline",
+             "model": "m", "prompt_version": "1", **r} for q in ("q1", "q2")  # the same checks in two queries
+            for r in check_rows(ITEMS, [{"item_id": "D1", "check": vacuous}, {"item_id": "D2", "check": GOOD}])]
+    done = dry_run(pa.Table.from_pylist(rows, schema=CHECKS_SCHEMA), RT, 150).to_pylist()
+    out = {r["item_id"]: r for r in done if r["query_id"] == "q1"}
     assert (out["D1"]["check_status"], out["D1"]["dry_run"]) == ("dropped", "passed")
     assert (out["D2"]["check_status"], out["D2"]["dry_run"]) == ("kept", "inconclusive")
+    # each distinct check runs once; the other query's rows get its verdict
+    twin = {r["item_id"]: r for r in done if r["query_id"] == "q2"}
+    assert [{k: r[k] for k in ("check_status", "dry_run", "check_problem")} for r in twin.values()] == \
+        [{k: r[k] for k in ("check_status", "dry_run", "check_problem")} for r in out.values()]
     report = dropped_markdown(pa.Table.from_pylist(list(out.values()), schema=CHECKS_SCHEMA))
     assert "| q1 | D1 | passes on an empty page" in report
 

@@ -107,7 +107,9 @@ def dry_run_verdict(result: CheckResult) -> tuple[str, str | None]:
 
 
 def dry_run(table: pa.Table, runtime_cfg: RuntimeConfig, step_timeout_ms: int) -> pa.Table:
-    """Dry-run the kept, not yet dry-run checks of ``table`` on an empty page; drop the unsound ones."""
+    """Dry-run the kept, not yet dry-run checks of ``table`` on an empty page; drop the unsound ones. A check's
+    verdict on the empty page is its text's alone, so each distinct check runs once and its rows share the verdict
+    (the offline rules write the same check for many queries: 189 distinct of 1,007 in `make run`)."""
     from tasks.env.checks import CheckPlan
     from tasks.env.runtime import shared_runtime
 
@@ -122,26 +124,30 @@ def dry_run(table: pa.Table, runtime_cfg: RuntimeConfig, step_timeout_ms: int) -
             rows[i]["dry_run"] = "skipped"
             rows[i]["check_problem"] = f"not dry-run: {e}"[:1000]
         return pa.Table.from_pylist(rows, schema=table.schema)
+    same: dict[str, list[int]] = {}  # check text -> its rows
+    for i in todo:
+        same.setdefault(rows[i]["check_json"], []).append(i)
+    distinct = [group[0] for group in same.values()]
     cfg = ChecksConfig(step_timeout_ms=step_timeout_ms, settle_ms=0)
-    batches = [todo[k:k + DRY_RUN_BATCH] for k in range(0, len(todo), DRY_RUN_BATCH)]
+    batches = [distinct[k:k + DRY_RUN_BATCH] for k in range(0, len(distinct), DRY_RUN_BATCH)]
     plans = [CheckPlan([(str(i), parse_check(rows[i]["check_json"])) for i in b], cfg) for b in batches]
     pages = dict(zip(runtime.check_each([EMPTY_PAGE] * len(batches), checks=plans), batches))
-    with Progress("rubric_checks dry run", len(todo), unit="checks", verb="dry-run") as progress:
+    with Progress("rubric_checks dry run", len(distinct), unit="checks", verb="dry-run") as progress:
         for page in as_completed(pages):
-            _dry_run_verdicts(rows, pages[page], page.result())
+            for i, (verdict, problem) in _dry_run_verdicts(pages[page], page.result()).items():
+                for j in same[rows[i]["check_json"]]:
+                    rows[j]["dry_run"] = verdict
+                    if problem:
+                        rows[j].update(check_status="dropped", check_problem=problem)
             progress.update(len(pages[page]))
     return pa.Table.from_pylist(rows, schema=table.schema)
 
 
-def _dry_run_verdicts(rows: list[dict[str, Any]], batch: list[int], ev: RuntimeEvidence) -> None:
-    """Each check of ``batch`` judged by its result on the empty page (``ev``); an unsound one is dropped."""
+def _dry_run_verdicts(batch: list[int], ev: RuntimeEvidence) -> dict[int, tuple[str, str | None]]:
+    """Row -> (dry_run, problem) of each check of ``batch``, by its result on the empty page (``ev``)."""
     results = {r.item_id: r for r in ev.check_results}
-    for i in batch:
-        res = results.get(str(i))
-        verdict, problem = dry_run_verdict(res) if res else ("error", f"no dry-run result (page {ev.status})")
-        rows[i]["dry_run"] = verdict
-        if problem:
-            rows[i].update(check_status="dropped", check_problem=problem)
+    missing = ("error", f"no dry-run result (page {ev.status})")
+    return {i: dry_run_verdict(res) if (res := results.get(str(i))) else missing for i in batch}
 
 
 def load_contexts(store: StageStore, key: str, query_ids: list[str]) -> list[QueryContext]:
