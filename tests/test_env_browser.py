@@ -39,8 +39,11 @@ def test_batch_with_throw_loop_network_syntax_and_clean(runtime):
     names = ["throws.txt", "infinite_loop.txt", "network.txt", "syntax_error.txt", "clean.txt"]
     t0 = time.perf_counter()
     evs = dict(zip(names, runtime.check_many([app(n) for n in names])))
-    # the loop did not hold the batch: it is stopped at the hard limit, and checked again alone once
-    assert time.perf_counter() - t0 < CFG.hard_limit_s * 3
+    # the loop did not hold the batch: it is stopped once its main thread spent its window of CPU time (about the
+    # hard limit quiet; on a machine that starves it, at most the hard limit's wall-time cap), and checked again
+    # alone once
+    cap = CFG.hard_limit_s * CFG.max_slowdown
+    assert time.perf_counter() - t0 < 2 * cap
     thrown = evs["throws.txt"]
     assert thrown.status == "page_error" and thrown.runtime_valid(CFG) is False
     pe = thrown.page_errors[0]
@@ -49,7 +52,7 @@ def test_batch_with_throw_loop_network_syntax_and_clean(runtime):
     assert pe.name == "TypeError" and html[line_start:].startswith("  display.style.color = settings.color;")
     loop = evs["infinite_loop.txt"]
     assert loop.status == "load_timeout" and loop.runtime_valid(CFG) is False
-    assert loop.duration_s < CFG.hard_limit_s + 3
+    assert loop.duration_s < cap
     net = evs["network.txt"]
     blocked = {(b.url, b.resource_type) for b in net.blocked_requests}
     assert {("https://api.example.com/counter", "fetch"), ("wss://realtime.example.org/counter", "websocket"),

@@ -107,7 +107,7 @@ def _still_loading(page: _LoadingPage) -> bool:
     from tasks.env.load import _still_loading as still_loading
 
     async def run() -> bool:
-        # the session's deadline as pagetime.Hold keeps it for a page that answers: a little ahead of its last answer
+        # the session's deadline as hold.Hold keeps it for a page that answers: a little ahead of its last answer
         loop = asyncio.get_running_loop()
         page.answered_at = loop.time()
         return await still_loading(page, SimpleNamespace(when=lambda: page.answered_at + 2.2), RuntimeConfig())

@@ -11,7 +11,7 @@ from schemas.checks import parse_check
 from schemas.config.checks import ChecksConfig
 from schemas.config.env import ProbeConfig, RuntimeConfig
 from tasks.env.checks import CheckPlan
-from tasks.env.pagetime import HOLD_ENDS
+from tasks.env.hold import HOLD_ENDS, Hold
 from tasks.env.throttle import ThrottledRuntime
 
 FIX = Path(__file__).parent / "fixtures" / "checks"
@@ -98,6 +98,44 @@ class _Page:
         return self.lived(asyncio.get_running_loop().time() - self.t0)
 
 
+def _held(monkeypatch, page: "_Page", cpu_share: float | None = None, late_s: float = 0.0,
+          finish: bool = False) -> tuple[str | None, float]:
+    """One session under ``hold.Hold`` with times scaled down (limit 0.5 s, cap 6x, a clock read of 0.05 s): why
+    the hold let its deadline stand and how long the session lasted. ``cpu_share``: the page's main thread runs
+    that share of the wall time (``mainthread.thread_cpu_s``; None: no meter). ``late_s``: the hold starts that
+    late; ``finish``: the hold runs to its end after the deadline instead of being cancelled there."""
+    import asyncio
+
+    from tasks.env import hold as hold_mod
+    from tasks.env import mainthread, pagetime
+
+    monkeypatch.setattr(pagetime, "CLOCK_READ_S", 0.05)
+
+    async def session() -> tuple[str | None, float]:
+        loop = asyncio.get_running_loop()
+        page.t0 = loop.time()
+        if cpu_share is not None:
+            async def cpu_s(_page, _bound_s) -> float:
+                return cpu_share * (loop.time() - page.t0)
+            monkeypatch.setattr(mainthread, "thread_cpu_s", cpu_s)
+            monkeypatch.setattr(hold_mod, "thread_cpu_s", cpu_s)
+        try:
+            async with asyncio.timeout(0.5) as limit:
+                await asyncio.sleep(late_s)
+                hold = Hold(limit, page, 0.5, 6.0)
+                holding = asyncio.ensure_future(hold.run())
+                await asyncio.sleep(30)  # a session that would outlive any limit
+        except TimeoutError:
+            pass
+        took = loop.time() - page.t0
+        if finish:
+            await asyncio.wait_for(holding, 5)
+        holding.cancel()
+        return hold.end or None, took
+
+    return asyncio.run(session())
+
+
 @pytest.mark.parametrize("lived, delay_s, want_end, want_s", [
     (lambda t: t * 1000, 0.0, "lived", 0.5),  # quiet: stopped when it lived the limit, as on the wall
     (lambda t: t * 250, 0.0, "lived", 2.0),  # starved 4x but answering: gets the time it did not have
@@ -107,53 +145,76 @@ class _Page:
     (lambda t: None if t < 0.2 else t * 250, 0.0, "lived", 2.0),  # no clock before its document starts: read again
 ])
 def test_the_hard_limit_holds_on_the_page_clock_up_to_its_wall_cap(monkeypatch, lived, delay_s, want_end, want_s):
-    """pagetime.Hold with times scaled down (limit 0.5 s, cap 6x, a clock read of 0.05 s): how long the session
-    lasts and why the hold let its deadline stand."""
-    import asyncio
-
-    from tasks.env import pagetime
-
-    monkeypatch.setattr(pagetime, "CLOCK_READ_S", 0.05)
-
-    async def session() -> tuple[str | None, float]:
-        loop, page = asyncio.get_running_loop(), _Page(lived, delay_s)
-        page.t0 = loop.time()
-        try:
-            async with asyncio.timeout(0.5) as limit:
-                hold = pagetime.Hold(limit, page, 0.5, 6.0)
-                holding = asyncio.ensure_future(hold.run())
-                await asyncio.sleep(30)  # a session that would outlive any limit
-        except TimeoutError:
-            pass
-        took = loop.time() - page.t0
-        holding.cancel()
-        return hold.end or None, took
-
-    end, took = asyncio.run(session())
+    """hold.Hold (``_held``): how long the session lasts and why the hold let its deadline stand."""
+    end, took = _held(monkeypatch, _Page(lived, delay_s))
     assert end == want_end and want_s - 0.1 < took < want_s + 0.4, (end, took)
-
 
 def test_a_hung_page_whose_read_the_deadline_cancels_first_still_stopped_for_no_answer(monkeypatch):
     """A loop late by more than the hold's margin (the machine's load) lets the session's deadline cancel the hold
     while its read of the clock is still unanswered: why the app stopped is the same, ``no_answer``."""
-    import asyncio
+    end, _took = _held(monkeypatch, _Page(lambda t: t * 1000, None), late_s=0.45)
+    assert HOLD_ENDS[end] == HOLD_ENDS["no_answer"]
 
-    from tasks.env import pagetime
+@pytest.mark.parametrize("cpu_share, delay_s, want_end, want_s", [
+    (0.1, 0.0, "starved", 3.0),  # living 10x slow, its main thread ran a tenth of the time: the machine's, no verdict
+    (1.0, 0.0, "wall_cap", 3.0),  # living 10x slow while its main thread ran all the time: the app's own weight
+    (0.2, None, "starved", 3.0),  # no answer, its thread starved 5x: more wall time up to the cap, then no verdict
+    # no answer, its thread running all the time: an endless loop, stopped once it spent the hold's window of CPU
+    # time (the answer window and the hold's margin, 1.1 s here: the probe's shorter window tells a hang first)
+    (1.0, None, "no_answer", 1.2),
+])
+def test_the_hold_tells_a_page_the_machine_starves_from_one_slow_itself_by_its_main_threads_time(
+        monkeypatch, cpu_share, delay_s, want_end, want_s):
+    """hold.Hold (``_held``), the page's main thread running ``cpu_share`` of the wall time (its CPU time as
+    ``mainthread.thread_cpu_s`` reads it)."""
+    end, took = _held(monkeypatch, _Page(lambda t: t * 100, delay_s), cpu_share=cpu_share)
+    assert end == want_end and want_s - 0.1 < took < want_s + 0.4, (end, took)
 
-    monkeypatch.setattr(pagetime, "CLOCK_READ_S", 0.05)
+@pytest.mark.parametrize("spent, waited, bound, hung, starved", [
+    (7.7, 8.0, 8.0, True, False),  # quiet: an endless loop had its window (0.96 of the wall time measured)
+    (2.0, 8.0, 8.0, False, True),  # starved 4x: a quarter of the window on the CPU, waited for
+    (6.0, 24.0, 8.0, True, True),  # starved 4x for longer: it spent its window on the CPU, hung at last
+    (7.9, 7.9, 8.0, False, False),  # never before the wall time of the window
+    (None, 8.0, 8.0, True, False),  # no meter: wall time, as a quiet machine gives
+    (None, 2.0, 8.0, False, False),
+])
+def test_a_page_not_answering_is_hung_when_its_main_thread_had_its_window(spent, waited, bound, hung, starved):
+    from tasks.env import mainthread
 
-    async def session() -> str:
-        loop, page = asyncio.get_running_loop(), _Page(lambda t: t * 1000, None)
-        page.t0 = loop.time()
-        try:
-            async with asyncio.timeout(0.5) as limit:
-                await asyncio.sleep(0.45)  # the hold starts late: its read's bound ends after the deadline
-                hold = pagetime.Hold(limit, page, 0.5, 6.0)
-                holding = asyncio.ensure_future(hold.run())
-                await asyncio.sleep(30)
-        except TimeoutError:
-            pass
-        holding.cancel()
-        return hold.why()
+    assert (mainthread.hung(spent, waited, bound), mainthread.starved(spent, waited)) == (hung, starved)
 
-    assert asyncio.run(session()) == HOLD_ENDS["no_answer"]
+
+# a handler of about 4 s of CPU time (a long computation, e.g. a big lattice): valid; its twin never ends
+LONG_HANDLER = ("<!DOCTYPE html><html><body><p id=out>0</p><button id=go>Compute</button><script>"
+                "document.getElementById('go').addEventListener('click', () => { let s = 0;"
+                " for (let k = 0; k < 4; k++) for (let i = 0; i < 3e8; i++) s += Math.sqrt(i);"
+                " document.getElementById('out').textContent = String(s); });</script></body></html>")
+ENDLESS_HANDLER = LONG_HANDLER.replace("k < 4", "k >= 0")
+
+
+def test_a_long_handler_on_a_renderer_the_machine_starves_is_not_hung_and_an_endless_one_is():
+    """The renderers stopped half the time (``StarvedRenderers``: the machine's cores held by other work, not
+    Chromium's emulation, whose renderer spends its CPU time slowed): the long handler takes past the answer window
+    in wall time (judged hung while the window was wall time), but its main thread spends less than its window of
+    CPU time, so it is waited for; the endless one spends its window and is hung, in the action that started it.
+    Half, not less: a suite's other worker may starve it twice over, and the endless one must spend its window
+    before the hard limit's wall-time cap (there a starved page gets no verdict)."""
+    from tasks.env.throttle import StarvedRenderers
+
+    cfg = RuntimeConfig(concurrency=2, recheck_timeouts=False)
+    with ThrottledRuntime(cfg, rate=1) as rt, StarvedRenderers(0.5):
+        long, endless = rt.check_many([LONG_HANDLER, ENDLESS_HANDLER])
+    assert long.interaction is not None and endless.interaction is not None
+    assert (long.status, long.interaction.status, long.runtime_valid(cfg)) == ("ok", "ok", True), long.interaction
+    assert endless.interaction.status == "hung" and endless.runtime_valid(cfg) is False, endless.interaction
+    assert endless.interaction.hang is not None and endless.interaction.hang.label == "Compute"
+
+
+def test_a_hold_whose_read_of_a_long_task_ends_past_the_deadline_says_so_and_gives_no_verdict(monkeypatch):
+    """The hold starts late (a busy event loop) and its read of a page running a long task on a starved thread
+    ends after the session's deadline: the deadline can no longer move (asyncio refuses to reschedule an expired
+    timeout, which crashed the hold), so the hold ends ``late``, an end with no verdict, not ``no_answer``."""
+    from tasks.env.hold import NO_VERDICT_ENDS
+
+    end, _took = _held(monkeypatch, _Page(lambda t: t * 1000, None), cpu_share=0.2, late_s=0.45, finish=True)
+    assert end == "late" and end in NO_VERDICT_ENDS

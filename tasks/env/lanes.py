@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tasks.env.mainthread import open_page
 from tasks.env.pagetime import CLOCK_READ_S, PageTime, read, within
 from tasks.env.records import PageError
 
@@ -47,7 +48,7 @@ class Lane:
     async def open(self, errors: list[PageError]) -> Page:
         self.opening = errors
         if self.page is None:
-            self._watch(await self.context.new_page())
+            self._watch(await open_page(self.context))
         assert self.page is not None  # _watch set it
         return self.page
 

@@ -16,7 +16,8 @@ from schemas.config.env import RuntimeConfig
 from tasks.env.evidence import LoadRecord, RuntimeEvidence
 from tasks.env.navigation import count_refused_popups, reload_loop, self_navigations
 from tasks.env.page import APP_URL, BLANK_JS
-from tasks.env.pagetime import answer_window_s, let_pass, page_clock_ms, read, scripts_ran, until
+from tasks.env.mainthread import StillRunning
+from tasks.env.pagetime import LIVED_JS, answer_window_s, let_pass, read, scripts_ran, until
 from tasks.env.probe import ProbeSession, idle_sample
 
 if TYPE_CHECKING:
@@ -48,11 +49,15 @@ async def load_app(page: Page, ev: RuntimeEvidence, session: ProbeSession, limit
         return LoadRecord(ev.status)
     if reload_loop(ev.blocked_requests, cfg.reload_loop_after, reloads, session.reloaded):
         return LoadRecord("reload_loop")
-    try:
-        budget = max(cfg.hard_limit_s - cfg.load_timeout_s - cfg.settle_time_s(), 1.0)
-        blank = bool(await read(page, BLANK_JS, budget))
-    except asyncio.TimeoutError:
-        return LoadRecord("unresponsive")  # e.g. an infinite loop started by a timer after load
+    budget = max(cfg.hard_limit_s - cfg.load_timeout_s - cfg.settle_time_s(), 1.0)
+    while True:
+        try:
+            blank = bool(await read(page, BLANK_JS, budget))
+            break
+        except StillRunning:  # a long task (a starved one): not yet a hang, the hold bounds the wait
+            continue
+        except asyncio.TimeoutError:
+            return LoadRecord("unresponsive")  # e.g. an infinite loop started by a timer after load
     status = "page_error" if ev.page_errors else "blank" if blank else "ok"
     return LoadRecord(status, blank_body=blank)
 
@@ -81,9 +86,14 @@ async def _still_loading(page: Page, limit: Any, cfg: RuntimeConfig) -> bool:
     reserve = cfg.settle_time_s() + (probe.budget_s if probe.enabled else 0.0)
     while True:
         # the heartbeat, and the page's own time: an answer within the window a starved frame needs
-        window = min(answer_window_s(cfg.max_slowdown), limit.when() - loop.time() - 0.25)
-        lived = await page_clock_ms(page, max(0.1, window))
-        if lived is None or lived / 1000 >= cfg.hard_limit_s - reserve:
+        window = answer_window_s(cfg.max_slowdown)
+        try:
+            lived = await read(page, LIVED_JS, window, wall_s=max(0.1, min(window, limit.when() - loop.time() - 0.25)))
+        except StillRunning:  # a long parser-blocking script (a starved one): the hold gives it more wall time
+            continue
+        except Exception:
+            lived = None
+        if not isinstance(lived, (int, float)) or lived / 1000 >= cfg.hard_limit_s - reserve:
             return False
         try:
             await page.wait_for_load_state("load", timeout=1000)

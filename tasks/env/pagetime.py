@@ -30,6 +30,10 @@ throttled 8x) while it holds a browser slot the batch waits for; ``env.checks.ma
 step, whose real-time part (Playwright's waits before an action, requests, CSS animations) slows with the whole
 machine (clicks timed out at 6 with the CPU throttled 8x, bench_checks --load-noise 8).
 
+A read the page does not answer is told on its main thread's CPU time (``mainthread.py``: a long task is waited
+for, on a busy machine too; an endless loop is hung once it spent its window), and the hard limit is held on both
+clocks (``hold.py``).
+
 Run: ``install_controlled_clock`` (clock_install.py) per context, ``let_pass(page, ms, clock)`` on the load page,
 ``t = PageTime(page, cfg, limit_ms)`` per check page: ``t.settle(ms)``, ``t.wait(ms)``, ``Limit(t, ms).step()``.
 """
@@ -40,6 +44,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from schemas.config.checks import ChecksConfig, ClockConfig
+from tasks.env.mainthread import StillRunning, answer, was_free
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
@@ -47,7 +52,7 @@ if TYPE_CHECKING:
 BEAT_MS = 20  # the page clock's beat: a gap longer than two beats counts as two (the renderer was starved)
 CLOCK_READ_S = 2.0  # a page that cannot answer a one-line evaluate in this long is not living either
 LOAD_STEP_MS = 50  # the load page's clock moves this far per step: a page too heavy to keep up is seen after two
-_LIVED_JS = "() => window.__rrTime ? window.__rrTime.lived() : null"
+LIVED_JS = "() => window.__rrTime ? window.__rrTime.lived() : null"
 # What a limit says once it has passed (limit_passed, Limit.step): the page had its time, so a verdict may stand;
 # or the machine starved it past max_slowdown, so there is none. Words of their own: "page" names a clock.
 HAD_TIME, STARVED = "had_time", "starved"
@@ -80,22 +85,20 @@ async def within(aw: Any, bound_s: float) -> Any:
     return await asyncio.wait_for(aw, bound_s)
 
 
-def hard_limit(limit_s: float) -> "asyncio.Timeout":
-    """An app session's hard limit: ``limit_s`` of wall time from now, which ``Hold`` then moves while
-    the page lives short of it on its own clock (a starved page is not stopped for the machine's load)."""
-    return asyncio.timeout(limit_s)
-
-
-async def read(page: Page, js: str, bound_s: float, arg: Any = None) -> Any:
-    """What ``js`` returns in ``page``, or TimeoutError when its main thread does not answer within ``bound_s``
-    (``answer_window_s``: a starved frame answers within it, an endless loop does not)."""
-    return await within(page.evaluate(js) if arg is None else page.evaluate(js, arg), bound_s)
+async def read(page: Page, js: str, bound_s: float, arg: Any = None, wall_s: float | None = None) -> Any:
+    """What ``js`` returns in ``page``, or TimeoutError when its main thread does not answer within ``bound_s`` of
+    its own time (``mainthread.answer``: the wall time, and its share of it on the CPU; ``answer_window_s``: a
+    starved frame answers within it, an endless loop does not). ``StillRunning``, a TimeoutError, when ``wall_s``
+    (default ``bound_s``) of wall time passed first with the thread starved: a caller that can wait longer does."""
+    task = asyncio.ensure_future(page.evaluate(js) if arg is None else page.evaluate(js, arg))
+    return await answer(page, task, bound_s, bound_s if wall_s is None else wall_s, CLOCK_READ_S)
 
 
 async def answered(page: Page, aw: Any, first_s: float, answer_s: float, deadline: Any = None) -> Any:
     """The result of ``aw`` (an evaluate on ``page``) once it comes: after ``first_s``, and again after each
     ``first_s`` more, the page's main thread is asked for its clock, and the wait goes on while it answers within
-    ``answer_s`` (a frame the machine's load starved, not a hang). TimeoutError when it does not answer, told
+    ``answer_s`` of its own time (``mainthread``: a long task, or a renderer the machine starves, is waited for).
+    TimeoutError when it does not answer, told
     before ``deadline()`` (the session's hard limit, loop time) ends it, so the hang keeps the action that caused
     it."""
     task, loop = asyncio.ensure_future(aw), asyncio.get_running_loop()
@@ -103,8 +106,15 @@ async def answered(page: Page, aw: Any, first_s: float, answer_s: float, deadlin
         while not (await asyncio.wait({task}, timeout=first_s))[0]:
             # the hang told with ``first_s`` still left before the hard limit, for what follows it in the session
             left = deadline() - loop.time() - first_s if deadline else answer_s
-            if await page_clock_ms(page, max(0.1, min(answer_s, left))) is None:
+            try:
+                lived = await read(page, LIVED_JS, answer_s, wall_s=max(0.1, min(answer_s, left)))
+            except StillRunning:  # a long task, not yet a hang: the hard limit (``hold``) bounds the wait
+                continue
+            except Exception:
+                lived = None
+            if not isinstance(lived, (int, float)):
                 raise asyncio.TimeoutError
+        was_free(page)
         return task.result()
     finally:
         task.cancel()
@@ -145,61 +155,6 @@ def answer_window_s(max_slowdown: float) -> float:
     return CLOCK_READ_S * max_slowdown
 
 
-HOLD_ENDS = {  # why the hard limit stopped an app (the hold's outcome), named in the app's timeout error
-    "no_answer": "the page did not answer a read of its clock",
-    "lived": "the page lived the limit on its own clock",
-    "wall_cap": "the wall-time cap (max_slowdown times the limit) was reached",
-}
-
-
-class Hold:
-    """An app's hard limit on its load page's own clock (the time it lived on its real timers), so a page the load
-    starves is not stopped for it. Before the wall deadline of ``limit`` (an asyncio timeout) the page's clock is
-    read: a page that lived ``limit_s`` is stopped now; one that answers and lived less gets the rest, up to
-    ``max_slowdown`` times ``limit_s`` of wall time; one that does not answer within ``answer_window_s`` (an endless
-    loop) is stopped at the deadline; one with no clock yet is read again. ``run`` goes beside the session; ``end``
-    (a key of ``HOLD_ENDS``) says why it let the deadline stand, ``no_answer`` while a read is unanswered, so a late
-    event loop that cancels the hold first does not change why a hung page stopped."""
-
-    def __init__(self, limit: Any, page: Page, limit_s: float, max_slowdown: float) -> None:
-        self.limit, self.page, self.limit_s, self.max_slowdown = limit, page, limit_s, max_slowdown
-        self.end = ""
-
-    def why(self) -> str:  # the words of ``end`` for the app's timeout error
-        return HOLD_ENDS.get(self.end, "")
-
-    async def run(self) -> str:
-        limit, loop = self.limit, asyncio.get_running_loop()
-        read_s = answer_window_s(self.max_slowdown)
-        cap, margin = loop.time() + self.limit_s * self.max_slowdown, read_s + 0.5  # time to read before the deadline
-        while True:
-            ahead = limit.when() - margin - loop.time()
-            if ahead > 0:
-                await asyncio.sleep(ahead)  # the deadline of wall time, not a wait of the page's
-                continue
-            if limit.when() >= cap:
-                self.end = "wall_cap"
-                break
-            self.end = "no_answer"  # until it answers: the deadline may cancel this read before its own bound
-            try:
-                # answered before the deadline, or the deadline stands (the hold may start late, after the page opened)
-                lived = await read(self.page, _LIVED_JS, max(0.1, min(read_s, limit.when() - loop.time() - 0.25)))
-            except asyncio.TimeoutError:
-                return self.end
-            except Exception:  # no document to ask yet (navigating): ask again
-                lived = None
-            self.end = ""
-            if lived is None:
-                await asyncio.sleep(CLOCK_READ_S / 10)
-                continue
-            if lived >= self.limit_s * 1000:
-                limit.reschedule(loop.time())
-                self.end = "lived"
-                break
-            limit.reschedule(min(loop.time() + self.limit_s - lived / 1000 + margin, cap))
-        return self.end
-
-
 async def clock_of(page: Page, timeout_s: float) -> tuple[str | None, str | None]:
     """(controlled | page, why the page left the controlled clock) of a page as it is now; (None, None) when it
     does not answer within ``timeout_s``."""
@@ -214,7 +169,7 @@ async def page_clock_ms(page: Page, timeout_s: float = CLOCK_READ_S) -> float | 
     """The page's own clock (ms it lived on its real timers); None when it does not answer (within
     ``timeout_s``) or has none."""
     try:
-        v = await read(page, _LIVED_JS, timeout_s)
+        v = await read(page, LIVED_JS, timeout_s)
     except Exception:
         return None
     return float(v) if isinstance(v, (int, float)) else None

@@ -38,7 +38,7 @@ changes a verdict; without a spec nothing is taken (training never pays for it).
 
 Verdicts must not depend on machine load or concurrency: the hard limit, and a load's time past ``load_timeout_s``
 while its main thread answers (busy is not hung), are counted on the page's own clock, so a page the machine
-starves gets the time it did not have, up to ``max_slowdown`` times the limit (``pagetime.Hold``); an
+starves gets the time it did not have, up to ``max_slowdown`` times the limit (``hold.Hold``); an
 app that still timed out or hung beside others is checked again alone before its verdict stands.
 
 Playwright's async API runs on a private event loop in a background thread, so callers on any thread
@@ -68,7 +68,9 @@ from tasks.env.navigation import (POPUP_JS, SELF_NAVIGATIONS_JS, block_websocket
                                   on_request_failed, route_request)
 from tasks.env.page import stack_offset
 from tasks.env.clock_install import install_controlled_clock, require_clock_hook
-from tasks.env.pagetime import Hold, answer_window_s, hard_limit, within
+from tasks.env.hold import NO_VERDICT_ENDS, Hold, hard_limit
+from tasks.env.mainthread import open_page
+from tasks.env.pagetime import answer_window_s, within
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, run_probe
 from tasks.env.records import PageError
 from tasks.env.shots import ScreenshotSpec, take_screenshot
@@ -298,13 +300,7 @@ class BrowserRuntime:
             if plan is not None and ev.status in CHECKED:
                 ev.record(await self._checks(context, page, html, session, plan, probing))
         except asyncio.TimeoutError:
-            # after an error at load the probe's use decides whether it blocks: cut short, it showed nothing
-            if ev.status in ("ok", "page_error"):
-                ev.status = "unresponsive"
-            why = hold.why() if hold else ""
-            ev.page_errors.append(PageError("TimeoutError", f"hard limit of {self.cfg.hard_limit_s}s reached (the page's "
-                                            f"own time, {self.cfg.hard_limit_s * self.cfg.max_slowdown:g}s of wall "
-                                            f"time at most){': ' + why if why else ''}"))
+            ev = self._out_of_time(ev, hold, session)
         except Exception as e:
             if not browser.is_connected():
                 ev = RuntimeEvidence(status="unavailable", error=f"browser disconnected: {e}")
@@ -326,6 +322,20 @@ class BrowserRuntime:
         ev.duration_s = round(time.perf_counter() - started, 3)
         return ev
 
+    def _out_of_time(self, ev: RuntimeEvidence, hold: Hold | None, session: ProbeSession) -> RuntimeEvidence:
+        """The evidence of an app its hard limit stopped: unresponsive, saying why the hold let the deadline stand;
+        no verdict when the machine starved its page (``NO_VERDICT_ENDS``)."""
+        why = hold.why() if hold else ""
+        if hold is not None and hold.end in NO_VERDICT_ENDS:  # the machine's doing, not the app's
+            session.started = False  # nor a verdict of the probe's, cut short with it
+            return RuntimeEvidence(status="unavailable", error=f"hard limit of {self.cfg.hard_limit_s}s: {why}")
+        if ev.status in ("ok", "page_error"):  # after an error at load the probe's use decides: cut short, it showed nothing
+            ev.status = "unresponsive"
+        ev.page_errors.append(PageError("TimeoutError", f"hard limit of {self.cfg.hard_limit_s}s reached (the page's "
+                                        f"own time, {self.cfg.hard_limit_s * self.cfg.max_slowdown:g}s of wall "
+                                        f"time at most){': ' + why if why else ''}"))
+        return ev
+
     async def _open(self, context: BrowserContext, html: str, ev: RuntimeEvidence,
                     session: ProbeSession) -> tuple[Page, Callable[[], None], Any]:
         """The app's context set up (clock, init scripts, routes) and its load page with the listeners that
@@ -343,7 +353,7 @@ class BrowserRuntime:
         await context.route("**/*", lambda route: route_request(route, html, ev, session, self.mirror, self.served))
         await context.route_web_socket(re.compile(".*"), lambda ws: block_websocket(ws, ev, session))
         context.on("requestfailed", lambda req: on_request_failed(req, ev, session, self.served))
-        page = await context.new_page()
+        page = await open_page(context)  # its main thread's CPU time readable (mainthread)
         context.on("page", lambda p: on_popup(p, session)  # popups a gesture opened: closed (not the checks' pages)
                    if p is not page and not session.checking else None)
 
