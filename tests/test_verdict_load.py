@@ -158,10 +158,11 @@ def test_a_hung_page_whose_read_the_deadline_cancels_first_still_stopped_for_no_
 @pytest.mark.parametrize("cpu_share, delay_s, want_end, want_s", [
     (0.1, 0.0, "starved", 3.0),  # living 10x slow, its main thread ran a tenth of the time: the machine's, no verdict
     (1.0, 0.0, "wall_cap", 3.0),  # living 10x slow while its main thread ran all the time: the app's own weight
-    (0.2, None, "starved", 3.0),  # no answer, its thread starved 5x: more wall time up to the cap, then no verdict
-    # no answer, its thread running all the time: an endless loop, stopped once it spent the hold's window of CPU
-    # time (the answer window and the hold's margin, 1.1 s here: the probe's shorter window tells a hang first)
-    (1.0, None, "no_answer", 1.2),
+    (0.1, None, "starved", 3.0),  # no answer, its thread starved 10x: more wall time up to the cap, then no verdict
+    (0.2, None, "no_answer", 2.1),  # starved 5x: it spends its window of CPU time (0.41 s) before the cap: hung
+    # no answer, its thread running all the time: an endless loop, stopped once it spent the hold's window of its
+    # own time (the answer window and the last read's margin, 0.55 s here; with a probe, its poll as well)
+    (1.0, None, "no_answer", 0.6),
 ])
 def test_the_hold_tells_a_page_the_machine_starves_from_one_slow_itself_by_its_main_threads_time(
         monkeypatch, cpu_share, delay_s, want_end, want_s):

@@ -43,8 +43,9 @@ class Hold:
     (a key of ``HOLD_ENDS``) says why it let the deadline stand, ``no_answer`` while a read is unanswered, so a late
     event loop that cancels the hold first does not change why a hung page stopped."""
 
-    def __init__(self, limit: Any, page: Page, limit_s: float, max_slowdown: float) -> None:
+    def __init__(self, limit: Any, page: Page, limit_s: float, max_slowdown: float, told_s: float = 0.0) -> None:
         self.limit, self.page, self.limit_s, self.max_slowdown = limit, page, limit_s, max_slowdown
+        self.told_s = told_s  # how late past its window the probe may tell a hang (its poll: ``hang_grace_s``)
         self.end = ""
 
     def why(self) -> str:  # the words of ``end`` for the app's timeout error
@@ -70,8 +71,8 @@ class Hold:
             try:
                 # answered before the deadline (its last meter read included), or the deadline stands (the hold may
                 # start late, after the page opened); a window of its own time longer than the probe's
-                # (``answered``), so a hang in an action is told there
-                lived = await read(self.page, LIVED_JS, read_s + margin, wall_s=max(
+                # (``answered``) by the time it may take to tell it, so a hang in an action is told there
+                lived = await read(self.page, LIVED_JS, read_s + self.told_s + LAST_READ_S, wall_s=max(
                     0.1, min(read_s, limit.when() - loop.time() - LAST_READ_S - pagetime.CLOCK_READ_S)))
             except StillRunning:  # a long task, not yet a hang (often a renderer the machine starves): more wall time
                 lived, running = None, True

@@ -284,7 +284,8 @@ class BrowserRuntime:
             async with hard_limit(self.cfg.hard_limit_s) as limit:
                 session.deadline = limit.when
                 page, release, probing = await self._open(context, html, ev, session)
-                hold = Hold(limit, page, self.cfg.hard_limit_s, self.cfg.max_slowdown)
+                hold = Hold(limit, page, self.cfg.hard_limit_s, self.cfg.max_slowdown,
+                            self.cfg.probe.hang_grace_s if self.cfg.probe.enabled else 0.0)
                 holding = asyncio.ensure_future(hold.run())
                 try:
                     ev.record(await load_app(page, ev, session, limit, self.cfg))
