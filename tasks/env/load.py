@@ -17,7 +17,7 @@ from tasks.env.evidence import LoadRecord, RuntimeEvidence
 from tasks.env.navigation import count_refused_popups, reload_loop, self_navigations
 from tasks.env.page import APP_URL, BLANK_JS
 from tasks.env.mainthread import StillRunning
-from tasks.env.pagetime import LIVED_JS, answer_window_s, let_pass, read, scripts_ran, until
+from tasks.env.pagetime import answer_window_s, let_pass, lived_ms, read, scripts_ran, until
 from tasks.env.probe import ProbeSession, idle_sample
 
 if TYPE_CHECKING:
@@ -88,12 +88,10 @@ async def _still_loading(page: Page, limit: Any, cfg: RuntimeConfig) -> bool:
         # the heartbeat, and the page's own time: an answer within the window a starved frame needs
         window = answer_window_s(cfg.max_slowdown)
         try:
-            lived = await read(page, LIVED_JS, window, wall_s=max(0.1, min(window, limit.when() - loop.time() - 0.25)))
+            lived = await lived_ms(page, window, max(0.1, min(window, limit.when() - loop.time() - 0.25)))
         except StillRunning:  # a long parser-blocking script (a starved one): the hold gives it more wall time
             continue
-        except Exception:
-            lived = None
-        if not isinstance(lived, (int, float)) or lived / 1000 >= cfg.hard_limit_s - reserve:
+        if lived is None or lived / 1000 >= cfg.hard_limit_s - reserve:
             return False
         try:
             await page.wait_for_load_state("load", timeout=1000)

@@ -98,21 +98,18 @@ async def answered(page: Page, aw: Any, first_s: float, answer_s: float, deadlin
     """The result of ``aw`` (an evaluate on ``page``) once it comes: after ``first_s``, and again after each
     ``first_s`` more, the page's main thread is asked for its clock, and the wait goes on while it answers within
     ``answer_s`` of its own time (``mainthread``: a long task, or a renderer the machine starves, is waited for).
-    TimeoutError when it does not answer, told
-    before ``deadline()`` (the session's hard limit, loop time) ends it, so the hang keeps the action that caused
-    it."""
+    TimeoutError when it does not answer, told before ``deadline()`` (the session's hard limit, loop time) ends it,
+    so the hang keeps the action that caused it."""
     task, loop = asyncio.ensure_future(aw), asyncio.get_running_loop()
     try:
         while not (await asyncio.wait({task}, timeout=first_s))[0]:
             # the hang told with ``first_s`` still left before the hard limit, for what follows it in the session
             left = deadline() - loop.time() - first_s if deadline else answer_s
             try:
-                lived = await read(page, LIVED_JS, answer_s, wall_s=max(0.1, min(answer_s, left)))
+                lived = await lived_ms(page, answer_s, max(0.1, min(answer_s, left)))
             except StillRunning:  # a long task, not yet a hang: the hard limit (``hold``) bounds the wait
                 continue
-            except Exception:
-                lived = None
-            if not isinstance(lived, (int, float)):
+            if lived is None:
                 raise asyncio.TimeoutError
         was_free(page)
         return task.result()
@@ -165,14 +162,24 @@ async def clock_of(page: Page, timeout_s: float) -> tuple[str | None, str | None
     return ("controlled" if why is None else "page"), why
 
 
-async def page_clock_ms(page: Page, timeout_s: float = CLOCK_READ_S) -> float | None:
-    """The page's own clock (ms it lived on its real timers); None when it does not answer (within
-    ``timeout_s``) or has none."""
+async def lived_ms(page: Page, bound_s: float, wall_s: float) -> float | None:
+    """The page's own clock (ms it lived on its real timers); None when it does not answer within ``bound_s`` of
+    its own time (``read``) or has none; ``StillRunning`` while it runs a task short of that past ``wall_s``."""
     try:
-        v = await read(page, LIVED_JS, timeout_s)
+        v = await read(page, LIVED_JS, bound_s, wall_s=wall_s)
+    except StillRunning:
+        raise
     except Exception:
         return None
     return float(v) if isinstance(v, (int, float)) else None
+
+
+async def page_clock_ms(page: Page, timeout_s: float = CLOCK_READ_S) -> float | None:
+    """``lived_ms`` within ``timeout_s``; None also while the page runs a task."""
+    try:
+        return await lived_ms(page, timeout_s, timeout_s)
+    except StillRunning:
+        return None
 
 
 def limit_passed(wall_s: float, page_ms: float | None, limit_ms: float, max_slowdown: float) -> str | None:
