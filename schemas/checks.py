@@ -240,6 +240,14 @@ class Hidden(_Step):
     target: Locator
 
 
+class Absent(_Step):
+    """A precondition, never a failure: nothing the target finds is shown when the step is read. Where something
+    is, the check does not apply to this page (inconclusive): a quiz waiting behind its Start button, whose Skip
+    changes nothing yet, is a design the query may leave to the app."""
+    expect: Literal["absent"]
+    target: Locator
+
+
 class TextMatches(_Step):
     expect: Literal["text"]
     target: Locator
@@ -331,8 +339,8 @@ class Disabled(_Step):
 ACTIONS = {get_args(c.model_fields["do"].annotation)[0]: c
            for c in (Click, DblClick, Fill, Select, Press, Drag, Hover, Wait, Resize, Reload, Remember)}
 EXPECTATIONS = {get_args(c.model_fields["expect"].annotation)[0]: c
-                for c in (Visible, Hidden, TextMatches, TextChanges, TextSame, NumberChanges, NumberRelation, Count,
-                          CanvasChanges, NoError, Value, Enabled, Disabled)}
+                for c in (Visible, Hidden, Absent, TextMatches, TextChanges, TextSame, NumberChanges, NumberRelation,
+                          Count, CanvasChanges, NoError, Value, Enabled, Disabled)}
 
 
 def _kind(v: Any) -> str | None:
@@ -344,8 +352,8 @@ def _kind(v: Any) -> str | None:
 
 if TYPE_CHECKING:  # the union below, spelled out: a type checker cannot read one built from ACTIONS at run time
     Step = Union[Click, DblClick, Fill, Select, Press, Drag, Hover, Wait, Resize, Reload, Remember, Visible,
-                 Hidden, TextMatches, TextChanges, TextSame, NumberChanges, NumberRelation, Count, CanvasChanges,
-                 NoError, Value, Enabled, Disabled]
+                 Hidden, Absent, TextMatches, TextChanges, TextSame, NumberChanges, NumberRelation, Count,
+                 CanvasChanges, NoError, Value, Enabled, Disabled]
 else:
     Step = Annotated[Union[tuple(Annotated[c, Tag(f"do:{k}")] for k, c in ACTIONS.items()) +
                            tuple(Annotated[c, Tag(f"expect:{k}")] for k, c in EXPECTATIONS.items())],

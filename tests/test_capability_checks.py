@@ -32,6 +32,7 @@ REORDER = (1, "in_drag_reorder", (("li.after(dragged);", ""),))  # a drop moves 
 STOPWATCH = (37, "ta_stopwatch", (("e.textContent = 'update ' + S.n;", ""),
                                   ("Number(e.textContent) - 1", "Number(e.textContent)")))
 WIZARD = (56, "wf_multi_step_wizard", (("e.textContent = 'update ' + S.n;", ""),))  # Next changes no text
+SKIP = (2, "pr_visual_feedback", (("e.textContent = 'update ' + S.n;", ""),))  # Skip changes no text
 # typing hides nothing and changes no other text (the teacher's status line answers every input)
 FILTER = (1121, "ip_search_filter", (("li.style.display =", "li.dataset.seen ="), ("'input, select'", "'select'")))
 # A named button that throws when it is used; the first button throwing from its second click on
@@ -58,6 +59,7 @@ SEEDED = (0, "si_random_seed", (("e.textContent = 'update ' + S.n;",
 # each case's capability -> the item kind (and effect) its check is built from
 KIND_OF = {"si_speed_control": ("takes_range", None), "in_drag_reorder": ("reorder_by_drag", None),
            "ta_stopwatch": ("operate_named", "text"), "wf_multi_step_wizard": ("operate_named", "text"),
+           "pr_visual_feedback": ("operate_named", "text"), "wf_summary_screen": ("operate_named", "text"),
            "ip_search_filter": ("filter_by_typing", None),
            "si_step_run_pause": ("operate_named", "no_error"), "er_reset_everything": ("operate_named", "no_error"),
            "sm_mode_switch": ("operate_named", "no_error"), "er_rapid_input": ("repeat_no_error", None),
@@ -151,7 +153,7 @@ def test_the_capability_checks_pass_on_the_teachers_app_and_fail_on_its_broken_t
     from tasks.env.runtime import BrowserRuntime
 
     apps, plans, kinds = [], [], []
-    for index, cap, breaks in (SPEED, REORDER, STOPWATCH, WIZARD, FILTER, STEP, RESET, MODES, THEME, PANEL,
+    for index, cap, breaks in (SPEED, REORDER, STOPWATCH, WIZARD, SKIP, FILTER, STEP, RESET, MODES, THEME, PANEL,
                                RAPID, EDGE_CASES, PERSIST, SEEDED):
         mine, app = _case_check(index, cap)
         twin = app
@@ -240,3 +242,50 @@ def test_the_reload_checks_do_not_fail_correct_apps_written_another_way():
     print("correct apps:", got)
     # the list app has no seed field (inconclusive); the seeded app's Run button is its first, and it saves nothing
     assert [[s for s, _ in g] for g in got] == [["passed", "inconclusive"], ["passed", "passed"]], got
+
+
+# Correct quiz apps written otherwise than the teacher's: the quiz waits behind a Start button, its screen hidden
+# (display none), faded out (opacity 0) below the Start screen, or shown with Skip disabled or doing nothing until
+# Start; and one that starts on load and fades its Finish button in only at the last question (opacity 0 until
+# then, a click before it does nothing). A user sees no Skip or Finish to use there, so no check may fail them.
+_QUIZ = """<!DOCTYPE html><html><head><style>.off { opacity: 0 } .on { opacity: 1 }</style></head><body>%s
+<p id="q"></p><p id="s"></p><script>const qs = ['2 + 2', 'Capital of France', '3 x 3'];
+let i = 0, wrong = 0, active = %s;
+function show() { document.getElementById('q').textContent = qs[i %% 3]; document.getElementById('s').textContent =
+  'Question ' + (i + 1) + ' of 3, wrong ' + wrong; }
+function skip() { if (!active) return; wrong += 1; i += 1; show(); }
+function finish() { if (i < 2) return; document.getElementById('s').textContent = 'Done: ' + wrong + ' wrong'; }
+function start() { active = true; %s show(); }
+show();</script></body></html>"""
+_START = '<button onclick="start()">Start quiz</button>'
+_SKIP = '<button id="k" onclick="skip()"%s>Skip</button>'
+WAITING_QUIZZES = {
+    "hidden": _QUIZ % (_START + '<div id="z" hidden>' + _SKIP % "" + "</div>", "false",
+                       "document.getElementById('z').hidden = false;"),
+    "faded": _QUIZ % (_START + '<div id="z" class="off">' + _SKIP % "" + "</div>", "false",
+                      "document.getElementById('z').className = 'on';"),
+    "disabled": _QUIZ % (_START + _SKIP % " disabled", "false", "document.getElementById('k').disabled = false;"),
+    "inert": _QUIZ % (_START + _SKIP % "", "false", ""),
+    "finish_faded": _QUIZ % (_SKIP % "" + '<div class="off"><button onclick="finish()">Finish</button></div>',
+                             "true", ""),
+    "started": _QUIZ % (_SKIP % "", "true", ""),  # no Start, Skip works from the page just loaded: passes
+}
+
+
+@pytest.mark.browser
+@needs_browser
+def test_the_named_button_checks_do_not_fail_a_quiz_that_waits_for_start_or_fades_its_controls_in():
+    from tasks.env.checks import CheckPlan
+    from tasks.env.runtime import BrowserRuntime
+
+    (skip,), (finish,) = _case_check(*SKIP[:2])[0], _case_check(8, "wf_summary_screen")[0]
+    with BrowserRuntime(RT) as rt:
+        evs = rt.check_many(list(WAITING_QUIZZES.values()),
+                            checks=[CheckPlan([skip, finish], ChecksConfig(step_timeout_ms=1000))] * len(WAITING_QUIZZES))
+    got = {name: [(r.status, r.reason) for r in ev.check_results] for name, ev in zip(WAITING_QUIZZES, evs)}
+    print("quizzes:", got)
+    # every app's Finish is there but not shown to use until the last question, or the quiz has not begun
+    assert {name: [s for s, _ in g] for name, g in got.items()} == {
+        "hidden": ["inconclusive"] * 2, "faded": ["inconclusive"] * 2, "disabled": ["inconclusive"] * 2,
+        "inert": ["inconclusive"] * 2, "finish_faded": ["passed", "inconclusive"],
+        "started": ["passed", "inconclusive"]}, got

@@ -259,6 +259,7 @@ PATTERNS = [  # (module, name, text, matches); module under tasks/, name a modul
     ("rubrics.vocab", "HOLDS_DRAWING", "a container for the controls", False),
     ("rubrics.vocab", "_NUMBER", "-2.5", True), ("rubrics.vocab", "_NUMBER", "two", False),
     ("rubrics.check_locators", "_CSS_SPECIAL", "a.b", True), ("rubrics.check_locators", "_CSS_SPECIAL", "a-b_c", False),
+    ("rubrics.check_locators", "_STARTS", "start quiz", True), ("rubrics.check_locators", "_STARTS", "restart", False),
     ("rubrics.expansion", "_DIGIT", "60 seconds", True), ("rubrics.expansion", "_DIGIT", "a minute", False),
     ("rubrics.expansion", "QUALITATIVE", "a random card", True), ("rubrics.expansion", "QUALITATIVE", "five cards", False),
     ("rubrics.prompt_controls", "ID_DECL", 'id="slider-mass"', True),

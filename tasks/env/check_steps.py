@@ -8,10 +8,10 @@ import io
 import re
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from schemas.checks import (MAX_STEP_TIMEOUT_MS, Arith, CanvasChanges, Click, Const, Count, DblClick, Disabled, Drag,
-                            Enabled, Fill, Hidden, Hover, Locator, NoError, NumberChanges, NumberRelation, Press, Read,
-                            Ref, Reload, Remember, Resize, Select, TextChanges, TextMatches, TextSame, Value, Visible,
-                            Wait, step_kind)
+from schemas.checks import (MAX_STEP_TIMEOUT_MS, Absent, Arith, CanvasChanges, Click, Const, Count, DblClick,
+                            Disabled, Drag, Enabled, Fill, Hidden, Hover, Locator, NoError, NumberChanges,
+                            NumberRelation, Press, Read, Ref, Reload, Remember, Resize, Select, TextChanges,
+                            TextMatches, TextSame, Value, Visible, Wait, step_kind)
 from schemas.config.checks import ChecksConfig
 from tasks.env.locate import matches
 from tasks.env.page import APP_URL
@@ -26,6 +26,9 @@ _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 
 
 _BOXES_JS = "es => es.map(e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })"
+# Playwright calls an element of opacity 0 visible; a user sees nothing there (a screen faded out, waiting its turn)
+_SHOWN_JS = ("e => { for (let n = e; n; n = n.parentElement) if (getComputedStyle(n).opacity === '0') return false; "
+             "return true; }")
 _TEXT_JS = "es => es.slice(0, 1).map(e => /^(INPUT|TEXTAREA|SELECT)$/.test(e.tagName) ? [true, e.value] : [false, e.innerText])"
 
 
@@ -44,7 +47,7 @@ class NotAtOnce(Exception):
 
 # Expectations that only read the page: a check made of these alone can be read in a document shared with others
 # of its kind (``tasks/env/checks.py``), as long as each one holds at its first reading.
-READS = (Count, NumberRelation, TextMatches, Value, Visible, Enabled, Disabled)
+READS = (Count, NumberRelation, TextMatches, Value, Visible, Enabled, Disabled, Absent)
 
 
 def reads_only(check: Any) -> bool:
@@ -121,7 +124,8 @@ class StepRun:
         when it never appears."""
         el, limit, ended = self.locator(loc, visible), Limit(self.time, timeout_ms), False
         while True:  # once the limit has passed, one more look: the page may have changed since the last
-            if await el.count() > 0:
+            if await el.count() > 0 and (not visible or await el.evaluate(_SHOWN_JS,
+                                                                          timeout=self.act_timeout(timeout_ms))):
                 self.seen.add(loc.model_dump_json())
                 return el
             if ended:
@@ -351,6 +355,10 @@ class StepRun:
                 a, b = f.observed
                 raise Failed(f"{a:g} {s.op} {b:g} does not hold (tolerance {s.tolerance:g})", f"{a:g}",
                              f"{s.op} {b:g}") from None
+            return
+        if isinstance(s, Absent):
+            if await self.locator(s.target).count() > 0:
+                raise Inconclusive(f"the check does not apply to this page: it shows {s.target.describe()}")
             return
         if isinstance(s, Hidden):
             el = self.locator(s.target, visible=False)

@@ -22,7 +22,7 @@ from typing import Any
 
 from schemas.rubric import DRAWING_EFFECT, NO_ERROR_EFFECT, TEXT_EFFECT
 from tasks.rubrics.capabilities import Checkable, clause_evidence
-from tasks.rubrics.check_locators import DRAWING, PAGE_TEXT, WORD_EDGE, present
+from tasks.rubrics.check_locators import DRAWING, PAGE_TEXT, WORD_EDGE, once_begun, present
 from tasks.rubrics.prompt_spec import Spec
 
 BOUND_TOLERANCE = 0.01  # a slider moved to a stated bound holds it exactly (the browser keeps min and max)
@@ -50,9 +50,10 @@ def _button(name: str) -> dict[str, Any]:
 
 
 def named_button_check(name: str) -> list[dict[str, Any]]:
-    """Clicking the button named ``name`` changes the page's text."""
-    return [{"do": "remember", "target": PAGE_TEXT, "name": "before"}, {"do": "click", "target": _button(name)},
-            {"expect": "text_changes", "target": PAGE_TEXT, "since": "before"}]
+    """Clicking the button named ``name`` changes the page's text (once begun: ``once_begun``)."""
+    return once_begun(name, [{"do": "remember", "target": PAGE_TEXT, "name": "before"},
+                             {"do": "click", "target": _button(name)},
+                             {"expect": "text_changes", "target": PAGE_TEXT, "since": "before"}])
 
 
 def works_check(name: str) -> list[dict[str, Any]]:
@@ -97,9 +98,10 @@ def filter_check() -> list[dict[str, Any]]:
 
 
 def drawing_button_check(name: str) -> list[dict[str, Any]]:
-    """Clicking the button named ``name`` changes the drawing (some canvas or svg of the page)."""
-    return [{"do": "remember", "target": DRAWING, "name": "before"}, {"do": "click", "target": _button(name)},
-            {"expect": "canvas_changes", "target": DRAWING, "since": "before"}]
+    """Clicking the button named ``name`` changes the drawing (some canvas or svg of the page; once begun)."""
+    return once_begun(name, [{"do": "remember", "target": DRAWING, "name": "before"},
+                             {"do": "click", "target": _button(name)},
+                             {"expect": "canvas_changes", "target": DRAWING, "since": "before"}])
 
 
 def slider_check(name: str) -> list[dict[str, Any]]:
