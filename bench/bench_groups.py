@@ -60,15 +60,20 @@ def spread(values: list[float]) -> dict[str, float | int | None]:
             "at_top": sum(abs(v - top) <= TIE for v in values), "zero_adv": sum(abs(v - mean) <= TIE for v in values)}
 
 
-def groups(rows: list[dict], by_label: dict[str, str], labels: dict[str, dict[str, float]]
-           ) -> dict[str, tuple[list[float], list[float]]]:
-    """query id -> (the rewards of its apps, the labels of those that have one)."""
-    out: dict[str, tuple[list[float], list[float]]] = {}
+Group = tuple[list[float], list[float], list[float]]
+
+
+def groups(rows: list[dict], by_label: dict[str, str], labels: dict[str, dict[str, float]]) -> dict[str, Group]:
+    """query id -> (the rewards of its apps, those of its working apps (tier valid: past every gate), the labels
+    of those that have one)."""
+    out: dict[str, Group] = {}
     for r in rows:
         if r["reward"] is None:
             continue
-        rewards, labs = out.setdefault(r["query_id"], ([], []))
+        rewards, valid, labs = out.setdefault(r["query_id"], ([], [], []))
         rewards.append(r["reward"])
+        if r["tier"] == "valid":
+            valid.append(r["reward"])
         lab = labels.get(by_label.get(r["model"], r["model"]), {}).get(r["query_id"])
         if lab is not None:
             labs.append(lab)
@@ -79,14 +84,17 @@ def fmt(v: object) -> str:
     return f"{v:.3f}" if isinstance(v, float) else "-" if v is None else str(v)
 
 
-def report(per_group: dict[str, tuple[list[float], list[float]]]) -> None:
+def report(per_group: dict[str, Group]) -> None:
     cols = ["n", "distinct", "std", "tied_pairs", "at_top"]
-    print("group | " + " | ".join(f"reward {c}" for c in cols) + " | labelled | label distinct | label std")
-    summary = []
-    for q, (rewards, labs) in sorted(per_group.items()):
-        s, lab = spread(rewards), spread(labs)
+    print("group | " + " | ".join(f"reward {c}" for c in cols) + " | working apps | their distinct rewards | "
+          "their tied pairs | labelled | label distinct | label std")
+    summary, working = [], []
+    for q, (rewards, valid, labs) in sorted(per_group.items()):
+        s, v, lab = spread(rewards), spread(valid), spread(labs)
         summary.append(s)
-        print(" | ".join([q] + [fmt(s[c]) for c in cols] + [fmt(lab["n"]), fmt(lab["distinct"]), fmt(lab["std"])]))
+        working.append(v)
+        print(" | ".join([q] + [fmt(s[c]) for c in cols] + [fmt(v["n"]), fmt(v["distinct"]), fmt(v["tied_pairs"]),
+                                                             fmt(lab["n"]), fmt(lab["distinct"]), fmt(lab["std"])]))
     n = len(summary)
     apps = sum(s["n"] for s in summary)
     flat = sum(1 for s in summary if s["distinct"] == 1)
@@ -95,6 +103,10 @@ def report(per_group: dict[str, tuple[list[float], list[float]]]) -> None:
           f"{fmt(statistics.fmean(s['tied_pairs'] for s in summary if s['tied_pairs'] is not None) if n else None)}; "
           f"apps with zero advantage {sum(s['zero_adv'] for s in summary)} of {apps}; apps sharing their group's "
           f"top reward {sum(s['at_top'] for s in summary)} of {apps}")
+    tied = [v["tied_pairs"] for v in working if v["tied_pairs"] is not None]
+    print(f"working apps (past every gate) {sum(v['n'] for v in working)}: mean share of their pairs tied "
+          f"{fmt(statistics.fmean(tied) if tied else None)}; groups whose working apps all tie "
+          f"{sum(1 for v in working if v['n'] > 1 and v['distinct'] == 1)} of {sum(1 for v in working if v['n'] > 1)}")
 
 
 def main() -> None:
