@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from schemas.config.attribution import WeightRule
-from schemas.contracts.validation import FrameSuite, rows, suite
+from schemas.contracts.validation import expectations, FrameSuite, rows, suite
 
 if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
     import great_expectations as gx
@@ -88,8 +88,7 @@ def _spans_frame(table: pa.Table) -> pd.DataFrame:
 
 def attributions_suites() -> list[FrameSuite]:
     """The published stage, which carries ``judge_provider`` (added by train-rl, schemas/contracts/training.py)."""
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     return [
         FrameSuite("attributions", rows, suite(
             "attributions",

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from schemas.contracts.validation import FrameSuite, exploded, rows, suite
+from schemas.contracts.validation import expectations, exploded, FrameSuite, rows, suite
 
 if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
     import great_expectations as gx
@@ -66,8 +66,7 @@ BENCHMARK_SCHEMA = pa.schema([
 
 
 def benchmark_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     main = suite("benchmark_queries",
                  E.ExpectColumnValuesToNotBeNull(column="query_id"),
                  E.ExpectColumnValuesToBeUnique(column="query_id"),

@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from schemas.checks import STATUSES
 from schemas.config.env import TIERS, RewardConfig
-from schemas.contracts.validation import FrameSuite, exploded, rows, suite
+from schemas.contracts.validation import expectations, exploded, FrameSuite, rows, suite
 from schemas.llm.diagnosis import LAYERS, SEVERITIES
 
 if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
@@ -127,8 +127,7 @@ REWARDS_SCHEMA = pa.schema([
 
 
 def judgments_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     main = suite(
         "judgments",
         E.ExpectColumnValuesToNotBeNull(column="rollout_id"),
@@ -155,8 +154,7 @@ def judgments_suites() -> list[FrameSuite]:
 
 
 def rewards_suites(reward_min: float = 0.0, reward_max: float = 1.0) -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     main = suite(
         "rewards",
         E.ExpectColumnValuesToNotBeNull(column="rollout_id"),
@@ -229,8 +227,7 @@ def _consistent(table: pa.Table) -> pd.DataFrame:
 
 
 def check_results_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     main = suite(
         "check_results",
         E.ExpectColumnValuesToNotBeNull(column="rollout_id"),

@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from schemas.contracts.env import TIERS
-from schemas.contracts.validation import FrameSuite, exploded, rows, suite
+from schemas.contracts.validation import expectations, exploded, FrameSuite, rows, suite
 from schemas.layout import stage_screenshots
 
 if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
@@ -103,8 +103,7 @@ def official_details(table: pa.Table) -> pd.DataFrame:
 
 
 def eval_results_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     return [FrameSuite("rows", rows, suite(
         STAGE,
         E.ExpectColumnValuesToNotBeNull(column="eval_id"),

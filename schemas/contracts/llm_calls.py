@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from schemas.contracts.validation import FrameSuite, rows, suite
+from schemas.contracts.validation import expectations, FrameSuite, rows, suite
 
 if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
     import great_expectations as gx
@@ -48,8 +48,7 @@ LLM_CALLS_SCHEMA = pa.schema([
 
 
 def llm_calls_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     nonneg = [E.ExpectColumnValuesToBeBetween(column=c, min_value=0) for c in
               ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "latency_s", "cost_usd")]
     return [FrameSuite(

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pydantic import BaseModel, Field
 
-from schemas.contracts.validation import FrameSuite, exploded, rows, suite
+from schemas.contracts.validation import expectations, exploded, FrameSuite, rows, suite
 
 if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
     import great_expectations as gx
@@ -41,8 +41,7 @@ class QueryDraft(BaseModel):
 
 
 def _common(name: str, category_ids: list[str], capability_ids: list[str]) -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     main = suite(
         name,
         E.ExpectColumnValuesToNotBeNull(column="query_id"),
@@ -64,8 +63,7 @@ def _common(name: str, category_ids: list[str], capability_ids: list[str]) -> li
 def queries_suites(category_ids: list[str], capability_ids: list[str]) -> list[FrameSuite]:
     out = _common("queries", category_ids, capability_ids)
     main = out[0].suite
-    import great_expectations as gx
-    out[0].suite = suite(main.name, *main.expectations, gx.expectations.ExpectColumnValuesToNotBeNull(column="text"))
+    out[0].suite = suite(main.name, *main.expectations, expectations().ExpectColumnValuesToNotBeNull(column="text"))
     return out
 
 

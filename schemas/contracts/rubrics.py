@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.contracts.validation import FrameSuite, suite
+from schemas.contracts.validation import expectations, FrameSuite, suite
 from schemas.llm.rubric_construction import CANDIDATE_TARGETS, MODULE_KINDS, REQUIREMENT_TYPES
 from schemas.rubric import EVIDENCE_KINDS, RUBRIC_LEVELS, SCOPES
 
@@ -126,8 +126,7 @@ def covered_ids_exist(requirements: pa.Table | None, id_column: str) -> Callable
 
 
 def _status_suite(name: str) -> gx.ExpectationSuite:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     return suite(name, E.ExpectColumnValuesToNotBeNull(column="query_id"),
                  E.ExpectColumnValuesToBeInSet(column="status", value_set=list(STATUSES)),
                  E.ExpectColumnValuesToNotBeNull(column="provider"),
@@ -135,8 +134,7 @@ def _status_suite(name: str) -> gx.ExpectationSuite:
 
 
 def _element_suites(stage: str, id_col: str, *extra: ColumnMapExpectation) -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     ok = suite(f"{stage}-ok", E.ExpectColumnValuesToNotBeNull(column=id_col),
                E.ExpectCompoundColumnsToBeUnique(column_list=["query_id", id_col]),
                E.ExpectColumnValuesToNotBeNull(column="query_evidence"), *extra)
@@ -146,8 +144,7 @@ def _element_suites(stage: str, id_col: str, *extra: ColumnMapExpectation) -> li
 
 
 def expansions_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     main = suite("expansions", *_status_suite("expansions").expectations,
                  E.ExpectColumnValuesToBeUnique(column="query_id"))
     ok = suite("expansions-ok", E.ExpectColumnValuesToNotBeNull(column="expanded_query"),
@@ -157,31 +154,27 @@ def expansions_suites() -> list[FrameSuite]:
 
 
 def requirements_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     return _element_suites("requirements", "requirement_id",
                            E.ExpectColumnValuesToBeInSet(column="requirement_type", value_set=list(REQUIREMENT_TYPES)),
                            E.ExpectColumnValuesToNotBeNull(column="must_cover"))
 
 
 def _covered(stage: str, requirements: pa.Table | None, id_col: str) -> FrameSuite:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     s = suite(f"{stage}-covered-ids", E.ExpectColumnValuesToBeInSet(column="covered_ids_exist", value_set=[True]))
     return FrameSuite("covered_ids", covered_ids_exist(requirements, id_col), s, ["query_id", id_col])
 
 
 def modules_suites(requirements: pa.Table | None = None) -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     return [*_element_suites("modules", "module_id",
                              E.ExpectColumnValuesToBeInSet(column="kind", value_set=list(MODULE_KINDS))),
             _covered("modules", requirements, "module_id")]
 
 
 def rubric_candidates_suites(requirements: pa.Table | None = None) -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     return [*_element_suites("rubric_candidates", "candidate_id",
                              E.ExpectColumnValuesToBeInSet(column="scope", value_set=list(SCOPES)),
                              E.ExpectColumnValuesToBeInSet(column="rubric_level", value_set=list(RUBRIC_LEVELS)),
@@ -207,8 +200,7 @@ def _reference_checks(table: pa.Table) -> pd.DataFrame:
 
 
 def references_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     main = suite("rubric_references", *_status_suite("rubric_references").expectations,
                  E.ExpectColumnValuesToBeUnique(column="query_id"))
     checks = suite("rubric_references-checks",
@@ -271,8 +263,7 @@ def _check_parses(table: pa.Table) -> pd.DataFrame:
 def checks_suites() -> list[FrameSuite]:
     """rubric_checks: statuses in their sets; a kept check parses in the language and was not unsound on
     the empty page."""
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     ok = suite("rubric_checks-ok", E.ExpectColumnValuesToNotBeNull(column="item_id"),
                E.ExpectCompoundColumnsToBeUnique(column_list=["query_id", "item_id"]),
                E.ExpectColumnValuesToBeInSet(column="scope", value_set=list(SCOPES)),
@@ -294,8 +285,7 @@ def checks_suites() -> list[FrameSuite]:
 
 
 def items_suites(references: pa.Table | None = None) -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     main = suite("rubric_items", E.ExpectColumnValuesToNotBeNull(column="query_id"),
                  E.ExpectColumnValuesToNotBeNull(column="id"),
                  E.ExpectCompoundColumnsToBeUnique(column_list=["query_id", "id"]),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from schemas.contracts.validation import FrameSuite, rows, suite
+from schemas.contracts.validation import expectations, FrameSuite, rows, suite
 
 if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
     import great_expectations as gx
@@ -59,8 +59,7 @@ RL_QUERIES_SCHEMA = pa.schema([
 
 
 def probe_rollouts_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     return [FrameSuite("rows", rows, suite(
         "probe_rollouts",
         E.ExpectColumnValuesToNotBeNull(column="rollout_id"),
@@ -74,8 +73,7 @@ def probe_rollouts_suites() -> list[FrameSuite]:
 
 
 def rl_queries_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     return [FrameSuite("rows", rows, suite(
         "rl_queries",
         E.ExpectColumnValuesToNotBeNull(column="query_id"),

@@ -26,7 +26,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from schemas.config.env import TIERS
-from schemas.contracts.validation import FrameSuite, rows, suite
+from schemas.contracts.validation import expectations, FrameSuite, rows, suite
 
 if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
     import great_expectations as gx
@@ -91,8 +91,7 @@ def _consistent(table: pa.Table) -> pd.DataFrame:
 
 
 def service_scores_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     main = suite(
         "service_scores",
         E.ExpectColumnValuesToNotBeNull(column="request_id"),

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from schemas.contracts.validation import FrameSuite, rows, suite
+from schemas.contracts.validation import expectations, FrameSuite, rows, suite
 
 if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
     import great_expectations as gx
@@ -36,8 +36,7 @@ REJECT_REASONS = ["missing", "format_invalid", "source_invalid", "runtime_invali
 
 
 def sft_answers_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     return [FrameSuite("rows", rows, suite(
         "sft_answers",
         E.ExpectColumnValuesToNotBeNull(column="answer_id"),

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.config.train import MODES
-from schemas.contracts.validation import FrameSuite, rows, suite
+from schemas.contracts.validation import expectations, FrameSuite, rows, suite
 
 if TYPE_CHECKING:  # GX (seconds, ~280 MB) loads when a suite is built: a scorer or a job reading a schema never pays it
     import great_expectations as gx
@@ -62,13 +62,11 @@ def with_judge_provider(schema: pa.Schema) -> pa.Schema:
 
 
 def judge_provider_expectation() -> gx.expectations.Expectation:
-    import great_expectations as gx
-    return gx.expectations.ExpectColumnValuesToNotBeNull(column="judge_provider")
+    return expectations().ExpectColumnValuesToNotBeNull(column="judge_provider")
 
 
 def rollouts_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     return [FrameSuite("rows", rows, suite(
         "rollouts",
         E.ExpectColumnValuesToNotBeNull(column="query_id"),
@@ -96,8 +94,7 @@ def _aligned(table: pa.Table) -> pd.DataFrame:
 
 
 def train_steps_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     return [FrameSuite("rows", rows, suite(
         "train_steps",
         E.ExpectColumnValuesToNotBeNull(column="value"),
@@ -133,8 +130,7 @@ SFT_STEPS_SCHEMA = TRAIN_STEPS_SCHEMA
 
 
 def sft_steps_suites() -> list[FrameSuite]:
-    import great_expectations as gx
-    E = gx.expectations
+    E = expectations()
     return [FrameSuite("rows", rows, suite(
         "sft_steps",
         E.ExpectColumnValuesToBeBetween(column="step", min_value=1),

@@ -3,6 +3,7 @@ table (list columns are exploded into their own frame), each with a suite built 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
@@ -32,6 +33,13 @@ def exploded(id_column: str, list_column: str, as_name: str) -> Callable[[pa.Tab
         return df.rename(columns={list_column: as_name}).reset_index(drop=True)
 
     return build
+
+
+def expectations() -> ModuleType:
+    """GX's expectation classes (``E.ExpectColumnValuesToNotBeNull``...), imported when a suite is built."""
+    import great_expectations as gx
+
+    return gx.expectations
 
 
 def suite(name: str, *expectations: gx.expectations.Expectation) -> gx.ExpectationSuite:
