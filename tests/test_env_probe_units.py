@@ -290,3 +290,32 @@ def test_the_probe_record_reads_back_its_own_json():
     idle = {"action": -3, "sync": False, "kind": "error", "name": "Error", "message": "m", "stack": "", "line": None,
             "column": None, "offset": None}  # an idle error is never asked whether an action caused it
     assert ProbeRecord.from_dict({"idle_errors": [idle]}).to_dict()["idle_errors"] == [idle]
+
+
+def test_a_wait_on_the_browser_ends_when_it_disconnects_and_otherwise_is_the_awaited_result():
+    """A page opening as the browser is killed is never answered by Playwright: ``before_gone`` ends the wait at the
+    disconnect (the crash test in test_env_browser waited out its 30 s hard limit without it), and gives the awaited
+    result, or its error, when that comes first."""
+    import asyncio
+
+    from tasks.env.pagetime import BrowserGone, before_gone
+
+    async def never() -> None:
+        await asyncio.Event().wait()
+
+    async def fails() -> None:
+        raise ValueError("no context")
+
+    async def main() -> tuple[float, object]:
+        loop = asyncio.get_running_loop()
+        gone, t0 = loop.create_future(), loop.time()
+        loop.call_later(0.05, gone.set_result, None)
+        with pytest.raises(BrowserGone):
+            await before_gone(never(), gone)
+        took = loop.time() - t0
+        with pytest.raises(ValueError, match="no context"):
+            await before_gone(fails(), loop.create_future())
+        return took, await before_gone(asyncio.sleep(0, result="page"), loop.create_future())
+
+    took, got = asyncio.run(main())
+    assert took < 5 and got == "page"

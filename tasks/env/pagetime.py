@@ -85,6 +85,25 @@ async def within(aw: Any, bound_s: float) -> Any:
     return await asyncio.wait_for(aw, bound_s)
 
 
+class BrowserGone(Exception):
+    """The browser process died while the environment waited on it (``before_gone``)."""
+
+
+async def before_gone(aw: Any, gone: asyncio.Future[None]) -> Any:
+    """``aw``'s result, or BrowserGone as soon as ``gone`` (the browser's disconnect) comes first: Playwright leaves
+    a page or context that was opening as the browser died unanswered, which held the app to its hard limit (30 s
+    of a roomy limit in test_env_browser's crash test) before it was loaded again in a new browser. No clock: it
+    waits on the machine's process."""
+    task = asyncio.ensure_future(aw)
+    try:
+        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return task.result()
+        raise BrowserGone("the browser disconnected")
+    finally:
+        task.cancel()
+
+
 async def read(page: Page, js: str, bound_s: float, arg: Any = None, wall_s: float | None = None) -> Any:
     """What ``js`` returns in ``page``, or TimeoutError when its main thread does not answer within ``bound_s`` of
     its own time (``mainthread.answer``: the wall time, and its share of it on the CPU; ``answer_window_s``: a

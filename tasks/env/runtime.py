@@ -70,7 +70,7 @@ from tasks.env.page import stack_offset
 from tasks.env.clock_install import install_controlled_clock, require_clock_hook
 from tasks.env.hold import NO_VERDICT_ENDS, Hold, hard_limit
 from tasks.env.mainthread import open_page
-from tasks.env.pagetime import answer_window_s, within
+from tasks.env.pagetime import answer_window_s, before_gone, within
 from tasks.env.probe import DIALOGS_JS, PROBE_JS, ProbeSession, run_probe
 from tasks.env.records import PageError
 from tasks.env.shots import ScreenshotSpec, take_screenshot
@@ -107,6 +107,7 @@ class BrowserRuntime:
         self._thread.start()
         self._pw: Playwright | None = None
         self._browser: Browser | None = None
+        self._gone: asyncio.Future[None] | None = None  # set when self._browser disconnects (before_gone)
         self._clock_checked = False
         self._launch_lock: asyncio.Lock | None = None
         self._sem: asyncio.Semaphore | None = None
@@ -199,10 +200,25 @@ class BrowserRuntime:
                     pass
             self._browser = await self._pw.chromium.launch(
                 headless=True, args=launch_args(self.cfg, self.marker, self.served), **self._launch_opts)
+            gone = self._gone = asyncio.get_running_loop().create_future()
+
+            def disconnected(_b: Browser) -> None:
+                if not gone.done():
+                    gone.set_result(None)
+            self._browser.on("disconnected", disconnected)
             if not self._clock_checked:  # once per runtime: the same Playwright serves every relaunch
                 await require_clock_hook(self._browser, self.cfg.clock)
                 self._clock_checked = True
             return self._browser
+
+    def _gone_of(self, browser: Browser | None) -> asyncio.Future[None]:
+        """What comes when ``browser`` disconnects: done already for one that was relaunched, never for none known."""
+        if browser is self._browser and self._gone is not None:
+            return self._gone
+        fut = asyncio.get_running_loop().create_future()
+        if browser is not None:
+            fut.set_result(None)
+        return fut
 
     async def _check_all(self, htmls: list[str], checks: list[CheckPlan | None] | None, futures: list[Future]) -> None:
         try:
@@ -277,7 +293,8 @@ class BrowserRuntime:
         ev, session, started = RuntimeEvidence(), ProbeSession(answer_window_s(self.cfg.max_slowdown)), time.perf_counter()
         hold: Hold | None = None  # the hard limit held on the page's own clock
         try:
-            context = await browser.new_context(service_workers="block", accept_downloads=False, viewport=VIEWPORT)
+            context = await before_gone(browser.new_context(service_workers="block", accept_downloads=False,
+                                                            viewport=VIEWPORT), self._gone_of(browser))
         except Exception as e:
             return RuntimeEvidence(status="unavailable", error=f"new context failed: {e}")
         try:
@@ -354,7 +371,7 @@ class BrowserRuntime:
         await context.route("**/*", lambda route: route_request(route, html, ev, session, self.mirror, self.served))
         await context.route_web_socket(re.compile(".*"), lambda ws: block_websocket(ws, ev, session))
         context.on("requestfailed", lambda req: on_request_failed(req, ev, session, self.served))
-        page = await open_page(context)  # its main thread's CPU time readable (mainthread)
+        page = await before_gone(open_page(context), self._gone_of(context.browser))  # CPU time readable (mainthread)
         context.on("page", lambda p: on_popup(p, session)  # popups a gesture opened: closed (not the checks' pages)
                    if p is not page and not session.checking else None)
 
