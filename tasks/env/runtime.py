@@ -211,15 +211,6 @@ class BrowserRuntime:
                 self._clock_checked = True
             return self._browser
 
-    def _gone_of(self, browser: Browser | None) -> asyncio.Future[None]:
-        """What comes when ``browser`` disconnects: done already for one that was relaunched, never for none known."""
-        if browser is self._browser and self._gone is not None:
-            return self._gone
-        fut = asyncio.get_running_loop().create_future()
-        if browser is not None:
-            fut.set_result(None)
-        return fut
-
     async def _check_all(self, htmls: list[str], checks: list[CheckPlan | None] | None, futures: list[Future]) -> None:
         try:
             await self._ensure_browser()
@@ -291,16 +282,17 @@ class BrowserRuntime:
         (``LoadRecord``, the ``ProbeRecord`` the probe builds in ``session.evidence``, ``CheckRecord``); the gate's
         verdict is read from them once, later (``RuntimeEvidence.verdict``)."""
         ev, session, started = RuntimeEvidence(), ProbeSession(answer_window_s(self.cfg.max_slowdown)), time.perf_counter()
+        gone = self._gone or asyncio.get_running_loop().create_future()  # the disconnect of the browser it was given
         hold: Hold | None = None  # the hard limit held on the page's own clock
         try:
             context = await before_gone(browser.new_context(service_workers="block", accept_downloads=False,
-                                                            viewport=VIEWPORT), self._gone_of(browser))
+                                                            viewport=VIEWPORT), gone)
         except Exception as e:
             return RuntimeEvidence(status="unavailable", error=f"new context failed: {e}")
         try:
             async with hard_limit(self.cfg.hard_limit_s) as limit:
                 session.deadline = limit.when
-                page, release, probing = await self._open(context, html, ev, session)
+                page, release, probing = await self._open(context, html, ev, session, gone)
                 hold = Hold(limit, page, self.cfg.hard_limit_s, self.cfg.max_slowdown,
                             self.cfg.probe.hang_grace_s if self.cfg.probe.enabled else 0.0)
                 holding = asyncio.ensure_future(hold.run())
@@ -354,8 +346,8 @@ class BrowserRuntime:
                                         f"time at most){': ' + why if why else ''}"))
         return ev
 
-    async def _open(self, context: BrowserContext, html: str, ev: RuntimeEvidence,
-                    session: ProbeSession) -> tuple[Page, Callable[[], None], Any]:
+    async def _open(self, context: BrowserContext, html: str, ev: RuntimeEvidence, session: ProbeSession,
+                    gone: asyncio.Future[None]) -> tuple[Page, Callable[[], None], Any]:
         """The app's context set up (clock, init scripts, routes) and its load page with the listeners that
         record the load's evidence; returns the page, what removes those listeners and the probe's script."""
         probe = self.cfg.probe
@@ -371,7 +363,7 @@ class BrowserRuntime:
         await context.route("**/*", lambda route: route_request(route, html, ev, session, self.mirror, self.served))
         await context.route_web_socket(re.compile(".*"), lambda ws: block_websocket(ws, ev, session))
         context.on("requestfailed", lambda req: on_request_failed(req, ev, session, self.served))
-        page = await before_gone(open_page(context), self._gone_of(context.browser))  # CPU time readable (mainthread)
+        page = await before_gone(open_page(context), gone)  # its main thread's CPU time readable (mainthread)
         context.on("page", lambda p: on_popup(p, session)  # popups a gesture opened: closed (not the checks' pages)
                    if p is not page and not session.checking else None)
 
