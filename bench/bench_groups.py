@@ -111,11 +111,7 @@ def report(per_group: dict[str, Group]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", default=None, help=f"local copy of InteractScience (or ${corpus.ENV_VAR})")
-    ap.add_argument("--split", default="dev", choices=["dev", "holdout", "all"])
-    ap.add_argument("--limit", type=int, default=5, help="the first N tasks of the split (sorted by id)")
-    ap.add_argument("--models", nargs="*", default=None, help="default: every model of the snapshot")
-    ap.add_argument("--keep", default=None, help="data directory to use and keep (default: a temporary one)")
+    corpus.add_arguments(ap, limit=5, models=None, models_help="default: every model of the snapshot")
     ap.add_argument("--reuse", action="store_true", help="the figures from --keep's eval_results")
     ap.add_argument("--labels", default="published", choices=["published", "official", "none"])
     ap.add_argument("--labels-from", default=None, help="a data directory whose eval_results hold our run of the "

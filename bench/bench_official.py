@@ -144,12 +144,8 @@ def report(results: list[dict], rows: list[dict], labels: dict[str, dict[str, fl
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", default=None, help=f"local copy of InteractScience (or ${corpus.ENV_VAR})")
-    ap.add_argument("--split", default="dev", choices=["dev", "holdout", "all"])
-    ap.add_argument("--limit", type=int, default=20, help="the first N tasks of the split (sorted by id)")
-    ap.add_argument("--models", nargs="*", default=list(DEFAULT_MODELS))
+    corpus.add_arguments(ap, limit=20, models=list(DEFAULT_MODELS))
     ap.add_argument("--workers", type=int, default=2, help="evaluation.official.pft_workers")
-    ap.add_argument("--keep", default=None, help="data directory to use and keep (default: a temporary one)")
     ap.add_argument("--reuse", action="store_true", help="compare the eval_results already in --keep")
     ap.add_argument("--official-only", action="store_true", help="with --reuse: compute the official columns "
                                                                   "again with the current code (PFT run only)")

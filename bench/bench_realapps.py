@@ -153,11 +153,7 @@ def fmt(v: object) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", default=None, help=f"local copy of InteractScience (or ${corpus.ENV_VAR})")
-    ap.add_argument("--split", default="dev", choices=["dev", "holdout", "all"])
-    ap.add_argument("--limit", type=int, default=None, help="the first N tasks of the split (sorted by id)")
-    ap.add_argument("--models", nargs="*", default=list(corpus.LABELLED_MODELS))
-    ap.add_argument("--keep", default=None, help="data directory to use and keep (default: a temporary one)")
+    corpus.add_arguments(ap, limit=None, models=list(corpus.LABELLED_MODELS))
     ap.add_argument("--set", action="append", default=[], help="extra --set for build-rubrics and evaluate")
     ap.add_argument("--short", action="store_true", help="short requests with a working and a broken app each "
                                                          "(tests/fixtures/short_requests/) instead of InteractScience")

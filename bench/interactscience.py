@@ -24,6 +24,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import _safe  # noqa: F401 - the repo on sys.path, no paid call by accident
 
@@ -47,6 +48,19 @@ def same_number(message: str) -> bool:
         return float(m.group(1)) == float(m.group(2))
     except ValueError:
         return False
+
+
+SPLITS = ("dev", "holdout", "all")  # dev: the tasks DEV_FIRST..DEV_LAST, holdout: the rest
+
+
+def add_arguments(ap: Any, limit: int | None, models: list[str] | None, models_help: str | None = None) -> None:
+    """The arguments every bench on this corpus takes: where it is, which split, how many tasks, which models'
+    answers, and the data directory to keep (``data_dirs``); each bench gives its own defaults."""
+    ap.add_argument("--corpus", default=None, help=f"local copy of InteractScience (or ${ENV_VAR})")
+    ap.add_argument("--split", default="dev", choices=list(SPLITS))
+    ap.add_argument("--limit", type=int, default=limit, help="the first N tasks of the split (sorted by id)")
+    ap.add_argument("--models", nargs="*", default=models, help=models_help)
+    ap.add_argument("--keep", default=None, help="data directory to use and keep (default: a temporary one)")
 
 
 def in_split(task_id: str, split: str) -> bool:
