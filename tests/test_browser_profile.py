@@ -12,6 +12,8 @@ UNDER_TEST = {  # "file::function" (or "file::<module>") -> why it sets a timing
     "test_env_browser.py::test_browser_crash_mid_batch_is_restarted_without_losing_apps":
         "busy-looping apps loaded while the browser is killed: the crash, not a limit, is under test",
     "test_env_interaction.py::test_busy_but_progressing_load_is_not_hung": "a load event later than load_timeout_s",
+    "test_env_interaction.py::test_a_load_the_hard_limit_ends_is_a_load_timeout_whichever_clock_tells_it":
+        "a load timeout past the hard limit, so that the hold, not goto, tells the endless load",
     "test_env_interaction.py::test_verdicts_do_not_depend_on_concurrency_with_heavy_webgl_apps":
         "loads past load_timeout_s beside other WebGL apps: the heartbeat and the re-check alone",
     "test_env_sandbox.py::<module>": "delayed escape attempts (timers up to a second after load) must run",

@@ -231,3 +231,15 @@ def test_busy_but_progressing_load_is_not_hung():
         s, h = rt.check_many([slow, loop])
     assert s.status == "ok" and s.duration_s > cfg.load_timeout_s
     assert h.status == "load_timeout" and h.rechecked_from == "load_timeout"
+
+
+def test_a_load_the_hard_limit_ends_is_a_load_timeout_whichever_clock_tells_it():
+    # Found under load (the service's crowded batch): the session's hold read the endless loop as hung before
+    # goto's own load timeout fired, and the app that never loaded was called unresponsive after load. Here goto
+    # waits past the hard limit (a config the validator refuses, made with model_copy), so only the hold can tell it.
+    loop = "<html><body><h1>x</h1><script>while (true) {}</script></body></html>"
+    cfg = RuntimeConfig(concurrency=1).model_copy(update={"load_timeout_s": 600.0})
+    with BrowserRuntime(cfg) as rt:
+        (h,) = rt.check_many([loop])
+    assert h.status == "load_timeout", (h.status, h.error, [e.message for e in h.page_errors])
+    assert "hard limit" in h.page_errors[-1].message

@@ -340,7 +340,8 @@ class BrowserRuntime:
             session.started = False  # nor a verdict of the probe's, cut short with it
             return RuntimeEvidence(status="unavailable", error=f"hard limit of {self.cfg.hard_limit_s}s: {why}")
         if ev.status in ("ok", "page_error"):  # after an error at load the probe's use decides: cut short, it showed nothing
-            ev.status = "unresponsive"
+            # a page that never loaded timed out loading, whichever clock told it first (goto's or the hold's)
+            ev.status = "unresponsive" if session.loaded else "load_timeout"
         ev.page_errors.append(PageError("TimeoutError", f"hard limit of {self.cfg.hard_limit_s}s reached (the page's "
                                         f"own time, {self.cfg.hard_limit_s * self.cfg.max_slowdown:g}s of wall "
                                         f"time at most){': ' + why if why else ''}"))
