@@ -7,7 +7,6 @@ and its app scores higher; a missing reward fails its episode, and prime-rl's ru
 group its advantages."""
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import subprocess
@@ -45,9 +44,12 @@ def tasks_file(tmp_path_factory):
     return path
 
 
-def scored_alone(svc, app: str) -> dict:
+@pytest.fixture(scope="module")
+def alone_rewards(svc) -> dict[str, float]:
+    """``rubricrl score``'s reward for each app scored by itself, once for the module."""
     project = svc.engine.project
-    return alone(project, TASK, app, get_provider(config=project.resolved_llm()))
+    provider = get_provider(config=project.resolved_llm())
+    return {name: alone(project, TASK, app, provider)["reward"] for name, app in (("broken", BROKEN), ("fixed", FIXED))}
 
 
 def vf(tool: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -68,33 +70,15 @@ def vf_eval(svc, tasks_file, tmp_path, reply, *args: str) -> list[dict]:
     return [json.loads(line) for line in traces.read_text().splitlines()]
 
 
-def test_vf_eval_single_turn_rewards_equal_rubricrl_score_alone(svc, tasks_file, tmp_path):
-    apps = itertools.cycle([BROKEN, FIXED])
-    lock = threading.Lock()
-
-    def reply(body):
-        with lock:
-            return next(apps)
-
-    episodes = vf_eval(svc, tasks_file, tmp_path, reply, "-r", "2", "-c", "1")
-    want = sorted([scored_alone(svc, BROKEN)["reward"], scored_alone(svc, FIXED)["reward"]])
-    got = []
-    for ep in episodes:
-        [trace] = ep["traces"]
-        assert ep["ok"] and trace["ok"] and trace["metrics"]["turns"] == 1.0
-        got.append(trace["rewards"]["reward"]["score"])
-    assert sorted(got) == pytest.approx(want) and want[0] < want[1]  # the two apps, each its own reward
-
-
-def test_vf_eval_repair_episode_sees_the_findings_and_the_fix_scores_higher(svc, tasks_file, tmp_path):
+def test_vf_eval_repair_episode_sees_the_findings_and_the_fix_scores_higher(svc, tasks_file, tmp_path, alone_rewards):
     policy = ScriptedPolicy({"q-counter": [BROKEN, FIXED]})
     [ep] = vf_eval(svc, tasks_file, tmp_path, policy, "--env.taskset.task.max-turns", "2")
     [trace] = ep["traces"]
-    m, first, fixed = trace["metrics"], scored_alone(svc, BROKEN), scored_alone(svc, FIXED)
-    assert m["turns"] == 2.0 and m["turn_1_reward"] == pytest.approx(first["reward"])
-    assert trace["rewards"]["reward"]["score"] == pytest.approx(fixed["reward"]) and fixed["reward"] > first["reward"]
+    m, first, fixed = trace["metrics"], alone_rewards["broken"], alone_rewards["fixed"]
+    assert m["turns"] == 2.0 and m["turn_1_reward"] == pytest.approx(first)
+    assert trace["rewards"]["reward"]["score"] == pytest.approx(fixed) and fixed > first
     second_user_turn = policy.seen[-1][-1]
-    assert second_user_turn.startswith(f"Your app scored {first['reward']:g}") and "TypeError" in second_user_turn
+    assert second_user_turn.startswith(f"Your app scored {first:g}") and "TypeError" in second_user_turn
 
 
 def prime_rl_advantages(episodes: list[dict]) -> dict[int, float]:
@@ -107,7 +91,10 @@ def prime_rl_advantages(episodes: list[dict]) -> dict[int, float]:
     return {i: r - mean for i, r in kept.items()}
 
 
-def test_a_missing_reward_fails_its_episode_and_the_group_keeps_its_advantages(svc, tasks_file, tmp_path):
+def test_single_turn_rewards_equal_rubricrl_score_alone_and_a_missing_one_fails_its_episode_only(
+        svc, tasks_file, tmp_path, alone_rewards):
+    """One group of three single-turn episodes: the two scored apps get ``rubricrl score``'s reward for each alone;
+    the one whose judge fails has no reward, fails its episode, and prime-rl's rule keeps the rest their advantages."""
     apps = iter([BROKEN, LOST, FIXED])
     lock = threading.Lock()
 
@@ -122,8 +109,14 @@ def test_a_missing_reward_fails_its_episode_and_the_group_keeps_its_advantages(s
     [trace] = lost[0]["traces"]
     assert not trace["ok"] and trace["errors"][0]["type"] == "RewardMissing" and trace["rewards"] == {}
     assert trace["metrics"]["reward_missing"] == 1.0
+    broken, fixed = alone_rewards["broken"], alone_rewards["fixed"]
+    got = []
+    for ep in (ep for ep in episodes if ep["ok"]):
+        [kept] = ep["traces"]
+        assert kept["ok"] and kept["metrics"]["turns"] == 1.0
+        got.append(kept["rewards"]["reward"]["score"])
+    assert sorted(got) == pytest.approx([broken, fixed]) and broken < fixed  # the two apps, each its own reward
     advantages = prime_rl_advantages(episodes)
-    broken, fixed = scored_alone(svc, BROKEN)["reward"], scored_alone(svc, FIXED)["reward"]
     mean = (broken + fixed) / 2  # the two scored episodes alone: the lost one is no 0 in the baseline
     assert sorted(advantages.values()) == pytest.approx([broken - mean, fixed - mean])
 

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from tasks.llm.offline import OfflineProvider
@@ -12,7 +13,7 @@ from tasks.queries.synthesize import sample_personas, synthesize_chunk
 from tests.fixtures.kill import kill_after_parts
 
 REPO = Path(__file__).resolve().parent.parent
-N, CHUNK = 6000, 50
+N, CHUNK = 1500, 50  # 32 parts: the kill lands after 6 of them
 SETS = [f"synth.n_queries={N}", f"synth.chunk_size={CHUNK}", "synth.n_personas=40", "synth.oversample=0.05"]
 
 
@@ -45,7 +46,9 @@ def test_kill_minus_nine_then_resume(tmp_path, prefect_harness):
     assert len(ids) == len(set(ids)) == int(N * 1.05)
     assert sorted(ids) == [f"q{i:06d}" for i in range(int(N * 1.05))]
     # rows made before the kill equal rows made after it: same as a clean computation
-    sample = sorted(cand.filter(pc.is_in(cand.column("candidate_index"), value_set=__import__("pyarrow").array([0, 3000, 6299]))).to_pylist(), key=lambda r: r["candidate_index"])
-    clean = synthesize_chunk([0, 3000, 6299], 17, sample_personas(40, 17), 2, 4, OfflineProvider(), 1).to_pylist()
+    picks = [0, int(N * 1.05) // 2, int(N * 1.05) - 1]
+    sample = sorted(cand.filter(pc.is_in(cand.column("candidate_index"), value_set=pa.array(picks))).to_pylist(),
+                    key=lambda r: r["candidate_index"])
+    clean = synthesize_chunk(picks, 17, sample_personas(40, 17), 2, 4, OfflineProvider(), 1).to_pylist()
     assert sample == clean
     assert store.manifest("queries").row_count == N
