@@ -13,7 +13,7 @@ from tasks.queries.synthesize import sample_personas, synthesize_chunk
 from tests.fixtures.kill import kill_after_parts
 
 REPO = Path(__file__).resolve().parent.parent
-N, CHUNK = 1500, 50  # 32 parts: the kill lands after 6 of them
+N, CHUNK = 3000, 50  # 63 parts, about 40 ms each here: the kill lands after 6, 2 s before the last
 SETS = [f"synth.n_queries={N}", f"synth.chunk_size={CHUNK}", "synth.n_personas=40", "synth.oversample=0.05"]
 
 

@@ -12,7 +12,7 @@ from tests.fixtures.kill import kill_after_parts
 from tests.fixtures.rubrics.support import offline_items, publish_queries
 
 REPO = Path(__file__).resolve().parent.parent
-N, CHUNK = 80, 4  # 20 parts of stage four: the kill lands after 5 of them
+N, CHUNK = 200, 4
 
 
 def _texts() -> dict[str, str]:
