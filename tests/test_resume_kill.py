@@ -14,7 +14,9 @@ from tests.fixtures.kill import kill_after_parts
 
 REPO = Path(__file__).resolve().parent.parent
 N, CHUNK = 3000, 50  # 63 parts, about 40 ms each here: the kill lands after 6, 2 s before the last
-SETS = [f"synth.n_queries={N}", f"synth.chunk_size={CHUNK}", "synth.n_personas=40", "synth.oversample=0.05"]
+OVERSAMPLE = 0.05
+CANDIDATES = int(N * (1 + OVERSAMPLE))  # what synthesize-queries makes before deduplication
+SETS = [f"synth.n_queries={N}", f"synth.chunk_size={CHUNK}", "synth.n_personas=40", f"synth.oversample={OVERSAMPLE}"]
 
 
 def _cmd():
@@ -33,7 +35,7 @@ def test_kill_minus_nine_then_resume(tmp_path, prefect_harness):
     env = dict(os.environ, RUBRICRL_DATA_DIR=str(data), PREFECT_HOME=str(tmp_path / "prefect"),
                PREFECT_API_URL=PREFECT_API_URL.value())
     written = kill_after_parts(_cmd(), REPO, env, data / "stages" / "query_candidates", 6, 240)
-    n_chunks = -(-int(N * 1.05) // CHUNK)
+    n_chunks = -(-CANDIDATES // CHUNK)
     assert 6 <= written < n_chunks
     store = StageStore(data)
     assert store.manifest("query_candidates") is None  # nothing half-built was published
@@ -43,10 +45,10 @@ def test_kill_minus_nine_then_resume(tmp_path, prefect_harness):
     assert "resuming" in res.stdout + res.stderr
     cand = store.read("query_candidates")
     ids = cand.column("query_id").to_pylist()
-    assert len(ids) == len(set(ids)) == int(N * 1.05)
-    assert sorted(ids) == [f"q{i:06d}" for i in range(int(N * 1.05))]
+    assert len(ids) == len(set(ids)) == CANDIDATES
+    assert sorted(ids) == [f"q{i:06d}" for i in range(CANDIDATES)]
     # rows made before the kill equal rows made after it: same as a clean computation
-    picks = [0, int(N * 1.05) // 2, int(N * 1.05) - 1]
+    picks = [0, CANDIDATES // 2, CANDIDATES - 1]
     sample = sorted(cand.filter(pc.is_in(cand.column("candidate_index"), value_set=pa.array(picks))).to_pylist(),
                     key=lambda r: r["candidate_index"])
     clean = synthesize_chunk(picks, 17, sample_personas(40, 17), 2, 4, OfflineProvider(), 1).to_pylist()
