@@ -232,3 +232,70 @@ def test_a_crash_beside_other_work_is_the_machines_until_the_app_crashes_alone(r
     assert fine.status == "ok" and fine.rechecked_from is None and seen["fine"] == 1
     (alone,) = runtime.check_many(["flaky"])  # a batch of one: the trainer beside it is load too
     assert alone.status == "unavailable" and seen["flaky"] == 4
+
+
+def test_a_recheck_alone_repeats_the_load_and_probe_and_keeps_the_checks_the_first_pass_ran(runtime, monkeypatch):
+    """What load could have made is the load and the probe. A probe that lagged beside other apps (o3's Viviani app
+    beside 39 others ran on the page's clock and missed its failing click) is checked again alone without its checks,
+    which ran under their own limits of page time and are kept. An app whose load timed out never ran its checks, so
+    its recheck runs them; an app that did not lag is checked once."""
+    from tasks.env.evidence import RuntimeEvidence
+    from tasks.env.pagetime import lag_reason
+    from tasks.env.probe_records import ProbeRecord
+    from tasks.env.records import CheckResult
+
+    passed, failed = [CheckResult("i1", "passed")], [CheckResult("i1", "failed")]
+    first = {"lagged": RuntimeEvidence(interaction=ProbeRecord(status="ok", clock="page", clock_reason=lag_reason(8)),
+                                       check_results=passed),
+             "slow": RuntimeEvidence(status="load_timeout"),
+             "steady": RuntimeEvidence(interaction=ProbeRecord(status="ok", clock="controlled"), check_results=passed)}
+    plans = {html: object() for html in first}
+    calls: list[tuple[str, object]] = []
+
+    async def session(html, plan=None):
+        calls.append((html, plan))
+        if len([h for h, _ in calls if h == html]) == 1:
+            return first[html]
+        alone = ProbeRecord(status="ok", clock="controlled")  # alone, its probe kept the controlled clock
+        return RuntimeEvidence(interaction=alone, check_results=failed if plan is not None else [])
+
+    monkeypatch.setattr(runtime, "_check_guarded", session)
+    htmls = list(first)
+    lagged, slow, steady = runtime.check_many(htmls, [plans[h] for h in htmls])
+    assert [p for h, p in calls if h == "lagged"] == [plans["lagged"], None]
+    assert lagged.rechecked_from == "probe_lagged" and lagged.interaction.clock == "controlled"
+    assert lagged.check_results == passed  # the first pass's, not run again
+    assert [p for h, p in calls if h == "slow"] == [plans["slow"], plans["slow"]]
+    assert slow.rechecked_from == "load_timeout" and slow.check_results == failed
+    assert [p for h, p in calls if h == "steady"] == [plans["steady"]] and steady.rechecked_from is None
+
+
+def test_a_page_the_machine_starved_is_checked_alone_and_one_starved_alone_too_is_a_missing_reward(monkeypatch):
+    """The hard limit that comes while the machine starves a page gives no verdict (``hold.NO_VERDICT_ENDS``): beside
+    other apps that is load's doing, so the app is checked again alone; starved there too, the environment cannot
+    judge it, a missing reward with no judge call (gemini-2.5-pro's SH2-domain app, starved beside 39 others, got
+    the offline judge's 1.0 against 0.853 alone). The twin the recheck frees gets its verdict and its reward."""
+    from tasks.env.evidence import RuntimeEvidence
+
+    task = Task.model_validate_json((FIX / "task_counter.json").read_text())
+    clean = (FIX / "clean.txt").read_text()
+    always, once = clean, clean.replace("<body>", "<body><!-- starved beside others only -->", 1)
+    seen: dict[str, int] = {}
+
+    async def session(html, plan=None):
+        seen[html] = seen.get(html, 0) + 1
+        if "starved beside others only" not in html or seen[html] == 1:
+            return RuntimeEvidence(status="unavailable", error="hard limit of 10.0s: the machine starved the page",
+                                   no_verdict="starved")
+        return RuntimeEvidence(status="ok", blank_body=False)
+
+    with BrowserRuntime(CFG) as rt:
+        monkeypatch.setattr(rt, "_check_guarded", session)
+        starved, freed = score_batch([ScoreInput("always", task, always), ScoreInput("once", task, once)],
+                                     provider=get_provider("offline"), runtime=rt, cfg=EnvConfig(runtime=CFG))
+    browser = lambda r: r.evidence.runtime  # noqa: E731
+    assert browser(starved).rechecked_from == "starved" and browser(starved).status == "unavailable"
+    assert starved.reward is None and starved.runtime_valid is None and starved.missing_reason == "browser_unavailable"
+    assert starved.judge.provider is None and "no browser verdict" in starved.judge.error
+    assert browser(freed).rechecked_from == "starved" and browser(freed).status == "ok"
+    assert freed.reward is not None and freed.missing_reason is None and freed.judge.provider == "offline"

@@ -150,3 +150,17 @@ def test_a_probe_cut_at_the_wall_time_cap_is_a_verdict_load_could_have_made():
     whole = RuntimeEvidence(status="ok", interaction=ProbeRecord(status="ok"))
     assert not whole.timed_out and whole.load_bound is None
     assert RuntimeEvidence(status="ok", interaction=ProbeRecord(status="hung", cut="wall")).load_bound == "probe_hung"
+
+
+def test_a_probe_that_left_the_clock_for_lag_is_a_verdict_load_could_have_made_and_one_that_left_for_its_own_code_is_not():
+    # o3's Viviani app: alone 0.2 every time; beside 39 other apps at concurrency 8 its frames lagged past max_lag,
+    # the probe ran on the page's clock, fewer actions ran and the failing one was missed (reward 1.0)
+    from tasks.env.pagetime import lag_reason
+    from tasks.env.probe_records import ProbeRecord
+
+    lagged = RuntimeEvidence(status="ok", interaction=ProbeRecord(status="ok", clock="page", clock_reason=lag_reason(8)))
+    assert lagged.timed_out and lagged.load_bound == "probe_lagged"  # checked again alone in a batch
+    for why in ("busy waiting: the clock read 50000 times in one task", "a Worker (its timers are real)"):
+        own = RuntimeEvidence(status="ok", interaction=ProbeRecord(status="ok", clock="page", clock_reason=why))
+        assert not own.timed_out and own.load_bound is None
+    assert RuntimeEvidence(status="ok", interaction=ProbeRecord(status="ok", clock="controlled")).load_bound is None

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from schemas.config.env import RuntimeConfig
+from tasks.env.pagetime import LAGGED
 from tasks.env.probe import summarize
 from tasks.env.probe_records import ProbeRecord
 from tasks.env.records import (BlockedRequest, CdnServed, CheckResult, ConsoleError, DroppedFinding, Failure,
@@ -87,6 +88,7 @@ class RuntimeEvidence:
     checks_error: str | None = None  # the checks crashed: each is inconclusive, saying this
     interaction: ProbeRecord | None = None  # what the probe saw (serialised at output: Evidence.to_json)
     rechecked_from: str | None = None  # the status beside other apps, when a re-check alone replaced it
+    no_verdict: str | None = None  # the hold's end that left the app unjudged (``hold.NO_VERDICT_ENDS``): the machine's
 
     def record(self, step: "LoadRecord | CheckRecord") -> None:
         """Keep a step's record in the app's evidence. A failure a listener saw first (a crash) stands."""
@@ -156,14 +158,22 @@ class RuntimeEvidence:
     @property
     def load_bound(self) -> str | None:
         """Why load on the machine could have made this verdict (checked again alone before it stands): the load
-        timed out or stopped answering, the probe found the page hung, or its actions were cut at the wall-time cap
-        (fewer controls used, so "most controls failing" is decided on another count); None when nothing was."""
+        timed out or stopped answering, the hard limit came while the machine starved the page (``starved``, ``late``:
+        no verdict), the probe found the page hung, its actions were cut at the wall-time cap (fewer controls used,
+        so "most controls failing" is decided on another count), or it ran on the page's own clock because frames
+        lagged (a renderer sharing the cores with others: its budget passes in wall time, and fewer actions run);
+        None when nothing was."""
         if self.status in ("load_timeout", "unresponsive"):
             return self.status
-        if self.interaction is not None and self.interaction.status == "hung":
+        if self.status == "unavailable" and self.no_verdict is not None:
+            return self.no_verdict
+        probe = self.interaction
+        if probe is not None and probe.status == "hung":
             return "probe_hung"
-        if self.interaction is not None and self.interaction.cut == "wall":
+        if probe is not None and probe.cut == "wall":
             return "probe_cut"
+        if probe is not None and probe.clock == "page" and (probe.clock_reason or "").startswith(LAGGED):
+            return "probe_lagged"
         return None
 
     @property
@@ -211,6 +221,16 @@ class Evidence:
     def gaps(self) -> list[BlockedRequest]:
         """The environment gaps that leave the verdict to nobody (``RuntimeVerdict.gaps``)."""
         return self.verdict.gaps if self.verdict is not None else []
+
+    @property
+    def unjudged(self) -> str | None:
+        """Why the environment cannot judge the app, a missing reward and never a verdict (paper B.4: an evaluator
+        failure): ``environment_gap`` (it failed after a library request the mirror could not serve) or
+        ``browser_unavailable`` (no browser verdict: none could run, or the machine starved the page alone too);
+        None when it can."""
+        if self.gaps:
+            return "environment_gap"
+        return "browser_unavailable" if self.runtime is not None and self.runtime.status == "unavailable" else None
 
     def to_json(self, offset: int, dropped: list[DroppedFinding]) -> dict[str, Any]:
         """The evidence of the ``rubricrl score`` contract, offsets moved from the HTML into the response (+``offset``,

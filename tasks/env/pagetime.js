@@ -243,7 +243,7 @@
   // passes) less its slowest one: a heavy page lags in every step and leaves after two, a light page whose
   // renderer the machine once stopped for a second keeps the controlled clock (the same frames as on a quiet one).
   const lag = {done: 0, cost: 0, worst: 0, steps: 0};
-  T.pass = async (ms, step, maxLag) => {
+  T.pass = async (ms, step, maxLag, why) => {
     let done = 0;
     while (done < ms && !T.fallback) {
       const s = Math.min(step, ms - done), t = realNow();
@@ -253,7 +253,7 @@
       lag.done += s; lag.cost += c; lag.steps += 1;
       if (c - s * maxLag > lag.worst) lag.worst = c - s * maxLag;
       if (done < ms && lag.steps > 1 && lag.cost - lag.worst > lag.done * maxLag)
-        leave(`its timers and frames took more than ${maxLag}x their page time to run`);
+        leave(why);
     }
     return {done, fallback: T.fallback};
   };

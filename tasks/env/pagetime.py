@@ -62,13 +62,22 @@ class OutOfTime(Exception):
     """The check's own limit of page time is spent (no verdict on the item)."""
 
 
+LAGGED = "its timers and frames took more than"  # how the reason a page left the controlled clock for lag starts
+
+
+def lag_reason(max_lag: float) -> str:
+    """Why a page left the controlled clock for lag (``T.pass``): what the machine's load can cause too."""
+    return f"{LAGGED} {max_lag:g}x their page time to run"
+
+
 async def let_pass(page: Page, ms: float, clock: ClockConfig) -> None:
     """Let ``ms`` of page time pass on a loaded page: its controlled clock advanced a step at a time in the page while
     its timers and frames take at most ``clock.max_lag`` times their page time (renderer time, over its steps less the
     slowest: one stall of a busy machine is not the page's); one that cannot, or on its own clock, gets wall time."""
     try:
-        state = await page.evaluate("([ms, step, lag]) => window.__rrTime ? window.__rrTime.pass(ms, step, lag) : null",
-                                    [ms, LOAD_STEP_MS, clock.max_lag])
+        state = await page.evaluate("([ms, step, lag, why]) => window.__rrTime ? "
+                                    "window.__rrTime.pass(ms, step, lag, why) : null",
+                                    [ms, LOAD_STEP_MS, clock.max_lag, lag_reason(clock.max_lag)])
     except Exception:  # the document went (replaced, crashed): what follows looks at the page as it is
         state = None
     done = float(state["done"]) if state else 0.0

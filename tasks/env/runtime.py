@@ -236,8 +236,14 @@ class BrowserRuntime:
                 # A time-out's verdict alone stands; a crash is the app's only if it crashes alone too, else the
                 # machine's, and the app gets no verdict (the same app, the same verdict, at any load).
                 await first_pass.wait()
+                # What load could have made is the load and the probe. The checks ran after them under their own
+                # limits of page time (tests/test_checks_time.py), so where the first pass ran them they are kept
+                # and the recheck leaves them out (most of a recheck's time, a WebGL app's above all).
+                kept = plans[i] is not None and ev.status in CHECKED
                 async with alone:
-                    again = await self._check_guarded(htmls[i], plans[i])
+                    again = await self._check_guarded(htmls[i], None if kept else plans[i])
+                if kept and again.status in CHECKED:
+                    again.check_results, again.checks_error = ev.check_results, ev.checks_error
                 if crashed and again.status not in ("crashed", "unavailable"):
                     again = RuntimeEvidence(status="unavailable", error=CRASHED_BESIDE_OTHERS)
                 again.rechecked_from = ev.load_bound or ev.status
@@ -338,7 +344,8 @@ class BrowserRuntime:
         why = hold.why() if hold else ""
         if hold is not None and hold.end in NO_VERDICT_ENDS:  # the machine's doing, not the app's
             session.started = False  # nor a verdict of the probe's, cut short with it
-            return RuntimeEvidence(status="unavailable", error=f"hard limit of {self.cfg.hard_limit_s}s: {why}")
+            return RuntimeEvidence(status="unavailable", error=f"hard limit of {self.cfg.hard_limit_s}s: {why}",
+                                   no_verdict=hold.end)
         if ev.status in ("ok", "page_error"):  # after an error at load the probe's use decides: cut short, it showed nothing
             # a page that never loaded timed out loading, whichever clock told it first (goto's or the hold's)
             ev.status = "unresponsive" if session.loaded else "load_timeout"

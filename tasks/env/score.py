@@ -6,7 +6,9 @@ concurrency: a judge call never waits for the rest of the batch's loads), then c
 our own evidence fails a gate whatever the judge says; otherwise the judge's layer gates decide; a
 gate nobody decided (judge failed) leaves the reward missing, and so does an app that failed in the
 browser after a library request the CDN mirror could not serve (an environment gap: it may work in a
-user's browser, so it is not judged; ``missing_reason`` and ``evidence.environment_gaps`` say so). The output dict is the
+user's browser, so it is not judged; ``missing_reason`` and ``evidence.environment_gaps`` say so), and so does an app
+the browser gave no verdict on (``browser_unavailable``: no browser, or the machine starved its page alone too;
+``evidence.runtime_error`` says why). The output dict is the
 ``rubricrl score`` JSON contract; offsets in it are character offsets into the response.
 
 Run: ``score_response(task, response_text, provider=get_provider("offline"))`` or ``score_batch(...)``.
@@ -30,7 +32,7 @@ from tasks.env.judge_diagnosis import (ScoredFinding, findings_list, layer_gates
 from tasks.env.rewards import reward, rubric_score
 from tasks.env.runtime import BrowserRuntime, shared_runtime
 from tasks.env.evidence import Evidence, RuntimeEvidence
-from tasks.env.records import BlockedRequest, CheckResult, DroppedFinding
+from tasks.env.records import CheckResult, DroppedFinding
 from tasks.env.static import StaticEvidence, check_source
 from tasks.llm.base import LLMResult, Provider
 from tasks.progress import Progress
@@ -90,6 +92,9 @@ def _runtime_for(cfg: EnvConfig, runtime: BrowserRuntime | None) -> BrowserRunti
 
 
 _CALL = ("cached", "input_tokens", "output_tokens")  # what only a judge call made has
+UNJUDGED = {  # why no judge call was made for an app the environment cannot judge (``Evidence.unjudged``)
+    "environment_gap": "environment gap: the app failed after a library request the CDN mirror could not serve",
+    "browser_unavailable": "no browser verdict: the environment could not run the app (runtime_error says why)"}
 
 
 @dataclass(frozen=True)
@@ -106,12 +111,11 @@ class JudgeRecord:
     output_tokens: int | None = None
 
     @classmethod
-    def of(cls, res: LLMResult | None, given: bool, gap: bool = False) -> "JudgeRecord":
+    def of(cls, res: LLMResult | None, given: bool, unjudged: str | None = None) -> "JudgeRecord":
         if given:
             return cls("given")
         if res is None:
-            why = ("environment gap: the app failed after a library request the CDN mirror could not serve" if gap
-                   else "gates failed on our evidence")
+            why = UNJUDGED.get(unjudged or "", "gates failed on our evidence")
             return cls(None, error=f"not judged ({why})")
         return cls(res.provider, res.model, res.attempts, res.error, res.cached, res.usage.input_tokens,
                    res.usage.output_tokens)
@@ -138,13 +142,13 @@ def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosi
     if diag is not None and verdict is not None and cfg.runtime.probe.errors_fail:
         # What the browser saw an interaction do is a finding whoever judged (an LLM may not run the code).
         diag = with_observed_findings(diag, ex.html, verdict.failures, judge_payload(inp.task.rubric))
-    gaps = verdict.gaps if verdict else []
     rt_valid = verdict.valid if verdict else None
     gates["tree_sitter"] = st.source_valid
     gates["browser"] = rt_valid
     source_valid = False if not st.source_valid else gates["static_check"]
-    # An environment gap leaves runtime validity to nobody: the judge reads the same source the browser could not run.
-    runtime_valid = None if gaps else False if rt_valid is False else gates["code_simulation"]
+    # An environment gap or a browser with no verdict leaves runtime validity to nobody (``Evidence.unjudged``): the
+    # judge reads the same source the browser could not run.
+    runtime_valid = None if ev.unjudged else False if rt_valid is False else gates["code_simulation"]
     severities = rubric_severities(diag) if diag else None
     undecided = list(diag.undecided) if diag else []
     score = rubric_score(levels, severities, cfg.reward, undecided) if severities is not None else None
@@ -157,17 +161,15 @@ def combine(inp: ScoreInput, ex: Extraction | None, ev: Evidence, diag: Diagnosi
                        findings=findings_list(diag, spans), evidence=ev, judge=judge, gates=gates,
                        rubric_score=score, html_length=len(ex.html), attribution=trace,
                        check_results=item_check_results(inp, rt, [c.moved(ex.offset) for c in ev.check_results], cfg),
-                       missing_reason=missing_reason(r, gaps, rt), undecided=undecided, dropped=dropped)
+                       missing_reason=missing_reason(r, ev), undecided=undecided, dropped=dropped)
 
 
-def missing_reason(r: float | None, gaps: list[BlockedRequest], rt: RuntimeEvidence | None) -> str | None:
-    """Why a reward is missing (pure): the mirror lacked a library the app needed, there was no browser, or
-    the judge failed."""
+def missing_reason(r: float | None, ev: Evidence) -> str | None:
+    """Why a reward is missing (pure): the environment could not judge the app (``Evidence.unjudged``), or the judge
+    failed."""
     if r is not None:
         return None
-    if gaps:
-        return "environment_gap"
-    return "browser_unavailable" if rt is not None and rt.status == "unavailable" else "judge"
+    return ev.unjudged or "judge"
 
 
 def _check_plan(inp: ScoreInput, cfg: EnvConfig) -> CheckPlan | None:
@@ -221,10 +223,10 @@ def _judge_request(app: _App, provider: Provider | None, cfg: EnvConfig) -> Any:
         app.take(inp.diagnosis, given=True)
         return None
     verdict = app.evidence.verdict
-    gap = st.source_valid and verdict is not None and bool(verdict.gaps)  # no reward to judge for
+    unjudged = app.evidence.unjudged if st.source_valid else None  # no reward to judge for
     locally_failed = not st.source_valid or (verdict is not None and verdict.valid is False)
-    if gap or (locally_failed and not cfg.judge.judge_invalid_apps):
-        app.judge = JudgeRecord.of(None, False, gap)
+    if unjudged or (locally_failed and not cfg.judge.judge_invalid_apps):
+        app.judge = JudgeRecord.of(None, False, unjudged)
         return None
     if provider is None:
         raise ValueError("no judge provider and no diagnosis given; pass provider=get_provider(...) or a diagnosis")
