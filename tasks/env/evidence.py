@@ -88,7 +88,7 @@ class RuntimeEvidence:
     checks_error: str | None = None  # the checks crashed: each is inconclusive, saying this
     interaction: ProbeRecord | None = None  # what the probe saw (serialised at output: Evidence.to_json)
     rechecked_from: str | None = None  # the status beside other apps, when a re-check alone replaced it
-    no_verdict: str | None = None  # the hold's end that left the app unjudged (``hold.NO_VERDICT_ENDS``): the machine's
+    no_verdict: str | None = None  # the hold's end that left the app unjudged, the machine's doing (NO_VERDICT_ENDS)
 
     def record(self, step: "LoadRecord | CheckRecord") -> None:
         """Keep a step's record in the app's evidence. A failure a listener saw first (a crash) stands."""
