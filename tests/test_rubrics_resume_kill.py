@@ -12,7 +12,7 @@ from tests.fixtures.kill import kill_after_parts
 from tests.fixtures.rubrics.support import offline_items, publish_queries
 
 REPO = Path(__file__).resolve().parent.parent
-N, CHUNK = 200, 4
+N, CHUNK = 200, 4  # 50 parts of stage four: the kill lands after 5 of them, well before the last
 
 
 def _texts() -> dict[str, str]:
