@@ -23,7 +23,7 @@ from tasks.rubrics import text as T
 from tasks.rubrics.prompt_controls import Control, controls, mentions
 from tasks.rubrics.prompt_formats import LineFormat, stated_formats
 from tasks.rubrics.prompt_outline import Node, Outline, outline, plain, span
-from tasks.rubrics.vocab import (CONDITION, DRAGGED_THING, MOTION, NEGATED, NO_EFFECT, PLAN_CLICK_ADDS, PLAN_MOTION,
+from tasks.rubrics.vocab import (CONDITION, DRAGGED_THING, MOTION, NEGATED, NO_EFFECT, PLAN_MOTION,
                                  PLAN_PROMPTED, PLAN_TRIGGER, PLAN_VIEW_DRAG, QUERY_BY_ITSELF, REQUEST_ANSWERS_INPUT,
                                  SHOWS_VALUE_WORDS, id_shape, id_stem, id_words, says_start, start_name)
 
@@ -234,17 +234,13 @@ def motions(ol: Outline, request: str | None, ctrls: list[Control] = ()) -> list
     return out[:2]
 
 
-_ASIDE = re.compile(r"\([^()]*\)")  # "(not on an existing point)": what a click avoids, no negation of the line
-
-
 def drawing_input(ol: Outline, ctrls: list[Control]) -> str | None:
-    """The first line saying the plan's drawing answers the mouse wherever it lands (``vocab.PLAN_VIEW_DRAG``,
-    ``PLAN_CLICK_ADDS``), unless it names a control (what operating that does is its behaviour), a thing to drag,
+    """The first line saying the plan's drawing answers the mouse wherever it lands (``vocab.PLAN_VIEW_DRAG``: the
+    view turned by a drag), unless it names a control (what operating that does is its behaviour), a thing to drag,
     a negation, or sits under a condition."""
     for n in ol.nodes:
-        p = _ASIDE.sub(" ", plain(n.text))
-        turns = PLAN_VIEW_DRAG.search(p) is not None and not DRAGGED_THING.search(p)
-        if not (turns or PLAN_CLICK_ADDS.search(p)) or NEGATED.search(p) or FORMAT.search(p):
+        p = plain(n.text)
+        if not PLAN_VIEW_DRAG.search(p) or DRAGGED_THING.search(p) or NEGATED.search(p) or FORMAT.search(p):
             continue
         if any(c.is_control and mentions(n.text, c.id) for c in ctrls):
             continue
