@@ -122,7 +122,6 @@ KINDS: dict[str, tuple[str, ...]] = {
     "test_rubrics_fields.py": ("unit",),
     "test_rubrics_flow.py": ("flows",),
     "test_rubrics_offline.py": ("unit", "browser"),
-    "test_drawing_input.py": ("unit", "browser"),
     "test_rubrics_q5.py": ("flows",),
     "test_rubrics_resume_kill.py": ("flows",),
     "test_rubrics_units.py": ("unit",),

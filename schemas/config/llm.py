@@ -39,7 +39,7 @@ class Prices(Section):
 
 # The offline rules' version (``tasks/llm/offline.py``): stage rows made by other rules are never re-used. Owned
 # here, where the prices read it, since the schemas import nothing of the tasks.
-OFFLINE_MODEL = "offline-rules-v10"
+OFFLINE_MODEL = "offline-rules-v9"
 
 
 def default_prices() -> dict[str, Prices]:

@@ -17,8 +17,7 @@ control it names by ``#id`` (or label) are found in the query's spec by that nam
 - a display with a line format the plan states: every line of its text has as many parts set apart by whitespace
   as the format has words (``prompt_formats.line_pattern``);
 - motion: the canvas a moment apart; a short request's input: a click, a drag, Space and an arrow key on
-  its canvas (a request names no other); a plan's drawing that answers the mouse wherever it lands (a view turned
-  by a drag, a click on an empty part that adds something): the same, on a page showing one canvas;
+  its canvas (a request names no other);
 - an element a sentence names by label: a button of that name, a field of that label;
 - a synthesized query's capability (``capabilities``): the check its fields name (``checks_capability``).
 
@@ -196,11 +195,8 @@ def motion_check(target: dict[str, Any] = CANVAS) -> list[dict[str, Any]]:
             {"expect": "canvas_changes", "target": target, "since": "before"}]
 
 
-def input_check(one_canvas: bool = False) -> list[dict[str, Any]]:
-    """A click, a drag, Space and an arrow key on the canvas change it. ``one_canvas`` (a plan's drawing that answers
-    the mouse): only on a page showing one canvas, since which of several the plan's is no check knows."""
-    first = [{"expect": "absent", "target": {**CANVAS, "nth": 1}}] if one_canvas else []
-    return first + [{"do": "remember", "target": CANVAS, "name": "before"},
+def input_check() -> list[dict[str, Any]]:
+    return [{"do": "remember", "target": CANVAS, "name": "before"},
             {"do": "click", "target": CANVAS, "position": [0.5, 0.5]},
             {"do": "drag", "target": CANVAS, "start": [0.3, 0.3], "end": [0.7, 0.6]}, {"do": "press", "key": "Space"},
             {"do": "press", "key": "ArrowUp"}, {"expect": "canvas_changes", "target": CANVAS, "since": "before"}]
@@ -245,7 +241,7 @@ def item_steps(item: dict[str, Any], spec: Spec, drawn: dict[str, Any] | None) -
     if kind == "motion_by_itself":  # a capability's motion may be on any canvas the page has
         return motion_check(DRAWING if DRAWING_EFFECT in effect else CANVAS)
     if kind == "answers_input":
-        return input_check(one_canvas=spec.structured)
+        return input_check()
     if kind == "labelled_present" and item.get("element"):
         return named_check(item["element"], spec)
     return None

@@ -193,9 +193,6 @@ def _plan_items(spec: Spec) -> list[SpecItem]:
     out += [format_item(f) for f in spec.formats]
     out += [area_item(c) for c in spec.controls if c.kind in ("canvas", "area")]
     out += [behaviour_item(b) for b in spec.behaviours if b.key is not None]
-    out += [SpecItem("input", "The drawing answers input as the plan states: a click or drag on it changes what it "
-                     "draws.", "Click and drag on the drawing; compare it before and after.",
-                     spec.answers_input)] if spec.answers_input else []
     out += [SpecItem("motion", "The drawing moves by itself over time.", "Load the page, do nothing, and compare "
                      "the drawing a moment apart.", spec.motions[0])] if spec.motions else []
     if not out and spec.first_line:  # a plan that declares nothing by id still asks for a page

@@ -23,9 +23,9 @@ from tasks.rubrics import text as T
 from tasks.rubrics.prompt_controls import Control, controls, mentions
 from tasks.rubrics.prompt_formats import LineFormat, stated_formats
 from tasks.rubrics.prompt_outline import Node, Outline, outline, plain, span
-from tasks.rubrics.vocab import (CONDITION, DRAGGED_THING, MOTION, NEGATED, NO_EFFECT, PLAN_MOTION,
-                                 PLAN_PROMPTED, PLAN_TRIGGER, PLAN_VIEW_DRAG, QUERY_BY_ITSELF, REQUEST_ANSWERS_INPUT,
-                                 SHOWS_VALUE_WORDS, id_shape, id_stem, id_words, says_start, start_name)
+from tasks.rubrics.vocab import (MOTION, NO_EFFECT, PLAN_MOTION, PLAN_PROMPTED, PLAN_TRIGGER, QUERY_BY_ITSELF,
+                                 REQUEST_ANSWERS_INPUT, SHOWS_VALUE_WORDS, id_shape, id_stem, id_words, says_start,
+                                 start_name)
 
 FORMAT = re.compile(r"\b(single[- ](?:self-contained\s+)?(?:html\s+)?file|self-contained|one\s+(?:html\s+)?file|"
                     r"html\s*(?:/|,|and)\s*css|css\s*(?:/|and)\s*(?:js|javascript)|vanilla\s+(?:js|javascript)|"
@@ -101,8 +101,7 @@ class Spec:
     motions: list[str] = field(default_factory=list)  # evidence of motion that happens by itself
     named: list[Named] = field(default_factory=list)
     clauses: list[T.Clause] = field(default_factory=list)  # a request's other sentences, format ones left out
-    answers_input: str | None = None  # evidence that a short request is something to play or operate, or that a
-    # plan's drawing answers the mouse wherever it lands (``drawing_input``)
+    answers_input: str | None = None  # evidence that a short request is something to play or operate
     constraints: list[str] = field(default_factory=list)  # format constraints seen (never items)
     first_line: str | None = None  # a plan's first line that is not a heading (what it is about)
     readouts: dict[str, Control] = field(default_factory=dict)  # slider id -> the display showing its value
@@ -234,22 +233,6 @@ def motions(ol: Outline, request: str | None, ctrls: list[Control] = ()) -> list
     return out[:2]
 
 
-def drawing_input(ol: Outline, ctrls: list[Control]) -> str | None:
-    """The first line saying the plan's drawing answers the mouse wherever it lands (``vocab.PLAN_VIEW_DRAG``: the
-    view turned by a drag), unless it names a control (what operating that does is its behaviour), a thing to drag,
-    a negation, or sits under a condition."""
-    for n in ol.nodes:
-        p = plain(n.text)
-        if not PLAN_VIEW_DRAG.search(p) or DRAGGED_THING.search(p) or NEGATED.search(p) or FORMAT.search(p):
-            continue
-        if any(c.is_control and mentions(n.text, c.id) for c in ctrls):
-            continue
-        if any(CONDITION.search(plain(a.text)) for a in n.ancestors() if a.kind != "heading"):
-            continue
-        return span(n.text)
-    return None
-
-
 def named_ui(sentences: list[T.Clause]) -> list[Named]:
     """UI elements the sentences name without an id: quoted labels of buttons, "a seed field", "the Start button"."""
     out: list[Named] = []
@@ -288,8 +271,7 @@ def read_spec(query: str) -> Spec:
         first = next((span(n.text) for n in ol.nodes if n.kind != "heading" and not FORMAT.search(n.text)), None)
         displays = {c.id for c in ctrls if not c.is_control and c.kind != "canvas"}
         return Spec(True, None, ctrls, behaviours(ol, ctrls, shown) + keys(ol), motions(ol, None, ctrls),
-                    answers_input=drawing_input(ol, ctrls), constraints=constraints, first_line=first, readouts=shown,
-                    formats=stated_formats(query, displays))
+                    constraints=constraints, first_line=first, readouts=shown, formats=stated_formats(query, displays))
     clauses = T.clauses_of(text)
     sentences = [c for c in clauses if not FORMAT.search(c.evidence)]
     named = named_ui(sentences)

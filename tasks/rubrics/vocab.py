@@ -153,17 +153,6 @@ PLAN_TRIGGER = re.compile(_words(PLAN_TRIGGER_WORDS), re.I)
 PLAN_PROMPTED = re.compile(_words(PLAN_PROMPTED_WORDS), re.I)
 ITEM_PROMPTED = re.compile(_words(ITEM_PROMPTED_WORDS), re.I)
 REQUEST_ANSWERS_INPUT = re.compile(_words(REQUEST_INPUT_WORDS), re.I)
-# A plan's line saying its drawing answers the mouse wherever it lands: the view turned by a drag (a 3D scene's camera
-# orbiting). Dragging one thing (a locator, a point) needs where that thing is drawn, which no check knows, so a line
-# naming one is not read as this; nor a negated line, nor one under a condition (``CONDITION``: "when a 3D view is
-# active"). A click that adds a point where it lands is not read either: one small dot changes less of a canvas than
-# a check counts as a change (measured on the development set, #51), so a correct app would fail it.
-PLAN_VIEW_DRAG = re.compile(r"\b(?:rotat\w*|orbit\w*)\b[^.\n]{0,80}\b(?:drag\w*|mouse)\b|"
-                            r"\b(?:drag\w*|mouse)\b[^.\n]{0,80}\b(?:rotat(?:e|es|ing)|orbit\w*)\b", re.I)
-DRAGGED_THING = re.compile(r"\b(?:locators?|points?|markers?|handles?|vert(?:ex|ices)|charges?|nodes?|crosshairs?|"
-                           r"sliders?|objects?|bodies|body|pieces?)\b", re.I)
-CONDITION = re.compile(r"\b(?:when|whenever|if|while|once|after|only)\b", re.I)
-NEGATED = re.compile(r"\b(?:no|not|cannot|can't|never|without|disabled?)\b", re.I)
 # An item of the rules saying the page answers input (``offline_items``' words, read back only for an item
 # without fields).
 ITEM_ANSWERS_INPUT = re.compile(r"\banswers input\b", re.I)
