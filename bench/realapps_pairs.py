@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Iterable
 
+from tasks.evaluation.official import HARNESS_CHANGED_SCRIPT
+
 EPS = 1e-9
 NOT_JUDGED = ("no_reference", "unserved")  # official_detail statuses the environment could not judge
 
@@ -136,6 +138,8 @@ def official_label(detail: list[dict[str, Any]] | None, note: str | None = None,
     detail = detail or []
     if not detail:
         return None, f"no official test ran ({note or 'no reason recorded'})"
+    if note and HARNESS_CHANGED_SCRIPT in note:  # its tests ran on a page the answer is not
+        return None, HARNESS_CHANGED_SCRIPT
     passed = failed = 0
     skipped: Counter = Counter()
     for d in detail:

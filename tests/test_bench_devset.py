@@ -18,6 +18,7 @@ from realapps_pairs import App, Groups, figures, group_spread, official_label, o
 
 from schemas.contracts.evaluation import EVAL_RESULTS_SCHEMA, STAGE  # noqa: E402
 from tasks.evaluation.agreement import pairwise_within  # noqa: E402
+from tasks.evaluation.official import HARNESS_CHANGED_SCRIPT, harness_changes_script, with_harness_note  # noqa: E402
 from tasks.stages.store import StageStore  # noqa: E402
 
 # (apps as (task, model, reward, label), pairs, right, reward ties, rate with ties as misses, rate on untied pairs)
@@ -93,6 +94,28 @@ LABEL_TABLE = [
 @pytest.mark.parametrize("name,detail,timeouts,label,why", LABEL_TABLE, ids=[r[0] for r in LABEL_TABLE])
 def test_official_label(name, detail, timeouts, label, why):
     assert official_label(detail, "the spec ran no test", timeouts) == (label, why), name
+
+
+# InteractScience's harness unescapes entities in the whole page: where that changes a script, its tests ran on a page
+# the answer is not. Twins: entities in the markup only, and a script without any, are pages the harness leaves as
+# the answer wrote them.
+ESCAPING = "const esc = (s) => s.replace(/&/g, '&amp;').replace(/'/g, '&#39;');"
+HARNESS_TABLE = [
+    ("a script's own escaping function", f"<p>hi</p><script>{ESCAPING}</script>", True),
+    ("entities in the markup only", "<p>a &amp; b &lt; c</p><script>const n = 1 && 2;</script>", False),
+    ("a script without entities", "<script type=\"module\">const q = \"'\";</script>", False),
+    ("no html block", None, False),
+]
+
+
+@pytest.mark.parametrize("name,page,changed", HARNESS_TABLE, ids=[r[0] for r in HARNESS_TABLE])
+def test_the_harness_changing_a_script_is_noted_and_such_an_app_has_no_label(name, page, changed):
+    response = "Here it is." if page is None else f"Here it is.\n```html\n{page}\n```\n"
+    assert harness_changes_script(response) is changed, name
+    scored = with_harness_note(response, (0.0, [d("failed", False)], "1 of 2 tests not judged"))
+    assert scored[0] == 0.0 and (HARNESS_CHANGED_SCRIPT in (scored[2] or "")) is changed
+    label, why = official_label(scored[1], scored[2])
+    assert (label, why) == ((None, HARNESS_CHANGED_SCRIPT) if changed else (0.0, None)), name
 
 
 def test_labels_read_from_a_published_eval_results(tmp_path):

@@ -17,13 +17,14 @@ from flows.build_rubrics import build_rubrics
 from flows.evaluate import evaluate
 from flows.synthesize_queries import synthesize_queries
 from schemas.config.evaluation import OfficialConfig
-from tasks.evaluation.official import cases_met
+from tasks.evaluation.official import HARNESS_CHANGED_SCRIPT, cases_met
 from tasks.evaluation.pft import runner_problem
 from tasks.stages.store import StageStore
 from fakes.fake_openai import FakeOpenAI
 
 FIX = Path(__file__).parent / "fixtures"
 SETS = ["env.runtime.enabled=false"]
+ESCAPING = "const esc = (s) => s.replace(/'/g, '&#39;');"
 PLAN = ("### Counter\nA counter `#count` (default 0) with a button `#inc` that adds one and a button `#reset` that "
         "sets it back to 0; a line `#lib` names the loaded d3 version (d3 from a CDN).")
 needs_runner = pytest.mark.skipif(runner_problem(OfficialConfig()) is not None,
@@ -49,14 +50,19 @@ def interact(prefect_harness, tmp_path_factory):
         {"id": "Counter", "discipline": "Computer Science", "difficulty": "easy", "question": PLAN}) + "\n")
     _ingest(data, bench / "data" / "interactscience.jsonl")
     folders = {}
-    for name, page in (("good", "counter.html"), ("broken", "counter_broken.html")):
+    pages = {name: (FIX / "pft" / page).read_text() for name, page in (("good", "counter.html"),
+                                                                      ("broken", "counter_broken.html"))}
+    # the good page with an escaping function in its script, which the benchmark's harness unescapes into a syntax error
+    pages["escaped"] = pages["good"].replace("  let n = 0;", "  let n = 0;\n  " + ESCAPING)
+    for name, page in pages.items():
         folders[name] = root / name
         folders[name].mkdir()
-        (folders[name] / "ext-Counter.txt").write_text(f"Here is the page.\n```html\n{(FIX / 'pft' / page).read_text()}```\n")
+        (folders[name] / "ext-Counter.txt").write_text(f"Here is the page.\n```html\n{page}```\n")
     raw_page = (FIX / "pft" / "counter.html").read_text()  # no ```html block: the benchmark's harness finds no page
     with FakeOpenAI(reply=lambda body: raw_page) as api:
         out = evaluate(profile="demo", sets=[*SETS, "evaluation.benchmark=interactscience"], runs=1,
-                       models=[str(folders["good"]), str(folders["broken"]), f"api:openai/local@{api.base_url}/v1"])
+                       models=[str(folders["good"]), str(folders["broken"]), f"api:openai/local@{api.base_url}/v1",
+                               str(folders["escaped"])])
     mp.undo()
     return data, out
 
@@ -65,7 +71,7 @@ def interact(prefect_harness, tmp_path_factory):
 def test_three_generators_each_app_by_the_benchmarks_own_tests(interact):
     data, out = interact
     rows = {r["model"]: r for r in StageStore(data).read("eval_results").to_pylist()}
-    assert set(rows) == {"good", "broken", "openai/local"} and {r["official_metric"] for r in rows.values()} == {
+    assert set(rows) == {"good", "broken", "openai/local", "escaped"} and {r["official_metric"] for r in rows.values()} == {
         "pft_pass_rate"}
     good, broken, api = rows["good"], rows["broken"], rows["openai/local"]
     assert good["official_score"] == 1.0 and good["official_note"].startswith("1 of 4 tests not judged")
@@ -78,6 +84,10 @@ def test_three_generators_each_app_by_the_benchmarks_own_tests(interact):
     # fenced html block, finds none: every one of its tests fails, as in the benchmark's own run
     assert api["tier"] != "format_invalid" and api["official_score"] == 0.0
     assert all("ERR_FILE_NOT_FOUND" in d["note"] for d in api["official_detail"])
+    # the harness's unescaping broke the escaped page's script: its score is the benchmark's, its note says why
+    escaped = rows["escaped"]
+    assert escaped["official_score"] < good["official_score"] and HARNESS_CHANGED_SCRIPT in escaped["official_note"]
+    assert HARNESS_CHANGED_SCRIPT not in good["official_note"]
 
 
 @needs_runner
@@ -94,7 +104,7 @@ def test_table_one_and_the_report_set_the_official_metric_beside_ours(interact):
         assert not [k for k in v if "(none)" in k]
     md = (data / "reports" / "eval" / "eval.md").read_text()
     assert "| official/pft_pass_rate |" in md and "agree/pairwise" in md
-    assert "Our reward against the benchmark's own pft_pass_rate over 3 apps" in md
+    assert "Our reward against the benchmark's own pft_pass_rate over 4 apps" in md
     assert "pairwise within a task" in md and "![reward against the official metric](official.png)" in md
     assert Path(out["official_png"]).stat().st_size > 5000
     html = Path(out["html"]).read_text()

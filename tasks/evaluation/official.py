@@ -39,6 +39,10 @@ from tasks.env.rewards import failed_items
 from tasks.progress import Progress
 
 FENCED_HTML = re.compile(r"```html\s*\n(.*?)\s*```", re.S)  # InteractScience's own extraction of the page
+_SCRIPT = re.compile(r"<script\b[^>]*>(.*?)</script>", re.S | re.I)
+# An official note's sentence (read back by the benches' labels, bench/realapps_pairs.py): the benchmark's harness
+# unescapes HTML entities in the whole page it writes, and that changed one of the app's scripts.
+HARNESS_CHANGED_SCRIPT = "the benchmark's harness unescapes the page's HTML entities, which changed a script"
 OFF = "official metric not computed (evaluation.official.enabled=false)"
 NOT_INGESTED = "not a query of an ingested benchmark"
 NO_PROTOCOL = "the generic format has no official protocol (MiniAppBench's data and harness are not public)"
@@ -126,6 +130,22 @@ def interactscience_page(response: str) -> str | None:
     return html_lib.unescape(m.group(1).strip()) if m else None
 
 
+def harness_changes_script(response: str) -> bool:
+    """Whether the harness's unescaping (``interactscience_page``) changes a script of the page: ``'&#39;'`` in a
+    script's own escaping function becomes three quotes, a syntax error: the benchmark tests another page."""
+    m = FENCED_HTML.search(response or "")
+    return m is not None and any(html_lib.unescape(s) != s for s in _SCRIPT.findall(m.group(1)))
+
+
+def with_harness_note(response: str, scored: Scored) -> Scored:
+    """``scored`` with ``HARNESS_CHANGED_SCRIPT`` added to its note where the harness changed a script: the score
+    stays the benchmark's (its protocol), the note tells a reader it is not the app's."""
+    if not harness_changes_script(response):
+        return scored
+    score, detail, note = scored
+    return score, detail, f"{note}; {HARNESS_CHANGED_SCRIPT}" if note else HARNESS_CHANGED_SCRIPT
+
+
 def _pft(rows: list[dict[str, Any]], _j: list[Any], inputs: OfficialInputs) -> list[Scored]:
     """The rows' apps through the benchmark's own specs (a row without a usable spec gets none, and says so)."""
     apps: dict[int, PftApp] = {}
@@ -146,7 +166,8 @@ def _pft(rows: list[dict[str, Any]], _j: list[Any], inputs: OfficialInputs) -> l
     with Progress(f"official tests {label}", len(apps), unit="apps", verb="run") as progress:
         results = run_pft(list(apps.values()), inputs.runtime, inputs.cfg,
                           on_app=lambda _key, ran, passed: progress.update(1, tests_run=ran, tests_passed=passed))
-    return [app_score(results[apps[k].key]) if k in apps else (None, [], why[k]) for k in range(len(rows))]
+    return [with_harness_note(rows[k]["response"], app_score(results[apps[k].key])) if k in apps else (None, [], why[k])
+            for k in range(len(rows))]
 
 
 def _images(row: dict[str, Any], data_dir: Path) -> list[ImageInput]:
